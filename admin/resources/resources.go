@@ -1,0 +1,307 @@
+// Package resources implements the resource-file load pipeline:
+//
+//	read file → parse YAML (one document) → interpolate ${VAR} in string scalars →
+//	decode into typed entries (unknown fields rejected at every level) →
+//	identity and uniqueness → name references → cross-reference checks
+//
+// Every stage appends to one error list; the file is rejected when the list is
+// non-empty. Interpolation happens as each string scalar is decoded, after YAML
+// parsing, so values can never inject YAML structure.
+package resources
+
+import (
+	"os"
+	"sort"
+	"strconv"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// FormatVersion is the only supported _format_version.
+const FormatVersion = "1"
+
+// Collection names, in the order the spec lists them.
+const (
+	CollProviderKeys           = "provider_keys"
+	CollModels                 = "models"
+	CollAPIKeys                = "api_keys"
+	CollOIDCProviders          = "oidc_providers"
+	CollMCPAuthSettings        = "mcp_auth_settings"
+	CollClaimMappings          = "claim_mappings"
+	CollGuardrails             = "guardrails"
+	CollGuardrailAttachments   = "guardrail_attachments"
+	CollMCPServers             = "mcp_servers"
+	CollA2AAgents              = "a2a_agents"
+	CollPassthroughRoutes      = "passthrough_routes"
+	CollCachePolicies          = "cache_policies"
+	CollObservabilityExporters = "observability_exporters"
+	CollRateLimitPolicies      = "rate_limit_policies"
+)
+
+// Collections lists the fourteen collection names in spec order.
+var Collections = []string{
+	CollProviderKeys, CollModels, CollAPIKeys, CollOIDCProviders, CollMCPAuthSettings,
+	CollClaimMappings, CollGuardrails, CollGuardrailAttachments, CollMCPServers,
+	CollA2AAgents, CollPassthroughRoutes, CollCachePolicies, CollObservabilityExporters,
+	CollRateLimitPolicies,
+}
+
+// Resources is a fully validated resource file. It is immutable once Load returns.
+type Resources struct {
+	ProviderKeys           []*ProviderKey
+	Models                 []*Model
+	APIKeys                []*APIKey
+	OIDCProviders          []*OIDCProvider
+	MCPAuthSettings        *MCPAuthSettings // nil when absent
+	ClaimMappings          []*ClaimMapping
+	Guardrails             []*Guardrail
+	GuardrailAttachments   []*GuardrailAttachment
+	MCPServers             []*MCPServer
+	A2AAgents              []*A2AAgent
+	PassthroughRoutes      []*PassthroughRoute
+	CachePolicies          []*CachePolicy
+	ObservabilityExporters []*ObservabilityExporter
+	RateLimitPolicies      []*RateLimitPolicy
+
+	// UnknownKinds lists guardrail entries whose kind this build does not know.
+	// They are skipped, not errors.
+	UnknownKinds []UnknownKind
+}
+
+// UnknownKind is an entry skipped because its kind is unknown to this build.
+type UnknownKind struct {
+	Collection string `json:"collection"`
+	Index      int    `json:"index"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+}
+
+// Counts returns the number of entries per collection, in spec order.
+func (r *Resources) Counts() []CollectionCount {
+	n := func(c int) int { return c }
+	mas := 0
+	if r.MCPAuthSettings != nil {
+		mas = 1
+	}
+	return []CollectionCount{
+		{CollProviderKeys, n(len(r.ProviderKeys))},
+		{CollModels, len(r.Models)},
+		{CollAPIKeys, len(r.APIKeys)},
+		{CollOIDCProviders, len(r.OIDCProviders)},
+		{CollMCPAuthSettings, mas},
+		{CollClaimMappings, len(r.ClaimMappings)},
+		{CollGuardrails, len(r.Guardrails)},
+		{CollGuardrailAttachments, len(r.GuardrailAttachments)},
+		{CollMCPServers, len(r.MCPServers)},
+		{CollA2AAgents, len(r.A2AAgents)},
+		{CollPassthroughRoutes, len(r.PassthroughRoutes)},
+		{CollCachePolicies, len(r.CachePolicies)},
+		{CollObservabilityExporters, len(r.ObservabilityExporters)},
+		{CollRateLimitPolicies, len(r.RateLimitPolicies)},
+	}
+}
+
+// CollectionCount is one row of Counts.
+type CollectionCount struct {
+	Collection string
+	Count      int
+}
+
+// EntryID is one entry's derived ID, for `gw validate --ids`.
+type EntryID struct {
+	Collection string
+	Identity   string
+	ID         string
+}
+
+// Result is the outcome of one load.
+type Result struct {
+	Resources *Resources // nil when Errors is non-empty
+	Errors    []Error
+	Warnings  []Error
+	IDs       []EntryID
+}
+
+// Err returns the aggregated load error or nil.
+func (r *Result) Err() error {
+	if len(r.Errors) == 0 {
+		return nil
+	}
+	return &LoadError{Errors: r.Errors}
+}
+
+// OSEnv reads the process environment.
+func OSEnv(name string) (string, bool) { return os.LookupEnv(name) }
+
+// LoadFile reads path and runs the load pipeline.
+func LoadFile(path string, env Env) *Result {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return &Result{Errors: []Error{{Index: -1, Msg: "cannot read resources file: " + err.Error()}}}
+	}
+	return Load(data, env)
+}
+
+// Load runs the whole pipeline on data.
+func Load(data []byte, env Env) *Result {
+	if env == nil {
+		env = OSEnv
+	}
+	l := &loader{d: &decoder{env: env}, res: &Resources{}}
+	root, err := parseDocument(data)
+	if err != nil {
+		return &Result{Errors: []Error{{Index: -1, Msg: err.Error()}}}
+	}
+	l.top(root)
+	if len(l.d.errs) == 0 {
+		// References are only meaningful once every entry decoded cleanly;
+		// otherwise one typo would cascade into many "unknown name" errors.
+		l.checkIdentities()
+		l.resolveReferences()
+	}
+	out := &Result{Errors: l.d.errs, Warnings: l.d.warnings}
+	if len(out.Errors) == 0 {
+		out.Resources = l.res
+		out.IDs = l.ids()
+	}
+	return out
+}
+
+// loader holds one pipeline run.
+type loader struct {
+	d   *decoder
+	res *Resources
+}
+
+type collectionDecoder func(l *loader, e *entry, o *obj)
+
+// collectionTable maps each collection to its entry decoder. Built once.
+var collectionTable map[string]collectionDecoder
+
+func init() {
+	collectionTable = map[string]collectionDecoder{
+		CollProviderKeys:           (*loader).decodeProviderKey,
+		CollModels:                 (*loader).decodeModel,
+		CollAPIKeys:                (*loader).decodeAPIKey,
+		CollOIDCProviders:          (*loader).decodeOIDCProvider,
+		CollMCPAuthSettings:        (*loader).decodeMCPAuthSettings,
+		CollClaimMappings:          (*loader).decodeClaimMapping,
+		CollGuardrails:             (*loader).decodeGuardrail,
+		CollGuardrailAttachments:   (*loader).decodeGuardrailAttachment,
+		CollMCPServers:             (*loader).decodeMCPServer,
+		CollA2AAgents:              (*loader).decodeA2AAgent,
+		CollPassthroughRoutes:      (*loader).decodePassthroughRoute,
+		CollCachePolicies:          (*loader).decodeCachePolicy,
+		CollObservabilityExporters: (*loader).decodeObservabilityExporter,
+		CollRateLimitPolicies:      (*loader).decodeRateLimitPolicy,
+	}
+}
+
+func (l *loader) top(root *yaml.Node) {
+	d := l.d
+	root = resolve(root)
+	if root == nil || root.Kind != yaml.MappingNode {
+		d.errAt(nil, "", "top level must be a mapping, got "+kindName(root))
+		return
+	}
+	o := d.newObj(nil, "", root)
+	if o == nil {
+		return
+	}
+	l.formatVersion(o)
+	// Decode collections in spec order so errors come out in a stable order.
+	for _, name := range Collections {
+		n := o.raw(name)
+		if n == nil {
+			continue // absent or null: empty
+		}
+		if n.Kind != yaml.SequenceNode {
+			d.errAt(nil, name, "must be a sequence of mappings, got "+kindName(n))
+			continue
+		}
+		dec := collectionTable[name]
+		for i, item := range n.Content {
+			e := &entry{coll: name, idx: i}
+			eo := d.newObj(e, "", item)
+			if eo == nil {
+				continue
+			}
+			dec(l, e, eo)
+			eo.finish()
+		}
+	}
+	for i, k := range o.keys {
+		if o.used[i] || k.Value == "_format_version" {
+			continue
+		}
+		if k.ShortTag() == "!!merge" {
+			d.errAt(nil, "<<", "unknown collection (YAML merge keys are not expanded)")
+			continue
+		}
+		d.errAt(nil, k.Value, "unknown collection; known: _format_version, "+joinComma(Collections))
+	}
+}
+
+func (l *loader) formatVersion(o *obj) {
+	d := l.d
+	if !o.present("_format_version") {
+		d.errAt(nil, "_format_version", "required; add _format_version: \"1\" at the top of the file")
+		return
+	}
+	n := o.raw("_format_version")
+	switch {
+	case n == nil:
+		d.errAt(nil, "_format_version", "required; set it to \"1\"")
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" && n.Value == "1":
+		d.errAt(nil, "_format_version", "must be the string \"1\", not the integer 1; quote it: _format_version: \"1\"")
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		if n.Value != FormatVersion {
+			d.errAt(nil, "_format_version", "unsupported version \""+n.Value+"\"; supported: \"1\"")
+		}
+	default:
+		d.errAt(nil, "_format_version", "must be the string \"1\", got "+kindName(n))
+	}
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += v
+	}
+	return out
+}
+
+// identityRef is one entry's identity, for uniqueness checks and name lookups.
+type identityRef struct {
+	idx int
+	id  string
+}
+
+// checkUnique reports duplicate identities; the error names both entries.
+func (l *loader) checkUnique(coll, idField string, refs []identityRef) {
+	first := make(map[string]int, len(refs))
+	for _, r := range refs {
+		if r.id == "" {
+			continue // already reported as missing
+		}
+		if prev, dup := first[r.id]; dup {
+			l.d.errAt(&entry{coll: coll, idx: r.idx, idField: idField, id: r.id}, idField,
+				"duplicate identity; also used by "+coll+"["+strconv.Itoa(prev)+"]")
+			continue
+		}
+		first[r.id] = r.idx
+	}
+}
+
+// names returns the sorted identities of a collection, for "available:" hints.
+func names[T any](items []T, id func(T) string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, id(it))
+	}
+	sort.Strings(out)
+	return out
+}
