@@ -60,7 +60,7 @@ func (l *loader) decodeAPIKey(e *entry, o *obj) {
 		o.errf("key_env", "required (or key_hash); the file never stores plaintext keys")
 	case hasEnv:
 		k.HashSource = "key_env"
-		name, ok := o.str("key_env")
+		name, ok := o.strVerbatim("key_env")
 		if !ok {
 			break
 		}

@@ -509,3 +509,17 @@ type KV struct {
 	Key   string
 	Value string
 }
+
+// strVerbatim reads an optional string without interpolation, for fields that
+// hold a variable name themselves (key_env).
+func (o *obj) strVerbatim(name string) (string, bool) {
+	n := o.raw(name)
+	if n == nil {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		o.errf(name, "must be a string, got "+kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}

@@ -50,6 +50,9 @@ func Interpolate(s string, env Env) (out string, refs int, err error) {
 			if name == "" {
 				return "", refs, &interpError{"empty \"${}\" in value"}
 			}
+			if strings.HasPrefix(name, "request.") {
+				return "", refs, &interpError{"\"${" + name + "}\" is a per-request variable; write it as $${" + name + "} in the file"}
+			}
 			if !validVarName(name) {
 				return "", refs, &interpError{"invalid variable name \"" + name + "\" in ${...} (fallbacks such as ${VAR:-default} are not supported)"}
 			}

@@ -222,6 +222,7 @@ func (l *loader) top(root *yaml.Node) {
 		dec := collectionTable[name]
 		for i, item := range n.Content {
 			e := &entry{coll: name, idx: i}
+			l.peekIdentity(e, item)
 			eo := d.newObj(e, "", item)
 			if eo == nil {
 				continue
@@ -304,4 +305,34 @@ func names[T any](items []T, id func(T) string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// identityFields lists the identity field(s) of each collection.
+var identityFields = map[string][]string{
+	CollProviderKeys: {"display_name"}, CollModels: {"display_name"}, CollAPIKeys: {"display_name"},
+	CollOIDCProviders: {"name"}, CollClaimMappings: {"name"}, CollGuardrails: {"name"},
+	CollMCPServers: {"name", "display_name"}, CollA2AAgents: {"name", "display_name"},
+	CollPassthroughRoutes: {"name", "display_name"}, CollCachePolicies: {"name"},
+	CollObservabilityExporters: {"name"}, CollRateLimitPolicies: {"name"},
+}
+
+// peekIdentity sets the entry's identity before decoding so that errors found
+// while opening the mapping (duplicate keys) already name the entry.
+func (l *loader) peekIdentity(e *entry, n *yaml.Node) {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for _, f := range identityFields[e.coll] {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+			if k.Value != f || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+				continue
+			}
+			if s, _, err := Interpolate(v.Value, l.d.env); err == nil && s != "" {
+				e.setID(f, s)
+				return
+			}
+		}
+	}
 }
