@@ -29,15 +29,15 @@ func TestInterpolate(t *testing.T) {
 	}
 	ok("plain", "plain")
 	ok("${A}", "alpha")
-	ok("x-${A}-y", "x-alpha-y")             // partial interpolation
-	ok("${A}${A}", "alphaalpha")            // adjacent references
-	ok("${B}", "b$eta")                     // values are not re-scanned
-	ok("$$", "$")                           // $$ -> $
-	ok("$${A}", "${A}")                     // escaped reference stays literal
-	ok("$A", "$A")                          // bare $VAR kept
-	ok("cost $5", "cost $5")                // lone $
-	ok("end$", "end$")                      // trailing $
-	ok("$$$${A}", "$${A}")                  // two escapes
+	ok("x-${A}-y", "x-alpha-y")  // partial interpolation
+	ok("${A}${A}", "alphaalpha") // adjacent references
+	ok("${B}", "b$eta")          // values are not re-scanned
+	ok("$$", "$")                // $$ -> $
+	ok("$${A}", "${A}")          // escaped reference stays literal
+	ok("$A", "$A")               // bare $VAR kept
+	ok("cost $5", "cost $5")     // lone $
+	ok("end$", "end$")           // trailing $
+	ok("$$$${A}", "$${A}")       // two escapes
 	bad("${UNSET}", `environment variable "UNSET" is not set`)
 	bad("${EMPTY}", `environment variable "EMPTY" is empty`)
 	bad("${A", "unclosed")

@@ -153,12 +153,11 @@ func Load(data []byte, env Env) *Result {
 		return &Result{Errors: []Error{{Index: -1, Msg: err.Error()}}}
 	}
 	l.top(root)
-	if len(l.d.errs) == 0 {
-		// References are only meaningful once every entry decoded cleanly;
-		// otherwise one typo would cascade into many "unknown name" errors.
-		l.checkIdentities()
-		l.resolveReferences()
-	}
+	// Identity and reference checks run even after decode errors so that one
+	// run reports every problem in the file. Entries that failed to decode
+	// are still present (partially filled), so references to them resolve.
+	l.checkIdentities()
+	l.resolveReferences()
 	out := &Result{Errors: l.d.errs, Warnings: l.d.warnings}
 	if len(out.Errors) == 0 {
 		out.Resources = l.res

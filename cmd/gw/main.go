@@ -1,3 +1,48 @@
+// Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock.
 package main
 
-func main() {}
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `usage:
+  gw serve --resources-file FILE [--listen ADDR] [--config STARTUP.yaml] [flags]
+  gw validate [--ids] FILE
+  gw version
+  gw mock [flags]          run the mock upstream provider (tests, demos, perf)
+
+Run "gw serve -h" for every startup flag.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "validate":
+		return validate(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "gw %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return 0
+	case "mock":
+		return mockCmd(args[1:], stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gw: unknown command %q\n%s", args[0], usage)
+	return 2
+}

@@ -1,0 +1,275 @@
+// Package snapshot compiles validated resources into the immutable lookup
+// tables the request path reads, and holds the active one behind an
+// atomic pointer. A request loads the pointer once and uses that snapshot to
+// the end; a reload builds a new snapshot off to the side and swaps it.
+package snapshot
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"net/netip"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"gw/admin/resources"
+)
+
+// Options are deployment settings that take part in compilation.
+type Options struct {
+	// UpstreamTimeout is the deployment default (upstream.timeout_ms); 0 disables.
+	UpstreamTimeout time.Duration
+}
+
+// DefaultOptions returns the spec defaults.
+func DefaultOptions() Options {
+	return Options{UpstreamTimeout: resources.DefaultUpstreamTimeoutMS * time.Millisecond}
+}
+
+// Snapshot is one compiled resource file. Immutable after Compile.
+type Snapshot struct {
+	Resources *resources.Resources
+
+	// Plans maps a caller-facing alias to its dispatch plan.
+	Plans map[string]*Plan
+	// PlanList holds every plan in file order; Plan.Index indexes it.
+	PlanList []*Plan
+	// Callers maps the SHA-256 of a caller key to the caller.
+	Callers map[[32]byte]*Caller
+	// CallersByName maps a caller key display_name to the caller.
+	CallersByName map[string]*Caller
+
+	Options Options
+}
+
+// Plan is the precomputed dispatch plan of one model alias.
+type Plan struct {
+	Index     int
+	Alias     string
+	AliasJSON []byte // the alias as a JSON string literal, for response rewriting
+	ID        string
+	Model     *resources.Model
+	Kind      resources.ModelKind
+
+	// Direct models: the upstream model name and its JSON literal.
+	UpstreamModel     string
+	UpstreamModelJSON []byte
+
+	// Resolved through own → group → deployment; 0 means no deadline.
+	Timeout       time.Duration
+	StreamTimeout time.Duration
+	Retries       int
+
+	// Targets of a routing model, each with timeouts resolved through the
+	// target's own value, then the group slot, then the deployment default.
+	Targets []Target
+
+	AllowedCIDRs []netip.Prefix
+}
+
+// Target is one resolved routing target.
+type Target struct {
+	Plan          *Plan // the direct model's own plan
+	Weight        int
+	Priority      int
+	Tags          []string
+	Timeout       time.Duration
+	StreamTimeout time.Duration
+	Retries       int
+}
+
+// Caller is one caller key with its grants pre-expanded.
+type Caller struct {
+	Key *resources.APIKey
+	// AllowAll is set when allowed_models contains "*".
+	AllowAll bool
+	// grants is a bitset over Plan.Index.
+	grants []uint64
+}
+
+// Allowed reports whether the caller may use plan p.
+func (c *Caller) Allowed(p *Plan) bool {
+	if c.AllowAll {
+		return true
+	}
+	w := p.Index >> 6
+	return w < len(c.grants) && c.grants[w]&(1<<(uint(p.Index)&63)) != 0
+}
+
+// Visible returns the plans the caller may use, in file order.
+func (s *Snapshot) Visible(c *Caller) []*Plan {
+	out := make([]*Plan, 0, len(s.PlanList))
+	for _, p := range s.PlanList {
+		if c.Allowed(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Lookup returns the caller for a presented plaintext key, or nil.
+// The key is hashed here; callers never keep or log the plaintext.
+func (s *Snapshot) Lookup(key []byte) *Caller {
+	return s.Callers[sha256.Sum256(key)]
+}
+
+// Compile builds a snapshot from validated resources.
+func Compile(res *resources.Resources, opt Options) *Snapshot {
+	s := &Snapshot{
+		Resources:     res,
+		Plans:         make(map[string]*Plan, len(res.Models)),
+		PlanList:      make([]*Plan, 0, len(res.Models)),
+		Callers:       make(map[[32]byte]*Caller, len(res.APIKeys)),
+		CallersByName: make(map[string]*Caller, len(res.APIKeys)),
+		Options:       opt,
+	}
+	byModel := make(map[*resources.Model]*Plan, len(res.Models))
+	for i, m := range res.Models {
+		p := &Plan{
+			Index:        i,
+			Alias:        m.DisplayName,
+			AliasJSON:    jsonString(m.DisplayName),
+			ID:           m.ID,
+			Model:        m,
+			Kind:         m.Kind,
+			AllowedCIDRs: m.AllowedCIDRs,
+		}
+		if m.Kind == resources.KindDirect {
+			p.UpstreamModel = m.ModelName
+			p.UpstreamModelJSON = jsonString(m.ModelName)
+		}
+		p.Timeout = resolveTimeout(m.Timeout, nil, opt.UpstreamTimeout)
+		p.StreamTimeout = resolveStreamTimeout(m.StreamTimeout, nil, m.Timeout, nil, opt.UpstreamTimeout)
+		if m.Retries != nil {
+			p.Retries = int(*m.Retries)
+		}
+		s.Plans[p.Alias] = p
+		s.PlanList = append(s.PlanList, p)
+		byModel[m] = p
+	}
+	for _, p := range s.PlanList {
+		m := p.Model
+		if m.Kind != resources.KindRouting {
+			continue
+		}
+		r := m.Routing
+		for _, t := range r.Targets {
+			tm := t.Model
+			tp := byModel[tm]
+			tt := Target{Plan: tp, Weight: int(t.Weight), Priority: int(t.Priority), Tags: t.Tags}
+			tt.Timeout = resolveTimeout(tm.Timeout, m.Timeout, opt.UpstreamTimeout)
+			tt.StreamTimeout = resolveStreamTimeout(tm.StreamTimeout, m.StreamTimeout, tm.Timeout, m.Timeout, opt.UpstreamTimeout)
+			switch {
+			case tm.Retries != nil:
+				tt.Retries = int(*tm.Retries)
+			case r.Retries != nil:
+				tt.Retries = int(*r.Retries)
+			}
+			p.Targets = append(p.Targets, tt)
+		}
+	}
+	s.compileCallers(res)
+	return s
+}
+
+// resolveTimeout applies the own → group → deployment chain; 0 disables.
+func resolveTimeout(own, group *int64, deployment time.Duration) time.Duration {
+	switch {
+	case own != nil:
+		return time.Duration(*own) * time.Millisecond
+	case group != nil:
+		return time.Duration(*group) * time.Millisecond
+	}
+	return deployment
+}
+
+// resolveStreamTimeout: own stream_timeout (0 or absent falls back), then the
+// group/router stream_timeout, then the effective timeout, then the deployment default.
+func resolveStreamTimeout(own, group, ownTimeout, groupTimeout *int64, deployment time.Duration) time.Duration {
+	if own != nil && *own > 0 {
+		return time.Duration(*own) * time.Millisecond
+	}
+	if group != nil && *group > 0 {
+		return time.Duration(*group) * time.Millisecond
+	}
+	return resolveTimeout(ownTimeout, groupTimeout, deployment)
+}
+
+func (s *Snapshot) compileCallers(res *resources.Resources) {
+	words := (len(s.PlanList) + 63) >> 6
+	// Many keys share the same globs; expand each distinct glob once.
+	globCache := map[string][]int{}
+	expand := func(g string) []int {
+		if idx, ok := globCache[g]; ok {
+			return idx
+		}
+		var idx []int
+		for _, p := range s.PlanList {
+			if resources.GlobMatch(g, p.Alias) {
+				idx = append(idx, p.Index)
+			}
+		}
+		globCache[g] = idx
+		return idx
+	}
+	for _, k := range res.APIKeys {
+		c := &Caller{Key: k}
+		for _, g := range k.AllowedModels {
+			if g == "*" {
+				c.AllowAll = true
+				break
+			}
+		}
+		if !c.AllowAll && len(k.AllowedModels) > 0 {
+			c.grants = make([]uint64, words)
+			for _, g := range k.AllowedModels {
+				if !hasStar(g) {
+					if p := s.Plans[g]; p != nil {
+						c.grants[p.Index>>6] |= 1 << (uint(p.Index) & 63)
+					}
+					continue
+				}
+				for _, i := range expand(g) {
+					c.grants[i>>6] |= 1 << (uint(i) & 63)
+				}
+			}
+		}
+		s.Callers[k.Hash] = c
+		s.CallersByName[k.DisplayName] = c
+	}
+}
+
+func hasStar(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '*' {
+			return true
+		}
+	}
+	return false
+}
+
+// SortedAliases returns the aliases in lexical order (for listings).
+func (s *Snapshot) SortedAliases() []string {
+	out := make([]string, 0, len(s.PlanList))
+	for _, p := range s.PlanList {
+		out = append(out, p.Alias)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Holder publishes the active snapshot.
+type Holder struct {
+	p atomic.Pointer[Snapshot]
+}
+
+// Load returns the active snapshot, or nil before the first successful load.
+func (h *Holder) Load() *Snapshot { return h.p.Load() }
+
+// Store swaps in s.
+func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
+
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return b
+}

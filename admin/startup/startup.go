@@ -1,0 +1,316 @@
+// Package startup holds the deployment settings read once at process start:
+// defaults, then an optional startup YAML file, then GW_* environment
+// variables, then command-line flags (flags > env > file > defaults).
+//
+// One table (Settings) drives all four sources and the documentation, so a
+// setting cannot exist in one place and be missing in another.
+package startup
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Config is the deployment configuration.
+type Config struct {
+	Listen        string
+	ResourcesFile string
+
+	UpstreamTimeoutMS   int64
+	UpstreamTLSCACert   string // path to a PEM bundle trusted in addition to the system roots
+	UpstreamTLSVerify   bool
+	UpstreamMaxConns    int64 // per upstream host
+	UpstreamIdleTimeout time.Duration
+
+	DebugListen  string // pprof; "" disables
+	StatusListen string // ops endpoints on their own listener; "" serves them on Listen
+
+	RedisAddr     string
+	RedisPassword string
+	RedisDB       int64
+
+	AdminListen string
+	AdminKey    string
+
+	MaxBodyBytes   int64
+	ShutdownGrace  time.Duration
+	TrustedProxies []netip.Prefix
+	RealIPHeader   string
+	AccessLog      bool
+}
+
+// Defaults returns the built-in defaults.
+func Defaults() Config {
+	return Config{
+		Listen:              "127.0.0.1:8080",
+		UpstreamTimeoutMS:   6000000,
+		UpstreamTLSVerify:   true,
+		UpstreamMaxConns:    1024,
+		UpstreamIdleTimeout: 90 * time.Second,
+		DebugListen:         "127.0.0.1:9091",
+		MaxBodyBytes:        32 << 20,
+		ShutdownGrace:       30 * time.Second,
+		RealIPHeader:        "x-forwarded-for",
+		AccessLog:           true,
+	}
+}
+
+// Setting describes one startup setting in every source.
+type Setting struct {
+	Path string // dotted YAML path in the startup file
+	Env  string // GW_* variable
+	Flag string // command-line flag name
+	Help string
+	accessor
+}
+
+// accessor reads and writes one Config field as text.
+type accessor struct {
+	set func(c *Config, v string) error
+	get func(c *Config) string
+}
+
+func str(dst func(*Config) *string) accessor {
+	return accessor{func(c *Config, v string) error { *dst(c) = v; return nil },
+		func(c *Config) string { return *dst(c) }}
+}
+
+func integer(min int64, dst func(*Config) *int64) accessor {
+	return accessor{func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errors.New("must be an integer")
+		}
+		if n < min {
+			return fmt.Errorf("must be >= %d", min)
+		}
+		*dst(c) = n
+		return nil
+	},
+		func(c *Config) string { return strconv.FormatInt(*dst(c), 10) }}
+}
+
+func boolean(dst func(*Config) *bool) accessor {
+	return accessor{func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("must be true or false")
+		}
+		*dst(c) = b
+		return nil
+	},
+		func(c *Config) string { return strconv.FormatBool(*dst(c)) }}
+}
+
+func duration(dst func(*Config) *time.Duration) accessor {
+	return accessor{func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return errors.New("must be a non-negative duration such as 30s")
+		}
+		*dst(c) = d
+		return nil
+	},
+		func(c *Config) string { return dst(c).String() }}
+}
+
+// Settings is the table of every startup setting.
+var Settings = []Setting{
+	{"listen", "GW_LISTEN", "listen", "address of the caller-facing proxy listener", str(func(c *Config) *string { return &c.Listen })},
+	{"resources_file", "GW_RESOURCES_FILE", "resources-file", "path of the resource file (required)", str(func(c *Config) *string { return &c.ResourcesFile })},
+	{"upstream.timeout_ms", "GW_UPSTREAM_TIMEOUT_MS", "upstream-timeout-ms", "deployment default upstream timeout in ms; 0 disables", integer(0, func(c *Config) *int64 { return &c.UpstreamTimeoutMS })},
+	{"upstream.tls.ca_cert", "GW_UPSTREAM_TLS_CA_CERT", "upstream-tls-ca-cert", "PEM file of extra CA certificates trusted for every upstream", str(func(c *Config) *string { return &c.UpstreamTLSCACert })},
+	{"upstream.tls.verify", "GW_UPSTREAM_TLS_VERIFY", "upstream-tls-verify", "verify upstream certificates (false: test use only)", boolean(func(c *Config) *bool { return &c.UpstreamTLSVerify })},
+	{"upstream.max_conns_per_host", "GW_UPSTREAM_MAX_CONNS_PER_HOST", "upstream-max-conns-per-host", "keep-alive pool size per upstream host", integer(1, func(c *Config) *int64 { return &c.UpstreamMaxConns })},
+	{"upstream.idle_timeout", "GW_UPSTREAM_IDLE_TIMEOUT", "upstream-idle-timeout", "close idle upstream connections after this long", duration(func(c *Config) *time.Duration { return &c.UpstreamIdleTimeout })},
+	{"observability.debug", "GW_DEBUG_LISTEN", "debug-listen", "pprof listener (/debug/pprof/heap); empty disables; non-loopback warns", str(func(c *Config) *string { return &c.DebugListen })},
+	{"observability.access_log", "GW_ACCESS_LOG", "access-log", "write one access log line per request to stderr", boolean(func(c *Config) *bool { return &c.AccessLog })},
+	{"status.listen", "GW_STATUS_LISTEN", "status-listen", "separate listener for /status/config, /livez, /readyz, /metrics; empty serves them on listen", str(func(c *Config) *string { return &c.StatusListen })},
+	{"shared_store.redis.address", "GW_REDIS_ADDR", "redis-addr", "Redis host:port shared by replicas for rate counters and cache; empty keeps state per process", str(func(c *Config) *string { return &c.RedisAddr })},
+	{"shared_store.redis.password", "GW_REDIS_PASSWORD", "redis-password", "Redis password (prefer the env variable)", str(func(c *Config) *string { return &c.RedisPassword })},
+	{"shared_store.redis.db", "GW_REDIS_DB", "redis-db", "Redis database number", integer(0, func(c *Config) *int64 { return &c.RedisDB })},
+	{"admin.listen", "GW_ADMIN_LISTEN", "admin-listen", "admin API listener; empty disables the admin API", str(func(c *Config) *string { return &c.AdminListen })},
+	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
+	{"server.max_body_bytes", "GW_MAX_BODY_BYTES", "max-body-bytes", "largest accepted request body; larger Content-Length gets 413", integer(1024, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+	{"server.shutdown_grace", "GW_SHUTDOWN_GRACE", "shutdown-grace", "on SIGTERM/SIGINT, how long in-flight requests and streams may finish", duration(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
+	{"server.trusted_proxies", "GW_TRUSTED_PROXIES", "trusted-proxies", "comma-separated CIDRs whose real-IP header is believed; empty trusts none", cidrs(func(c *Config) *[]netip.Prefix { return &c.TrustedProxies })},
+	{"server.real_ip_header", "GW_REAL_IP_HEADER", "real-ip-header", "header carrying the client address when the peer is a trusted proxy", str(func(c *Config) *string { return &c.RealIPHeader })},
+}
+
+func cidrs(dst func(*Config) *[]netip.Prefix) accessor {
+	return accessor{func(c *Config, v string) error {
+		var out []netip.Prefix
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				return fmt.Errorf("%q is not a CIDR", part)
+			}
+			out = append(out, p.Masked())
+		}
+		*dst(c) = out
+		return nil
+	}, func(c *Config) string {
+		parts := make([]string, len(*dst(c)))
+		for i, p := range *dst(c) {
+			parts[i] = p.String()
+		}
+		return strings.Join(parts, ",")
+	}}
+}
+
+// Get returns a setting's current value as text (for docs and `gw serve --print-config`).
+// Secret settings print as [REDACTED] when set.
+func (s Setting) Get(c *Config) string {
+	v := s.get(c)
+	if v != "" && (s.Path == "admin.key" || s.Path == "shared_store.redis.password") {
+		return "[REDACTED]"
+	}
+	return v
+}
+
+// LoadFile applies a startup YAML file over c. Unknown keys are errors.
+func LoadFile(c *Config, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("cannot read startup config: %w", err)
+	}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return fmt.Errorf("cannot parse startup config %q: %w", path, err)
+	}
+	if len(root.Content) == 0 {
+		return nil
+	}
+	byPath := map[string]Setting{}
+	for _, s := range Settings {
+		byPath[s.Path] = s
+	}
+	var errs []string
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind != yaml.MappingNode {
+			errs = append(errs, prefix+": must be a mapping")
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			if s, ok := byPath[p]; ok {
+				val := v.Value
+				if v.Kind == yaml.SequenceNode { // trusted_proxies as a list
+					parts := make([]string, 0, len(v.Content))
+					for _, c := range v.Content {
+						parts = append(parts, c.Value)
+					}
+					val = strings.Join(parts, ",")
+				} else if v.Kind != yaml.ScalarNode {
+					errs = append(errs, p+": must be a scalar")
+					continue
+				}
+				if err := s.set(c, val); err != nil {
+					errs = append(errs, p+": "+err.Error())
+				}
+				continue
+			}
+			if v.Kind == yaml.MappingNode && hasPrefix(byPath, p+".") {
+				walk(v, p)
+				continue
+			}
+			errs = append(errs, p+": unknown setting")
+		}
+	}
+	walk(root.Content[0], "")
+	if len(errs) > 0 {
+		return fmt.Errorf("startup config %q:\n%s", path, strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+func hasPrefix(m map[string]Setting, prefix string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyEnv applies GW_* variables over c.
+func ApplyEnv(c *Config, lookup func(string) (string, bool)) error {
+	var errs []string
+	for _, s := range Settings {
+		if v, ok := lookup(s.Env); ok {
+			if err := s.set(c, v); err != nil {
+				errs = append(errs, s.Env+": "+err.Error())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// Set applies one flag value by flag name.
+func Set(c *Config, flag, value string) error {
+	for _, s := range Settings {
+		if s.Flag == flag {
+			if err := s.set(c, value); err != nil {
+				return fmt.Errorf("--%s: %w", flag, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown flag --%s", flag)
+}
+
+// Validate checks cross-field rules and returns warnings worth logging.
+func (c *Config) Validate() (warnings []string, err error) {
+	if c.ResourcesFile == "" {
+		return nil, errors.New("resources file is required: pass --resources-file, set GW_RESOURCES_FILE or resources_file")
+	}
+	for _, l := range []struct{ name, addr string }{{"listen", c.Listen}, {"observability.debug", c.DebugListen}, {"status.listen", c.StatusListen}, {"admin.listen", c.AdminListen}} {
+		if l.addr == "" {
+			if l.name == "listen" {
+				return nil, errors.New("listen: required")
+			}
+			continue
+		}
+		host, _, err := net.SplitHostPort(l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not host:port", l.name, l.addr)
+		}
+		if l.name == "observability.debug" && !isLoopback(host) {
+			warnings = append(warnings, "observability.debug listens on non-loopback address "+l.addr+"; profiles expose process internals")
+		}
+	}
+	if c.AdminListen != "" && c.AdminKey == "" {
+		return warnings, errors.New("admin.key: required when admin.listen is set (GW_ADMIN_KEY)")
+	}
+	return warnings, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

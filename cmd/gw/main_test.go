@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// gwBin is the real binary, built once for the end-to-end tests.
+var gwBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gw-bin")
+	if err != nil {
+		panic(err)
+	}
+	gwBin = filepath.Join(dir, "gw")
+	out, err := exec.Command("go", "build", "-race", "-o", gwBin, ".").CombinedOutput()
+	if err != nil {
+		// -race needs cgo; fall back to a plain build.
+		if out2, err2 := exec.Command("go", "build", "-o", gwBin, ".").CombinedOutput(); err2 != nil {
+			fmt.Fprintf(os.Stderr, "cannot build gw: %v\n%s\n%s", err2, out, out2)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const validFile = `_format_version: "1"
+provider_keys:
+  - display_name: oa
+    api_key: ${E2E_OPENAI_KEY}
+api_keys:
+  - display_name: dev
+    key_env: E2E_CALLER_KEY
+    allowed_models: ["*"]
+models:
+  - display_name: gpt
+    provider: openai
+    model_name: gpt-4o
+    provider_key: oa
+`
+
+func writeTemp(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func gwCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(gwBin, args...)
+	cmd.Env = append(os.Environ(), "E2E_OPENAI_KEY=sk-e2e", "E2E_CALLER_KEY=caller-e2e")
+	return cmd
+}
+
+func TestValidateCLI(t *testing.T) {
+	p := writeTemp(t, "ok.yaml", validFile)
+	var stdout, stderr bytes.Buffer
+	cmd := gwCmd("validate", p)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("validate failed: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "models=1") || !strings.Contains(lines[0], "api_keys=1") || !strings.Contains(lines[0], "rate_limit_policies=0") {
+		t.Fatalf("summary: %q", stdout.String())
+	}
+
+	// --ids prints derived IDs.
+	out, err := gwCmd("validate", "--ids", p).Output()
+	if err != nil || !strings.Contains(string(out), "provider_keys\toa\t954fec90-160f-52e3-af94-a692cff3a169") {
+		t.Fatalf("--ids: %v\n%s", err, out)
+	}
+
+	bad := writeTemp(t, "bad.yaml", validFile+"  - display_name: g2\n    routing: {targets: [{model: gpt-x}]}\n  - display_name: g3\n    colour: red\n")
+	stdout.Reset()
+	stderr.Reset()
+	cmd = gwCmd("validate", bad)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1, got %v", err)
+	}
+	report := stderr.String()
+	for _, want := range []string{
+		"models[2] (display_name=g3): colour: unknown field",
+	} {
+		if !strings.Contains(report, want) {
+			t.Fatalf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "sk-e2e") || strings.Contains(report, "caller-e2e") {
+		t.Fatal("report leaks a secret")
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestServeInvalidFileBindsNothing(t *testing.T) {
+	bad := writeTemp(t, "bad.yaml", "_format_version: 1\n")
+	addr := freeAddr(t)
+	var stderr bytes.Buffer
+	cmd := gwCmd("serve", "--resources-file", bad, "--listen", addr, "--debug-listen", "")
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+		t.Fatalf("want non-zero exit, got %v", err)
+	}
+	if !strings.Contains(stderr.String(), `_format_version: must be the string "1"`) {
+		t.Fatalf("report: %s", stderr.String())
+	}
+	// The address is still free: nothing bound.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("address was bound: %v", err)
+	}
+	ln.Close()
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *lockedBuffer
+}
+
+type lockedBuffer struct {
+	bytes.Buffer
+}
+
+func startGW(t *testing.T, resources string, extra ...string) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	args := append([]string{"serve", "--resources-file", resources, "--listen", addr, "--debug-listen", ""}, extra...)
+	cmd := gwCmd(args...)
+	buf := &lockedBuffer{}
+	cmd.Stderr = buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, addr: addr, stderr: buf}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("gw did not become ready")
+	return nil
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("%s: %v\n%s", url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+type configStatus struct {
+	State     string `json:"state"`
+	ApplySeq  uint64 `json:"apply_seq"`
+	AppliedAt string `json:"applied_at"`
+	Rejected  []struct {
+		Error string `json:"error"`
+	} `json:"rejected"`
+	UnknownKinds []struct {
+		Kind string `json:"kind"`
+	} `json:"unknown_kinds"`
+}
+
+func waitStatus(t *testing.T, addr string, ok func(configStatus) bool) configStatus {
+	t.Helper()
+	var st configStatus
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		st = configStatus{}
+		getJSON(t, "http://"+addr+"/status/config", &st)
+		if ok(st) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("status never matched; last %+v", st)
+	return st
+}
+
+func TestServeReloadAndStatus(t *testing.T) {
+	p := writeTemp(t, "gw.yaml", validFile)
+	g := startGW(t, p)
+	base := "http://" + g.addr
+
+	if code := getJSON(t, base+"/livez", nil); code != 200 {
+		t.Fatalf("livez %d", code)
+	}
+	st := waitStatus(t, g.addr, func(s configStatus) bool { return s.State == "synced" })
+	if st.ApplySeq != 1 || st.AppliedAt == "" || len(st.Rejected) != 0 {
+		t.Fatalf("initial status %+v", st)
+	}
+
+	// Invalid file on SIGHUP: old snapshot keeps serving, state degraded, report exposed.
+	if err := os.WriteFile(p, []byte(validFile+"  - display_name: broken\n    provider: openai\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Process.Signal(syscall.SIGHUP)
+	st = waitStatus(t, g.addr, func(s configStatus) bool { return s.State == "degraded" })
+	if st.ApplySeq != 1 || len(st.Rejected) == 0 || !strings.Contains(st.Rejected[0].Error, "models[1] (display_name=broken)") {
+		t.Fatalf("degraded status %+v", st)
+	}
+	if code := getJSON(t, base+"/readyz", nil); code != 200 {
+		t.Fatalf("readyz while degraded: %d (old snapshot must keep serving)", code)
+	}
+
+	// Valid again: synced, apply_seq advances.
+	if err := os.WriteFile(p, []byte(validFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Process.Signal(syscall.SIGHUP)
+	st = waitStatus(t, g.addr, func(s configStatus) bool { return s.ApplySeq == 2 })
+	if st.State != "synced" || len(st.Rejected) != 0 {
+		t.Fatalf("resynced status %+v", st)
+	}
+
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`gw_config_apply_duration_seconds_bucket{trigger="sighup"`, `gw_config_apply_duration_seconds_count{trigger="startup"} 1`, "process_resident_memory_bytes"} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestServeGracefulShutdown(t *testing.T) {
+	p := writeTemp(t, "gw.yaml", validFile)
+	g := startGW(t, p)
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, g.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gw did not stop on SIGTERM")
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/admin"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+	"gw/admin/startup"
+	"gw/edge"
+)
+
+// loadStartup builds the startup config: defaults < file < GW_* env < flags.
+func loadStartup(args []string, stderr io.Writer) (startup.Config, int) {
+	cfg := startup.Defaults()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", os.Getenv("GW_CONFIG"), "startup settings YAML file (env GW_CONFIG)")
+	vals := map[string]*string{}
+	for _, s := range startup.Settings {
+		vals[s.Flag] = fs.String(s.Flag, "", s.Help+" (env "+s.Env+", file "+s.Path+", default "+s.Get(&cfg)+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gw serve: unexpected argument %q\n", fs.Arg(0))
+		return cfg, 2
+	}
+	if *configPath != "" {
+		if err := startup.LoadFile(&cfg, *configPath); err != nil {
+			fmt.Fprintln(stderr, "gw:", err)
+			return cfg, 1
+		}
+	}
+	if err := startup.ApplyEnv(&cfg, os.LookupEnv); err != nil {
+		fmt.Fprintln(stderr, "gw:", err)
+		return cfg, 1
+	}
+	var ferr error
+	fs.Visit(func(f *flag.Flag) {
+		if v, ok := vals[f.Name]; ok && ferr == nil {
+			ferr = startup.Set(&cfg, f.Name, *v)
+		}
+	})
+	if ferr != nil {
+		fmt.Fprintln(stderr, "gw:", ferr)
+		return cfg, 2
+	}
+	return cfg, 0
+}
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	cfg, code := loadStartup(args, stderr)
+	if code != 0 {
+		return code
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	warnings, err := cfg.Validate()
+	if err != nil {
+		fmt.Fprintln(stderr, "gw:", err)
+		return 1
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+
+	opt := snapshot.DefaultOptions()
+	opt.UpstreamTimeout = time.Duration(cfg.UpstreamTimeoutMS) * time.Millisecond
+	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
+	if res := mgr.Apply("startup"); len(res.Errors) > 0 {
+		// Nothing binds when the file is invalid at startup.
+		for _, e := range res.Errors {
+			fmt.Fprintln(stderr, e.String())
+		}
+		return 1
+	}
+
+	// Bind every listener before serving any, so a bind failure leaves nothing half-up.
+	mainLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "gw: cannot listen on", cfg.Listen+":", err)
+		return 1
+	}
+	var statusLn, debugLn net.Listener
+	if cfg.StatusListen != "" {
+		if statusLn, err = net.Listen("tcp", cfg.StatusListen); err != nil {
+			mainLn.Close()
+			fmt.Fprintln(stderr, "gw: cannot listen on", cfg.StatusListen+":", err)
+			return 1
+		}
+	}
+	if cfg.DebugListen != "" {
+		if debugLn, err = net.Listen("tcp", cfg.DebugListen); err != nil {
+			mainLn.Close()
+			if statusLn != nil {
+				statusLn.Close()
+			}
+			fmt.Fprintln(stderr, "gw: cannot listen on", cfg.DebugListen+":", err)
+			return 1
+		}
+	}
+
+	srv := edge.NewServer(mgr, statusLn == nil, cfg.MaxBodyBytes, log)
+	errc := make(chan error, 3)
+	go func() { errc <- srv.Serve(mainLn) }()
+	var statusSrv *fasthttp.Server
+	if statusLn != nil {
+		statusSrv = edge.OpsServer(mgr)
+		go func() { errc <- statusSrv.Serve(statusLn) }()
+	}
+	var debugSrv *http.Server
+	if debugLn != nil {
+		debugSrv = edge.DebugServer()
+		go func() {
+			if err := debugSrv.Serve(debugLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	log.Info("gw serving", "version", version, "listen", mainLn.Addr().String(),
+		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "resources_file", cfg.ResourcesFile)
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				mgr.Apply("sighup")
+				continue
+			}
+			log.Info("shutting down", "signal", sig.String(), "grace", cfg.ShutdownGrace.String())
+			code := 0
+			if err := srv.Shutdown(cfg.ShutdownGrace); err != nil {
+				log.Warn("shutdown", "error", err.Error())
+				code = 1
+			}
+			if statusSrv != nil {
+				_ = statusSrv.Shutdown()
+			}
+			if debugSrv != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_ = debugSrv.Shutdown(ctx)
+				cancel()
+			}
+			return code
+		case err := <-errc:
+			if err != nil {
+				log.Error("listener failed", "error", err.Error())
+				return 1
+			}
+		}
+	}
+}
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}

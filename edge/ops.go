@@ -1,0 +1,84 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"gw/admin"
+)
+
+// metricsChunk is the /metrics streaming unit: chunks end on whole series.
+const metricsChunk = 256 << 10
+
+// Ops serves the operations endpoints: /livez, /readyz, /status/config, /metrics.
+type Ops struct {
+	Manager *admin.Manager
+}
+
+// Handle serves ctx when its path is an ops endpoint and reports whether it did.
+func (o *Ops) Handle(ctx *fasthttp.RequestCtx) bool {
+	switch string(ctx.Path()) {
+	case "/livez":
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetBodyString("ok\n")
+	case "/readyz":
+		ctx.SetContentType("text/plain; charset=utf-8")
+		if o.Manager.Holder().Load() == nil {
+			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			ctx.SetBodyString("no active snapshot\n")
+			return true
+		}
+		ctx.SetBodyString("ok\n")
+	case "/status/config":
+		ctx.SetContentType("application/json")
+		b, err := json.Marshal(o.Manager.Status())
+		if err != nil {
+			WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot render status")
+			return true
+		}
+		ctx.SetBody(append(b, '\n'))
+	case "/metrics":
+		o.metrics(ctx)
+	default:
+		return false
+	}
+	return true
+}
+
+// metrics renders Prometheus text and streams it in chunks of at most 256 KiB,
+// each ending on a whole line so that no series is split across chunks.
+func (o *Ops) metrics(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+	var buf bytes.Buffer
+	metrics.WritePrometheus(&buf, true)
+	body := buf.Bytes()
+	if len(body) <= metricsChunk {
+		ctx.SetBody(body)
+		return
+	}
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		for len(body) > 0 {
+			n := len(body)
+			if n > metricsChunk {
+				n = bytes.LastIndexByte(body[:metricsChunk], '\n') + 1
+				if n <= 0 { // a single line longer than a chunk: send it whole
+					n = bytes.IndexByte(body, '\n') + 1
+					if n <= 0 {
+						n = len(body)
+					}
+				}
+			}
+			if _, err := w.Write(body[:n]); err != nil {
+				return
+			}
+			if err := w.Flush(); err != nil {
+				return
+			}
+			body = body[n:]
+		}
+	})
+}
