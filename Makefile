@@ -27,7 +27,7 @@ build:
 # Start the mock upstream and gw on the example config. Ctrl-C stops both.
 run: build
 	@echo "mock upstream on $(MOCK_LISTEN); gw on $(LISTEN); caller key: $$DEMO_CALLER_KEY"
-	@set -m; ./$(BIN) mock --listen $(MOCK_LISTEN) & mock=$$!; \
+	@set -m; ./$(BIN) mock -addr $(MOCK_LISTEN) -model-suffix -2024-08-06 & mock=$$!; \
 	trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
 	./$(BIN) serve --resources-file examples/gw.yaml --listen $(LISTEN)
 

@@ -1,11 +1,22 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+
+	"gw/perf/mock"
 )
 
+// mockCmd runs the mock upstream provider (see perf/mock/README.md).
 func mockCmd(args []string, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "gw mock: the mock upstream is not part of this build yet")
-	return 2
+	if err := mock.Main(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "gw mock:", err)
+		return 1
+	}
+	return 0
 }

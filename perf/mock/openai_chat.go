@@ -1,0 +1,542 @@
+package mock
+
+import (
+	"bufio"
+	"bytes"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// OpenAI Chat Completions: POST .../chat/completions. The request is scanned, not decoded;
+// the answer is rendered from static fragments plus a per-answer chunk head, so a stream
+// costs a few buffered writes per event. Wire format: protocols.md §1 and
+// fixtures/openai_chat_*.sse.
+
+var openAIChatRoute = route{
+	method:      fasthttp.MethodPost,
+	match:       func(path []byte) bool { return bytes.HasSuffix(path, strChatCompletionsPath) },
+	serve:       (*Server).serveOpenAIChat,
+	appendError: appendOpenAIError,
+}
+
+var strChatCompletionsPath = []byte("/chat/completions")
+
+// Interface guards.
+var _ streamBody = (*chatAnswer)(nil)
+
+// Pre-rendered fragments of chat.completion.chunk events. A chunk is
+// head + choices + usage tail + "}\n\n", where head is rendered once per answer.
+var (
+	strChunkChoices      = []byte(`"choices":[{"index":0,"delta":`)
+	strChunkContentOpen  = []byte(`"choices":[{"index":0,"delta":{"content":"`)
+	strChunkContentClose = [2][]byte{
+		[]byte(`"},"logprobs":null,"finish_reason":null}]}` + "\n\n"),
+		[]byte(`"},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n"),
+	}
+	strChunkChoiceNull  = []byte(`,"logprobs":null,"finish_reason":null}]`)
+	strChunkFinishOpen  = []byte(`{},"logprobs":null,"finish_reason":"`)
+	strChunkFinishClose = []byte(`"}]`)
+	strChunkUsageNull   = []byte(`,"usage":null`)
+	strChunkEnd         = []byte("}\n\n")
+	strChunkUsageOpen   = []byte(`"choices":[],"usage":`)
+	strRoleDeltaText    = []byte(`{"role":"assistant","content":"","refusal":null}`)
+	strRoleDeltaTools   = []byte(`{"role":"assistant","content":null}`)
+	strSSEDone          = []byte("data: [DONE]\n\n")
+)
+
+const (
+	fillerText = "Hello from the gw mock provider. This reply is deterministic filler made of plain " +
+		"ASCII words, so tests can check every byte that streams through the gateway. "
+	argsOpen  = `{"query":"`
+	argsClose = `"}`
+
+	openAIFingerprint = "fp_mock"
+	maxToolNames      = 16
+)
+
+// Messages of the 400 answers, worded as OpenAI words them.
+const (
+	msgBadJSON       = "We could not parse the JSON body of your request. (mock: the body is not a valid JSON object)"
+	msgNoModel       = "you must provide a model parameter"
+	msgNoMessages    = "Missing required parameter: 'messages'."
+	msgBadMessages   = "Invalid type for 'messages': expected an array of objects."
+	msgEmptyMessages = "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."
+	msgTooLarge      = "mock: chunks*chunk_size (times tool_calls) exceeds 64 MiB"
+)
+
+// chatRequest is what the mock reads from a Chat Completions request. Slices point into
+// the request body.
+type chatRequest struct {
+	model        []byte // string contents, escapes kept
+	stream       bool
+	includeUsage bool
+	hasTools     bool
+	messages     int
+	toolNames    [maxToolNames][]byte // function names of the first tools
+	nToolNames   int
+}
+
+// parse scans body; it returns the message of a 400 answer, or "" when body is usable.
+func (r *chatRequest) parse(body []byte) string {
+	*r = chatRequest{}
+	hasModel, hasMessages := false, false
+	var o objectScanner
+	o.init(body)
+	for key, val, ok := o.next(); ok; key, val, ok = o.next() {
+		switch string(key) {
+		case "model":
+			m, isString := stringContents(val)
+			if !isString {
+				return msgNoModel
+			}
+			r.model, hasModel = m, len(m) > 0
+		case "stream":
+			r.stream = string(val) == "true"
+		case "stream_options":
+			r.includeUsage = scanIncludeUsage(val)
+		case "messages":
+			r.messages = 0 // a repeated key wins, as in encoding/json
+			var a arrayScanner
+			a.init(val)
+			for _, ok := a.next(); ok; _, ok = a.next() {
+				r.messages++
+			}
+			if a.err != nil {
+				return msgBadMessages
+			}
+			hasMessages = true
+		case "tools":
+			r.scanTools(val)
+		}
+	}
+	if o.finish() != nil {
+		return msgBadJSON
+	}
+	if !hasModel {
+		return msgNoModel
+	}
+	if !hasMessages {
+		return msgNoMessages
+	}
+	if r.messages == 0 {
+		return msgEmptyMessages
+	}
+	return ""
+}
+
+// scanIncludeUsage reports whether stream_options (an object or null) has include_usage:true.
+func scanIncludeUsage(val []byte) bool {
+	var o objectScanner
+	o.init(val)
+	for key, v, ok := o.next(); ok; key, v, ok = o.next() {
+		if string(key) == "include_usage" {
+			return string(v) == "true"
+		}
+	}
+	return false
+}
+
+// scanTools notes whether tools is a non-empty array and collects the first tool names
+// ({"type":"function","function":{"name":...}}, also "custom").
+func (r *chatRequest) scanTools(val []byte) {
+	var a arrayScanner
+	a.init(val)
+	for tool, ok := a.next(); ok; tool, ok = a.next() {
+		r.hasTools = true
+		if r.nToolNames == len(r.toolNames) {
+			continue
+		}
+		var o objectScanner
+		o.init(tool)
+		for key, v, ok := o.next(); ok; key, v, ok = o.next() {
+			if string(key) != "function" && string(key) != "custom" {
+				continue
+			}
+			if name := scanName(v); len(name) > 0 {
+				r.toolNames[r.nToolNames] = name
+				r.nToolNames++
+			}
+		}
+	}
+}
+
+func scanName(val []byte) []byte {
+	var o objectScanner
+	o.init(val)
+	for key, v, ok := o.next(); ok; key, v, ok = o.next() {
+		if string(key) == "name" {
+			name, _ := stringContents(v)
+			return name
+		}
+	}
+	return nil
+}
+
+// chatAnswer renders one Chat Completions answer, buffered or streamed. It is pooled; it
+// implements streamBody.
+type chatAnswer struct {
+	req chatRequest // valid only between parse and prepare
+
+	k            Knobs
+	id           uint64
+	created      int64
+	stream       bool
+	includeUsage bool
+	toolCalls    int
+	promptTokens int
+	argLen       int // bytes of each tool call's arguments
+	frags        int // argument fragments per tool call
+
+	model    []byte // as echoed: requested model + escaped model_suffix
+	names    []byte // tool names, concatenated
+	nameEnds [maxToolNames]int
+	nNames   int
+	args     []byte // arguments of every tool call (raw JSON text)
+	head     []byte // chunk head: `data: {"id":...,"system_fingerprint":"fp_mock",`
+	scratch  []byte
+}
+
+var chatAnswerPool = sync.Pool{New: func() any { return new(chatAnswer) }}
+
+func acquireChatAnswer() *chatAnswer { return chatAnswerPool.Get().(*chatAnswer) }
+
+func (a *chatAnswer) release() {
+	if cap(a.args) > 1<<20 {
+		a.args = nil
+	}
+	if cap(a.scratch) > 1<<20 {
+		a.scratch = nil
+	}
+	chatAnswerPool.Put(a)
+}
+
+func (s *Server) serveOpenAIChat(ctx *fasthttp.RequestCtx, k *Knobs) {
+	body, err := requestBody(ctx)
+	if err != nil {
+		s.writeError(ctx, appendOpenAIError, fasthttp.StatusBadRequest, "mock: cannot decode the request body: "+err.Error())
+		return
+	}
+	a := acquireChatAnswer()
+	msg := a.req.parse(body)
+	if msg == "" {
+		msg = a.prepare(s, k, len(body))
+	}
+	if msg != "" {
+		a.release()
+		s.writeError(ctx, appendOpenAIError, fasthttp.StatusBadRequest, msg)
+		return
+	}
+	setRequestID(ctx, a.id)
+	if a.stream {
+		s.stream(ctx, k, a)
+		return
+	}
+	if k.Fail {
+		a.release()
+		s.hangUp(ctx)
+		return
+	}
+	bp := acquireBuf()
+	*bp = a.appendCompletion((*bp)[:0])
+	ctx.SetContentTypeBytes(strJSON)
+	ctx.SetBody(*bp)
+	releaseBuf(bp)
+	a.release()
+}
+
+// prepare copies what the answer needs out of a.req, so that the answer outlives the
+// request body. It returns the message of a 400 answer, or "".
+func (a *chatAnswer) prepare(s *Server, k *Knobs, bodyLen int) string {
+	r := &a.req
+	a.k = *k
+	a.stream = r.stream
+	a.includeUsage = r.stream && r.includeUsage
+	a.toolCalls = 0
+	if k.ToolCalls > 0 && (k.forceToolCalls || r.hasTools) {
+		a.toolCalls = k.ToolCalls
+	}
+	size := k.Chunks * k.ChunkSize
+	if a.toolCalls > 0 {
+		size = max(size, len(argsOpen)+len(argsClose)) * a.toolCalls
+	}
+	if size > maxContentSize {
+		return msgTooLarge
+	}
+
+	a.id = s.seq.Add(1)
+	a.created = time.Now().Unix()
+	// Deterministic stand-in for tokenization: about four bytes per token.
+	a.promptTokens = max(1, bodyLen/4)
+	a.model = appendEscaped(append(a.model[:0], r.model...), k.ModelSuffix)
+	a.names, a.nNames = a.names[:0], r.nToolNames
+	for i := 0; i < r.nToolNames; i++ {
+		a.names = append(a.names, r.toolNames[i]...)
+		a.nameEnds[i] = len(a.names)
+	}
+	if a.toolCalls > 0 {
+		a.argLen = max(k.Chunks*k.ChunkSize, len(argsOpen)+len(argsClose))
+		a.frags = (a.argLen + k.ChunkSize - 1) / k.ChunkSize
+		a.args = append(a.args[:0], argsOpen...)
+		a.args = appendFiller(a.args, 0, a.argLen-len(argsOpen)-len(argsClose))
+		a.args = append(a.args, argsClose...)
+	}
+	if a.stream {
+		a.head = a.appendChunkHead(a.head[:0])
+	}
+	a.req = chatRequest{}
+	return ""
+}
+
+// completionTokens is the number of content events the answer has: content chunks, or
+// tool-call headers plus argument fragments.
+func (a *chatAnswer) completionTokens() int {
+	if a.toolCalls > 0 {
+		return a.toolCalls * (1 + a.frags)
+	}
+	return a.k.Chunks
+}
+
+func (a *chatAnswer) finishReason() string {
+	if a.toolCalls > 0 {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// appendCompletion renders the buffered chat.completion object.
+func (a *chatAnswer) appendCompletion(dst []byte) []byte {
+	dst = append(dst, `{"id":"chatcmpl-mock-`...)
+	dst = strconv.AppendUint(dst, a.id, 10)
+	dst = append(dst, `","object":"chat.completion","created":`...)
+	dst = strconv.AppendInt(dst, a.created, 10)
+	dst = append(dst, `,"model":"`...)
+	dst = append(dst, a.model...)
+	dst = append(dst, `","choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	if a.toolCalls > 0 {
+		dst = append(dst, `null,"refusal":null,"annotations":[],"tool_calls":[`...)
+		for c := 0; c < a.toolCalls; c++ {
+			if c > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":"`...)
+			dst = a.appendToolCallID(dst, c)
+			dst = append(dst, `","type":"function","function":{"name":"`...)
+			dst = a.appendToolName(dst, c)
+			dst = append(dst, `","arguments":"`...)
+			dst = appendEscaped(dst, a.args)
+			dst = append(dst, `"}}`...)
+		}
+		dst = append(dst, ']')
+	} else {
+		dst = append(dst, '"')
+		dst = appendFiller(dst, 0, a.k.Chunks*a.k.ChunkSize)
+		dst = append(dst, `","refusal":null,"annotations":[]`...)
+	}
+	dst = append(dst, `},"logprobs":null,"finish_reason":"`...)
+	dst = append(dst, a.finishReason()...)
+	dst = append(dst, `"}],"usage":`...)
+	dst = appendOpenAIUsage(dst, a.promptTokens, a.completionTokens())
+	dst = append(dst, `,"service_tier":"default","system_fingerprint":"`+openAIFingerprint+`"}`...)
+	return dst
+}
+
+func (a *chatAnswer) appendChunkHead(dst []byte) []byte {
+	dst = append(dst, `data: {"id":"chatcmpl-mock-`...)
+	dst = strconv.AppendUint(dst, a.id, 10)
+	dst = append(dst, `","object":"chat.completion.chunk","created":`...)
+	dst = strconv.AppendInt(dst, a.created, 10)
+	dst = append(dst, `,"model":"`...)
+	dst = append(dst, a.model...)
+	dst = append(dst, `","service_tier":"default","system_fingerprint":"`+openAIFingerprint+`",`...)
+	return dst
+}
+
+func (a *chatAnswer) appendToolCallID(dst []byte, c int) []byte {
+	dst = append(dst, "call_mock_"...)
+	dst = strconv.AppendUint(dst, a.id, 10)
+	dst = append(dst, '_')
+	return appendInt(dst, c)
+}
+
+// appendToolName names tool call c after the request's tools, round-robin, or mock_tool_<c>
+// when the request declared none.
+func (a *chatAnswer) appendToolName(dst []byte, c int) []byte {
+	if a.nNames == 0 {
+		return appendInt(append(dst, "mock_tool_"...), c)
+	}
+	i := c % a.nNames
+	start := 0
+	if i > 0 {
+		start = a.nameEnds[i-1]
+	}
+	return append(dst, a.names[start:a.nameEnds[i]]...)
+}
+
+func (a *chatAnswer) usageTail() int {
+	if a.includeUsage {
+		return 1
+	}
+	return 0
+}
+
+// writeChunk writes one chunk whose choice carries delta and finish_reason null.
+func (a *chatAnswer) writeChunk(w *bufio.Writer, delta []byte) {
+	w.Write(a.head)
+	w.Write(strChunkChoices)
+	w.Write(delta)
+	w.Write(strChunkChoiceNull)
+	if a.includeUsage {
+		w.Write(strChunkUsageNull)
+	}
+	w.Write(strChunkEnd)
+}
+
+func (a *chatAnswer) events() int {
+	if a.k.EmptyStream {
+		return 0
+	}
+	return a.completionTokens()
+}
+
+func (a *chatAnswer) writeStart(w *bufio.Writer) {
+	switch {
+	case a.k.EmptyStream:
+	case a.toolCalls > 0:
+		a.writeChunk(w, strRoleDeltaTools)
+	default:
+		a.writeChunk(w, strRoleDeltaText)
+	}
+}
+
+func (a *chatAnswer) writeEvent(w *bufio.Writer, i int) {
+	if a.toolCalls == 0 {
+		// Fast path - a content chunk.
+		w.Write(a.head)
+		w.Write(strChunkContentOpen)
+		writeFiller(w, i*a.k.ChunkSize, a.k.ChunkSize)
+		w.Write(strChunkContentClose[a.usageTail()])
+		return
+	}
+	// Tool calls: per call one header event (id, type, name, arguments:""), then the
+	// argument fragments, as in fixtures/openai_chat_parallel_tool_calls_include_usage.sse.
+	c, j := i/(1+a.frags), i%(1+a.frags)
+	d := append(a.scratch[:0], `{"tool_calls":[{"index":`...)
+	d = appendInt(d, c)
+	if j == 0 {
+		d = append(d, `,"id":"`...)
+		d = a.appendToolCallID(d, c)
+		d = append(d, `","type":"function","function":{"name":"`...)
+		d = a.appendToolName(d, c)
+		d = append(d, `","arguments":""}}]}`...)
+	} else {
+		cs := a.k.ChunkSize
+		from := (j - 1) * cs
+		d = append(d, `,"function":{"arguments":"`...)
+		d = appendEscaped(d, a.args[from:min(from+cs, len(a.args))])
+		d = append(d, `"}}]}`...)
+	}
+	a.scratch = d
+	a.writeChunk(w, d)
+}
+
+func (a *chatAnswer) writeEnd(w *bufio.Writer) {
+	if !a.k.EmptyStream {
+		w.Write(a.head)
+		w.Write(strChunkChoices)
+		w.Write(strChunkFinishOpen)
+		w.WriteString(a.finishReason())
+		w.Write(strChunkFinishClose)
+		if a.includeUsage {
+			w.Write(strChunkUsageNull)
+		}
+		w.Write(strChunkEnd)
+		if a.includeUsage {
+			_ = w.Flush()
+			w.Write(a.head)
+			w.Write(strChunkUsageOpen)
+			a.scratch = appendOpenAIUsage(a.scratch[:0], a.promptTokens, a.completionTokens())
+			w.Write(a.scratch)
+			w.Write(strChunkEnd)
+		}
+	}
+	if !a.k.NoDone {
+		_ = w.Flush()
+		w.Write(strSSEDone)
+	}
+}
+
+func appendOpenAIUsage(dst []byte, prompt, completion int) []byte {
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = appendInt(dst, prompt)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = appendInt(dst, completion)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = appendInt(dst, prompt+completion)
+	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},`+
+		`"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`...)
+	return dst
+}
+
+// appendOpenAIError renders {"error":{"message","type","param","code"}} with the type and
+// code OpenAI uses for status.
+func appendOpenAIError(dst []byte, status int, message string) []byte {
+	typ, code := "invalid_request_error", ""
+	switch {
+	case status == fasthttp.StatusUnauthorized:
+		code = "invalid_api_key"
+	case status == fasthttp.StatusForbidden:
+		code = "unsupported_country_region_territory"
+	case status == fasthttp.StatusTooManyRequests:
+		typ, code = "requests", "rate_limit_exceeded"
+	case status >= 500:
+		typ = "server_error"
+	}
+	dst = append(dst, `{"error":{"message":"`...)
+	dst = appendEscaped(dst, message)
+	dst = append(dst, `","type":"`...)
+	dst = append(dst, typ...)
+	dst = append(dst, `","param":null,"code":`...)
+	if code == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '"')
+		dst = append(dst, code...)
+		dst = append(dst, '"')
+	}
+	return append(dst, "}}"...)
+}
+
+// appendFiller appends n bytes of the endless repetition of fillerText, from offset off.
+// Chunk i of a stream is appendFiller(off=i*chunk_size, n=chunk_size), so the buffered
+// content equals the concatenated streamed content.
+func appendFiller(dst []byte, off, n int) []byte {
+	for n > 0 {
+		o := off % len(fillerText)
+		m := min(n, len(fillerText)-o)
+		dst = append(dst, fillerText[o:o+m]...)
+		off += m
+		n -= m
+	}
+	return dst
+}
+
+func writeFiller(w *bufio.Writer, off, n int) {
+	for n > 0 {
+		o := off % len(fillerText)
+		m := min(n, len(fillerText)-o)
+		w.WriteString(fillerText[o : o+m])
+		off += m
+		n -= m
+	}
+}
+
+// requestBody returns the request body, decompressed when it has a Content-Encoding.
+func requestBody(ctx *fasthttp.RequestCtx) ([]byte, error) {
+	if len(ctx.Request.Header.ContentEncoding()) == 0 {
+		return ctx.PostBody(), nil
+	}
+	return ctx.Request.BodyUncompressedWithLimit(maxContentSize)
+}
