@@ -1,0 +1,7 @@
+package rawjson
+
+// Internals exposed to the black-box tests.
+var (
+	RuneLen      = runeLen[[]byte]
+	IndexSpecial = indexSpecial[[]byte]
+)

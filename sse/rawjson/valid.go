@@ -1,0 +1,178 @@
+package rawjson
+
+// MaxDepth is the deepest nesting of objects and arrays that Valid accepts;
+// it is the limit encoding/json enforces.
+const MaxDepth = 10000
+
+// Valid reports whether data is exactly one JSON value, optionally surrounded
+// by whitespace, per RFC 8259, without allocating. Unlike encoding/json.Valid
+// it also requires string contents to be valid UTF-8 (RFC 8259 section 8.1),
+// so a body that a strict upstream would refuse is rejected up front; on
+// UTF-8 input the two agree. Lone surrogate escapes such as "\ud800" are
+// valid syntax and accepted, as in encoding/json. Nesting deeper than
+// MaxDepth is rejected.
+func Valid(data []byte) bool {
+	// Fast path - a one-word container stack covers 64 levels, which is all
+	// real payloads use; deeper documents are validated again with the full
+	// stack rather than paying to zero it on every call.
+	var small [1]uint64
+	switch valid(data, small[:]) {
+	case validYes:
+		return true
+	case validNo:
+		return false
+	}
+	var big [(MaxDepth + 63) / 64]uint64
+	return valid(data, big[:]) == validYes
+}
+
+const (
+	validNo = iota
+	validYes
+	validTooDeep // the stack was too small to decide
+)
+
+// valid validates data with a container-kind bit stack (bit set: object) of
+// len(stack)*64 levels, capped at MaxDepth.
+func valid(data []byte, stack []uint64) int {
+	limit := min(len(stack)*64, MaxDepth)
+	depth := 0
+	i := 0
+	for {
+		// Parse the value at i. Containers push and go around for their first
+		// element; an empty container or a scalar falls through.
+		i = skipWS(data, i)
+		if i >= len(data) {
+			return validNo
+		}
+		switch c := data[i]; c {
+		case '{', '[':
+			if depth >= limit {
+				if depth >= MaxDepth {
+					return validNo
+				}
+				return validTooDeep
+			}
+			w, bit := depth>>6, uint64(1)<<(depth&63)
+			if c == '{' {
+				stack[w] |= bit
+			} else {
+				stack[w] &^= bit
+			}
+			depth++
+			i = skipWS(data, i+1)
+			if i < len(data) && data[i] == c+2 { // '{'+2 == '}', '['+2 == ']'
+				depth--
+				i++
+				break
+			}
+			if c == '{' {
+				if i = validKey(data, i); i < 0 {
+					return validNo
+				}
+			}
+			continue
+		case '"':
+			i = validString(data, i+1)
+		case 't':
+			i = skipLit(data, i, "true")
+		case 'f':
+			i = skipLit(data, i, "false")
+		case 'n':
+			i = skipLit(data, i, "null")
+		default:
+			i = skipNumber(data, i)
+		}
+		if i < 0 {
+			return validNo
+		}
+		// After a value: close containers until a comma leads to the next
+		// value, or the document ends.
+		for {
+			i = skipWS(data, i)
+			if depth == 0 {
+				if i == len(data) {
+					return validYes
+				}
+				return validNo
+			}
+			if i >= len(data) {
+				return validNo
+			}
+			d := depth - 1
+			isObj := stack[d>>6]&(1<<(d&63)) != 0
+			c := data[i]
+			if c == ',' {
+				i++
+				if isObj {
+					if i = validKey(data, skipWS(data, i)); i < 0 {
+						return validNo
+					}
+				}
+				break
+			}
+			if (isObj && c == '}') || (!isObj && c == ']') {
+				depth--
+				i++
+				continue
+			}
+			return validNo
+		}
+	}
+}
+
+// validKey validates `"key" ws :` at data[i] and returns the index past the
+// colon, or a negative code.
+func validKey(data []byte, i int) int {
+	if i >= len(data) || data[i] != '"' {
+		return codeSyntax
+	}
+	i = validString(data, i+1)
+	if i < 0 {
+		return i
+	}
+	i = skipWS(data, i)
+	if i >= len(data) || data[i] != ':' {
+		return codeSyntax
+	}
+	return i + 1
+}
+
+// validString strictly validates the string body at data[i] (just after the
+// opening quote) and returns the index past the closing quote, or a negative
+// code.
+func validString(data []byte, i int) int {
+	for {
+		i = indexSpecial(data, i)
+		if i >= len(data) {
+			return codeEOF
+		}
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1
+		case c == '\\':
+			if i+1 >= len(data) {
+				return codeEOF
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if hex4(data, i+2) < 0 {
+					return codeSyntax
+				}
+				i += 6
+			default:
+				return codeSyntax
+			}
+		case c >= 0x80:
+			k := utf8Run(data, i)
+			if k == i {
+				return codeSyntax
+			}
+			i = k
+		default: // control character
+			return codeSyntax
+		}
+	}
+}
