@@ -96,3 +96,24 @@ func loadErrEnv(t *testing.T, env map[string]string, src, want string) string {
 	}
 	return all
 }
+
+func TestErrorsNeverHoldVariableValues(t *testing.T) {
+	env := map[string]string{"TEAM": "team-zeta-secretish", "OPENAI_KEY": "k"}
+	all := loadErrEnv(t, env, `_format_version: "1"
+provider_keys:
+  - display_name: ${TEAM}-key
+    api_key: ${OPENAI_KEY}
+    colour: red
+models:
+  - display_name: m
+    provider: openai
+    model_name: x
+    provider_key: ${TEAM}-other
+`, "provider_keys[0] (display_name=${TEAM}-key): colour: unknown field")
+	if strings.Contains(all, "team-zeta-secretish") {
+		t.Fatalf("value leaked:\n%s", all)
+	}
+	if !strings.Contains(all, `provider_key: unknown provider key "${TEAM}-other"`) {
+		t.Fatalf("reference error not scrubbed as expected:\n%s", all)
+	}
+}

@@ -309,26 +309,7 @@ func (l *loader) decodeRequestSettings(r *obj, rs *RequestSettings) {
 			rs.DefaultHeaders = append(rs.DefaultHeaders, t)
 		}
 	}
-	if hs, ok := r.strList("forward_client_headers"); ok {
-		for i, h := range hs {
-			h = strings.ToLower(strings.TrimSpace(h))
-			path := indexPath(r.fieldPath("forward_client_headers"), i)
-			if strings.Count(h, "*") > 1 {
-				r.d.errAt(r.e, path, "at most one '*' wildcard is allowed")
-				continue
-			}
-			if !validHeaderName(strings.Replace(h, "*", "x", 1)) {
-				r.d.errAt(r.e, path, "invalid header name")
-				continue
-			}
-			if !strings.Contains(h, "*") && NeverRelayedHeader(h) {
-				r.d.errAt(r.e, path, "header \""+h+"\" is never relayed upstream; remove it")
-				continue
-			}
-			rs.ForwardClientHeaders = append(rs.ForwardClientHeaders, h)
-		}
-		rs.ForwardClientHeaders = normaliseHeaderList(rs.ForwardClientHeaders)
-	}
+	rs.ForwardClientHeaders, _ = r.decodeForwardHeaders("forward_client_headers")
 	if m := r.sub("default_body_fields"); m != nil {
 		for i, k := range m.keys {
 			m.used[i] = true
@@ -381,4 +362,29 @@ func NeverRelayedHeader(h string) bool {
 		return true
 	}
 	return false
+}
+
+// decodeForwardHeaders reads a forward_client_headers list with the rules
+// of provider keys: entries are trimmed and lowercased, hold at most one '*',
+// must be header names, must not name a never-relayed header exactly, and are
+// deduplicated. set reports that the field was written (even as []).
+func (o *obj) decodeForwardHeaders(name string) (hs []string, set bool) {
+	set = o.has(name)
+	list, _ := o.strList(name)
+	hs = make([]string, 0, len(list))
+	for i, h := range list {
+		h = strings.ToLower(strings.TrimSpace(h))
+		path := indexPath(o.fieldPath(name), i)
+		switch {
+		case strings.Count(h, "*") > 1:
+			o.d.errAt(o.e, path, "at most one '*' wildcard is allowed")
+		case !validHeaderName(strings.Replace(h, "*", "x", 1)):
+			o.d.errAt(o.e, path, "invalid header name")
+		case !strings.Contains(h, "*") && NeverRelayedHeader(h):
+			o.d.errAt(o.e, path, "header \""+h+"\" is never relayed upstream; remove it")
+		default:
+			hs = append(hs, h)
+		}
+	}
+	return normaliseHeaderList(hs), set
 }

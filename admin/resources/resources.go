@@ -13,6 +13,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -147,7 +148,17 @@ func Load(data []byte, env Env) *Result {
 	if env == nil {
 		env = OSEnv
 	}
-	l := &loader{d: &decoder{env: env}, res: &Resources{}}
+	used := map[string]string{} // interpolated value → variable name, for scrubbing
+	recording := func(name string) (string, bool) {
+		v, ok := env(name)
+		// Values shorter than scrubMinLen are not scrubbed: they cannot be
+		// secrets worth the name, and replacing them would garble messages.
+		if ok && len(v) >= scrubMinLen {
+			used[v] = name
+		}
+		return v, ok
+	}
+	l := &loader{d: &decoder{env: recording}, res: &Resources{}}
 	root, err := parseDocument(data)
 	if err != nil {
 		return &Result{Errors: []Error{{Index: -1, Msg: err.Error()}}}
@@ -158,7 +169,7 @@ func Load(data []byte, env Env) *Result {
 	// are still present (partially filled), so references to them resolve.
 	l.checkIdentities()
 	l.resolveReferences()
-	out := &Result{Errors: l.d.errs, Warnings: l.d.warnings}
+	out := &Result{Errors: scrub(l.d.errs, used), Warnings: scrub(l.d.warnings, used)}
 	if len(out.Errors) == 0 {
 		out.Resources = l.res
 		out.IDs = l.ids()
@@ -334,4 +345,31 @@ func (l *loader) peekIdentity(e *entry, n *yaml.Node) {
 			}
 		}
 	}
+}
+
+const scrubMinLen = 6
+
+// scrub replaces every interpolated value that reached an error text (an
+// identity or a name built from ${VAR}) with the variable reference, so that
+// error and warning lines never contain a variable's value.
+func scrub(errs []Error, used map[string]string) []Error {
+	if len(used) == 0 || len(errs) == 0 {
+		return errs
+	}
+	vals := make([]string, 0, len(used))
+	for v := range used {
+		vals = append(vals, v)
+	}
+	// Longest first, so a value containing another is replaced whole.
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, "${"+used[v]+"}")
+	}
+	r := strings.NewReplacer(pairs...)
+	for i := range errs {
+		e := &errs[i]
+		e.ID, e.Path, e.Msg = r.Replace(e.ID), r.Replace(e.Path), r.Replace(e.Msg)
+	}
+	return errs
 }
