@@ -1,7 +1,7 @@
 package resources
 
 // Caller authentication collections: oidc_providers, mcp_auth_settings and
-// claim_mappings. Reference: docs/config-fragments/misc.md.
+// claim_mappings. Reference: docs/CONFIG.md.
 
 import (
 	"crypto/sha256"

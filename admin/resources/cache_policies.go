@@ -1,7 +1,7 @@
 package resources
 
 // cache_policies: cache matching non-streaming model responses.
-// Reference: docs/config-fragments/misc.md.
+// Reference: docs/CONFIG.md.
 
 import (
 	"regexp"

@@ -1,7 +1,7 @@
 package resources
 
 // observability_exporters: export request telemetry (usage events) to
-// external systems. Reference: docs/config-fragments/misc.md.
+// external systems. Reference: docs/CONFIG.md.
 
 import (
 	"net/url"

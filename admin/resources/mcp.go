@@ -1,7 +1,7 @@
 package resources
 
 // Tool and agent catalogs: mcp_servers and a2a_agents.
-// Reference: docs/config-fragments/misc.md.
+// Reference: docs/CONFIG.md.
 
 import (
 	"net/url"

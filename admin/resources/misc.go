@@ -3,7 +3,7 @@ package resources
 // Stage hooks and shared readers of the nine collections decoded in auth.go,
 // mcp.go, passthrough.go, cache_policies.go, exporters.go and
 // rate_limit_policies.go. The reference for all of them is
-// docs/config-fragments/misc.md.
+// docs/CONFIG.md.
 
 import (
 	"net/netip"

@@ -6,14 +6,20 @@ import (
 	"testing"
 )
 
-// TestMiscDocExamplesLoad loads every YAML example of
-// docs/config-fragments/misc.md on top of a base file that defines the names
+// TestMiscDocExamplesLoad loads every YAML example of the "other collections"
+// part of docs/CONFIG.md on top of a base file that defines the names
 // they refer to, so the reference cannot drift from the loader.
 func TestMiscDocExamplesLoad(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/config-fragments/misc.md")
+	full, err := os.ReadFile("../../docs/CONFIG.md")
 	if err != nil {
 		t.Fatalf("cannot read the reference: %v", err)
 	}
+	const marker = `<a id="other-collections"></a>`
+	i := strings.Index(string(full), marker)
+	if i < 0 {
+		t.Fatalf("docs/CONFIG.md lacks %s", marker)
+	}
+	doc := full[i:]
 	var blocks []string
 	for rest := string(doc); ; {
 		i := strings.Index(rest, "```yaml\n")

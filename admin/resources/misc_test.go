@@ -213,7 +213,7 @@ func TestMiscNoIDField(t *testing.T) {
 }
 
 // fullMiscExample is one realistic entry set per collection; it is the
-// example shown in docs/config-fragments/misc.md and must load cleanly on
+// example shown in docs/CONFIG.md and must load cleanly on
 // top of miscBase.
 const fullMiscExample = `oidc_providers:
   - name: corp

@@ -1,7 +1,7 @@
 package resources
 
 // passthrough_routes: relay matching HTTP traffic to a provider endpoint
-// under gateway audit and policy. Reference: docs/config-fragments/misc.md.
+// under gateway audit and policy. Reference: docs/CONFIG.md.
 
 import (
 	"net/url"

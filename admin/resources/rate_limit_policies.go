@@ -1,7 +1,7 @@
 package resources
 
 // rate_limit_policies: conditional or single-scope request and token
-// limits. Reference: docs/config-fragments/misc.md.
+// limits. Reference: docs/CONFIG.md.
 
 import (
 	"strconv"

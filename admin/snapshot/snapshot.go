@@ -40,6 +40,8 @@ type Snapshot struct {
 	CallersByName map[string]*Caller
 
 	Options Options
+	// CompiledAt is when Compile ran (the `created` of /v1/models entries).
+	CompiledAt time.Time
 }
 
 // Plan is the precomputed dispatch plan of one model alias.
@@ -122,6 +124,7 @@ func Compile(res *resources.Resources, opt Options) *Snapshot {
 		Callers:       make(map[[32]byte]*Caller, len(res.APIKeys)),
 		CallersByName: make(map[string]*Caller, len(res.APIKeys)),
 		Options:       opt,
+		CompiledAt:    time.Now(),
 	}
 	byModel := make(map[*resources.Model]*Plan, len(res.Models))
 	for i, m := range res.Models {

@@ -115,3 +115,18 @@ func TestEverySettingHasAllSources(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsDocumented keeps docs/CONFIG.md in step with the settings table.
+func TestSettingsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range Settings {
+		for _, want := range []string{"`" + s.Path + "`", "`" + s.Env + "`", "`--" + s.Flag + "`"} {
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("docs/CONFIG.md does not document %s", want)
+			}
+		}
+	}
+}

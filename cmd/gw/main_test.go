@@ -294,3 +294,24 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatal("gw did not stop on SIGTERM")
 	}
 }
+
+// exampleEnv is what `make run` exports for examples/gw.yaml.
+var exampleEnv = []string{"OPENAI_API_KEY=sk-mock-openai", "ANTHROPIC_API_KEY=sk-mock-anthropic", "DEMO_CALLER_KEY=sk-gw-demo",
+	"DEMO_TEAM_KEY=sk-gw-team", "DEMO_OIDC_HMAC=demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE=http://127.0.0.1:9999"}
+
+func TestExampleFileValidates(t *testing.T) {
+	cmd := exec.Command(gwBin, "validate", "../../examples/gw.yaml")
+	cmd.Env = append(os.Environ(), exampleEnv...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("examples/gw.yaml does not validate: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "warning") {
+		t.Fatalf("examples/gw.yaml has warnings:\n%s", out)
+	}
+	for _, c := range []string{"provider_keys=", "models=", "api_keys=", "oidc_providers=", "mcp_auth_settings=1", "claim_mappings=", "guardrails=", "guardrail_attachments=", "mcp_servers=", "a2a_agents=", "passthrough_routes=", "cache_policies=", "observability_exporters=", "rate_limit_policies="} {
+		if !strings.Contains(string(out), c) || strings.Contains(string(out), c+"0") {
+			t.Fatalf("example does not exercise %s: %s", strings.TrimSuffix(c, "="), out)
+		}
+	}
+}
