@@ -39,6 +39,12 @@ type Snapshot struct {
 	// CallersByName maps a caller key display_name to the caller.
 	CallersByName map[string]*Caller
 
+	// Guardrails maps each attached scope (model, api_key, team, mcp_server,
+	// passthrough_route by canonical name) to its ordered input/output chains.
+	Guardrails map[resources.GuardrailScope]*resources.GuardrailChain
+	// OIDC is the JWT verifier order (by issuer, then issuer-less HMAC providers).
+	OIDC *resources.OIDCVerifiers
+
 	Options Options
 	// CompiledAt is when Compile ran (the `created` of /v1/models entries).
 	CompiledAt time.Time
@@ -172,6 +178,8 @@ func Compile(res *resources.Resources, opt Options) *Snapshot {
 		}
 	}
 	s.compileCallers(res)
+	s.Guardrails = res.GuardrailChains()
+	s.OIDC = res.OIDCVerifiers()
 	return s
 }
 

@@ -266,13 +266,23 @@ func TestServeReloadAndStatus(t *testing.T) {
 		t.Fatalf("resynced status %+v", st)
 	}
 
+	// Only entries of an unknown guardrail kind: synced, listed, counted.
+	if err := os.WriteFile(p, []byte(validFile+"guardrails:\n  - {name: future, kind: quantum_filter, knob: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Process.Signal(syscall.SIGHUP)
+	st = waitStatus(t, g.addr, func(s configStatus) bool { return s.ApplySeq == 3 })
+	if st.State != "synced" || len(st.UnknownKinds) != 1 || st.UnknownKinds[0].Kind != "quantum_filter" {
+		t.Fatalf("unknown-kind status %+v", st)
+	}
+
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`gw_config_apply_duration_seconds_bucket{trigger="sighup"`, `gw_config_apply_duration_seconds_count{trigger="startup"} 1`, "process_resident_memory_bytes"} {
+	for _, want := range []string{`gw_config_apply_duration_seconds_bucket{trigger="sighup"`, `gw_config_apply_duration_seconds_count{trigger="startup"} 1`, "process_resident_memory_bytes", `gw_config_unknown_kind_resources{kind="quantum_filter"} 1`} {
 		if !strings.Contains(string(b), want) {
 			t.Fatalf("metrics lack %q", want)
 		}
