@@ -93,6 +93,14 @@ func (m *Manager) Apply(trigger string) *resources.Result {
 	next.LastAttemptAt = &now
 	next.LastTrigger = trigger
 	next.Warnings = errorLines(res.Warnings)
+	var snap *snapshot.Snapshot
+	if res.Err() == nil {
+		var cerr error
+		if snap, cerr = snapshot.Compile(res.Resources, m.opt); cerr != nil {
+			res.Errors = append(res.Errors, resources.Error{Index: -1, Msg: cerr.Error()})
+			res.Resources = nil
+		}
+	}
 	if err := res.Err(); err != nil {
 		next.Rejected = rejected(res.Errors)
 		if prev.State != StateNoSnapshot {
@@ -104,7 +112,6 @@ func (m *Manager) Apply(trigger string) *resources.Result {
 			"trigger", trigger, "file", m.path, "errors", len(res.Errors), "report", err.Error())
 		return res
 	}
-	snap := snapshot.Compile(res.Resources, m.opt)
 	m.holder.Store(snap)
 	m.seq++
 	next.State = StateSynced

@@ -3,6 +3,7 @@
 package edge
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"time"
@@ -14,7 +15,8 @@ import (
 
 // Server is the main listener's handler set.
 type Server struct {
-	Ops *Ops
+	Ops   *Ops
+	Proxy *Proxy
 	// OpsOnMain serves the ops endpoints on the main listener too (when no
 	// separate status listener is configured).
 	OpsOnMain bool
@@ -24,8 +26,8 @@ type Server struct {
 }
 
 // NewServer builds the main server.
-func NewServer(m *admin.Manager, opsOnMain bool, maxBody int64, log *slog.Logger) *Server {
-	s := &Server{Ops: &Ops{Manager: m}, OpsOnMain: opsOnMain, Log: log}
+func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, maxBody int64, log *slog.Logger) *Server {
+	s := &Server{Ops: &Ops{Manager: m}, Proxy: proxy, OpsOnMain: opsOnMain, Log: log}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.handle,
 		Name:                          "gw",
@@ -37,12 +39,29 @@ func NewServer(m *admin.Manager, opsOnMain bool, maxBody int64, log *slog.Logger
 		IdleTimeout:                   2 * time.Minute,
 		StreamRequestBody:             false,
 		CloseOnShutdown:               true,
+		ErrorHandler:                  requestError,
 	}
 	return s
 }
 
+// requestError answers requests fasthttp rejects before the handler runs,
+// in the caller-facing envelope.
+func requestError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		WriteError(ctx, fasthttp.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			"the request body exceeds the gateway's limit (server.max_body_bytes)")
+		ctx.SetConnectionClose()
+		return
+	}
+	WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request", "cannot parse the HTTP request")
+	ctx.SetConnectionClose()
+}
+
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if s.OpsOnMain && s.Ops.Handle(ctx) {
+		return
+	}
+	if s.Proxy != nil && s.Proxy.Handle(ctx) {
 		return
 	}
 	WriteError(ctx, fasthttp.StatusNotFound, "invalid_request_error", "not_found", "unknown path "+truncate(string(ctx.Path()), 200))

@@ -7,11 +7,16 @@ package snapshot
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"gw/adapters"
+	"gw/adapters/registry"
+	"gw/adapters/upstream"
 	"gw/admin/resources"
 )
 
@@ -19,6 +24,21 @@ import (
 type Options struct {
 	// UpstreamTimeout is the deployment default (upstream.timeout_ms); 0 disables.
 	UpstreamTimeout time.Duration
+	// Pool supplies upstream clients (shared across snapshots). nil skips
+	// adapter compilation (validation-only use).
+	Pool *upstream.Pool
+	// Adapters are the deployment-wide adapter settings.
+	Adapters adapters.Options
+}
+
+// Upstream is a provider key compiled for dispatch.
+type Upstream struct {
+	Key     *resources.ProviderKey
+	Adapter adapters.Adapter // nil when Err is set
+	Client  *upstream.Client
+	// Err is set when the key's adapter family is not implemented in this
+	// build (adapters.ErrUnsupported); requests to its models get 501.
+	Err error
 }
 
 // DefaultOptions returns the spec defaults.
@@ -59,9 +79,11 @@ type Plan struct {
 	Model     *resources.Model
 	Kind      resources.ModelKind
 
-	// Direct models: the upstream model name and its JSON literal.
+	// Direct models: the upstream model name and its JSON literal, and the
+	// compiled provider key (nil when Options.Pool is nil).
 	UpstreamModel     string
 	UpstreamModelJSON []byte
+	Upstream          *Upstream
 
 	// Resolved through own → group → deployment; 0 means no deadline.
 	Timeout       time.Duration
@@ -71,6 +93,16 @@ type Plan struct {
 	// Targets of a routing model, each with timeouts resolved through the
 	// target's own value, then the group slot, then the deployment default.
 	Targets []Target
+	// Attempts is the dispatch order: a direct model is its own single
+	// target; a routing model's targets are ordered by priority (higher
+	// first), then declared order — the failover strategy.
+	Attempts []Target
+	// MaxFallbacks bounds the further targets tried after the first fails.
+	MaxFallbacks int
+	// RetryOn429 and FallbackOn extend the retryable statuses (5xx, transport
+	// and timeout failures are always retryable).
+	RetryOn429 bool
+	FallbackOn []int
 
 	AllowedCIDRs []netip.Prefix
 }
@@ -121,8 +153,10 @@ func (s *Snapshot) Lookup(key []byte) *Caller {
 	return s.Callers[sha256.Sum256(key)]
 }
 
-// Compile builds a snapshot from validated resources.
-func Compile(res *resources.Resources, opt Options) *Snapshot {
+// Compile builds a snapshot from validated resources. It fails only when a
+// provider key cannot be compiled for its adapter (for example an api_base the
+// upstream client cannot use); the caller keeps the previous snapshot then.
+func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	s := &Snapshot{
 		Resources:     res,
 		Plans:         make(map[string]*Plan, len(res.Models)),
@@ -131,6 +165,10 @@ func Compile(res *resources.Resources, opt Options) *Snapshot {
 		CallersByName: make(map[string]*Caller, len(res.APIKeys)),
 		Options:       opt,
 		CompiledAt:    time.Now(),
+	}
+	ups, err := compileUpstreams(res, opt)
+	if err != nil {
+		return nil, err
 	}
 	byModel := make(map[*resources.Model]*Plan, len(res.Models))
 	for i, m := range res.Models {
@@ -146,6 +184,7 @@ func Compile(res *resources.Resources, opt Options) *Snapshot {
 		if m.Kind == resources.KindDirect {
 			p.UpstreamModel = m.ModelName
 			p.UpstreamModelJSON = jsonString(m.ModelName)
+			p.Upstream = ups[m.ProviderKey]
 		}
 		p.Timeout = resolveTimeout(m.Timeout, nil, opt.UpstreamTimeout)
 		p.StreamTimeout = resolveStreamTimeout(m.StreamTimeout, nil, m.Timeout, nil, opt.UpstreamTimeout)
@@ -177,10 +216,43 @@ func Compile(res *resources.Resources, opt Options) *Snapshot {
 			p.Targets = append(p.Targets, tt)
 		}
 	}
+	for _, p := range s.PlanList {
+		compileAttempts(p)
+	}
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
 	s.OIDC = res.OIDCVerifiers()
-	return s
+	return s, nil
+}
+
+// compileUpstreams builds one adapter and client per provider key.
+func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.ProviderKey]*Upstream, error) {
+	out := make(map[*resources.ProviderKey]*Upstream, len(res.ProviderKeys))
+	if opt.Pool == nil {
+		return out, nil
+	}
+	for _, pk := range res.ProviderKeys {
+		u := &Upstream{Key: pk}
+		out[pk] = u
+		a, err := registry.New(pk, opt.Adapters)
+		if errors.Is(err, adapters.ErrUnsupported) {
+			u.Err = err
+			continue
+		}
+		if err != nil {
+			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): cannot compile adapter: " + err.Error())
+		}
+		base, err := registry.BaseURL(pk)
+		if err != nil {
+			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): api_base: required for adapter " + pk.Adapter)
+		}
+		c, err := opt.Pool.Client(upstream.TargetOf(pk, base))
+		if err != nil {
+			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): api_base: " + err.Error())
+		}
+		u.Adapter, u.Client = a, c
+	}
+	return out, nil
 }
 
 // resolveTimeout applies the own → group → deployment chain; 0 disables.
@@ -283,4 +355,24 @@ func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
 func jsonString(s string) []byte {
 	b, _ := json.Marshal(s) // a string always marshals
 	return b
+}
+
+// compileAttempts fills p.Attempts and the retry policy.
+func compileAttempts(p *Plan) {
+	switch p.Kind {
+	case resources.KindDirect:
+		p.Attempts = []Target{{Plan: p, Weight: 1, Timeout: p.Timeout, StreamTimeout: p.StreamTimeout, Retries: p.Retries}}
+	case resources.KindRouting:
+		p.Attempts = append([]Target(nil), p.Targets...)
+		sort.SliceStable(p.Attempts, func(i, j int) bool { return p.Attempts[i].Priority > p.Attempts[j].Priority })
+		r := p.Model.Routing
+		p.MaxFallbacks = len(p.Attempts) - 1
+		if r.MaxFallbacks != nil && int(*r.MaxFallbacks) < p.MaxFallbacks {
+			p.MaxFallbacks = int(*r.MaxFallbacks)
+		}
+		p.RetryOn429 = r.RetryOn429
+		for _, st := range r.FallbackOnStatuses {
+			p.FallbackOn = append(p.FallbackOn, int(st))
+		}
+	}
 }

@@ -13,7 +13,11 @@ func compile(t *testing.T, src string, opt Options) *Snapshot {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return Compile(r.Resources, opt)
+	s, err := Compile(r.Resources, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 const file = `_format_version: "1"
@@ -117,7 +121,7 @@ func TestBigCompile(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	s := Compile(r.Resources, DefaultOptions())
+	s, _ := Compile(r.Resources, DefaultOptions())
 	if len(s.PlanList) != 1100 || len(s.Callers) != 10000 {
 		t.Fatalf("plans=%d callers=%d", len(s.PlanList), len(s.Callers))
 	}

@@ -17,14 +17,16 @@ func BenchmarkLoadCompile1kModels10kKeys(b *testing.B) {
 		if r.Err() != nil {
 			b.Fatal(r.Err())
 		}
-		_ = Compile(r.Resources, DefaultOptions())
+		if _, err := Compile(r.Resources, DefaultOptions()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
 // BenchmarkSwap is the reload swap itself: publishing a compiled snapshot.
 func BenchmarkSwap(b *testing.B) {
 	r := resources.Load(bigFile(10, 10), testEnv)
-	s := Compile(r.Resources, DefaultOptions())
+	s, _ := Compile(r.Resources, DefaultOptions())
 	var h Holder
 	b.ReportAllocs()
 	for b.Loop() {
@@ -34,7 +36,7 @@ func BenchmarkSwap(b *testing.B) {
 
 func BenchmarkLookup(b *testing.B) {
 	r := resources.Load(bigFile(1000, 10000), testEnv)
-	s := Compile(r.Resources, DefaultOptions())
+	s, _ := Compile(r.Resources, DefaultOptions())
 	key := []byte("key-4242")
 	b.ResetTimer()
 	b.ReportAllocs()

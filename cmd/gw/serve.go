@@ -16,6 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters/upstream"
 	"gw/admin"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
@@ -80,6 +81,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	opt := snapshot.DefaultOptions()
 	opt.UpstreamTimeout = time.Duration(cfg.UpstreamTimeoutMS) * time.Millisecond
+	opt.Pool = upstream.NewPool(upstream.Options{
+		MaxConnsPerHost:     int(cfg.UpstreamMaxConns),
+		MaxIdleConnDuration: cfg.UpstreamIdleTimeout,
+	})
 	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
 	if res := mgr.Apply("startup"); len(res.Errors) > 0 {
 		// Nothing binds when the file is invalid at startup.
@@ -114,7 +119,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	srv := edge.NewServer(mgr, statusLn == nil, cfg.MaxBodyBytes, log)
+	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log}
+	if cfg.AccessLog {
+		proxy.Log = edge.NewAccessLog(stderr)
+		defer proxy.Log.Close()
+	}
+	srv := edge.NewServer(mgr, proxy, statusLn == nil, cfg.MaxBodyBytes, log)
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(mainLn) }()
 	var statusSrv *fasthttp.Server

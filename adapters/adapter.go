@@ -1,0 +1,89 @@
+package adapters
+
+import (
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters/headers"
+	"gw/admin/resources"
+)
+
+// Adapter turns a caller request into an upstream request for one provider
+// key. It is compiled once per provider key when a snapshot is compiled, is
+// immutable, and is safe for concurrent use.
+//
+// Capabilities beyond chat completions (embeddings, messages, responses, a
+// stream transcoder) will be separate small interfaces that an adapter may
+// also implement, resolved when the snapshot is compiled, never per request.
+type Adapter interface {
+	// BuildChat writes the upstream request for the chat-completions caller
+	// request in into req: method, full URL, headers (credential,
+	// content-type, default and forwarded headers) and body. req must be
+	// empty (fresh from fasthttp.AcquireRequest, or Reset). in and in.Body
+	// are not retained after BuildChat returns. On error req is left
+	// partially written and must be Reset before reuse.
+	BuildChat(req *fasthttp.Request, in *ChatInput) error
+}
+
+// ChatInput is one chat-completions call as the edge hands it to an adapter.
+// The edge owns it; a pooled value may be reused once BuildChat returns.
+type ChatInput struct {
+	// Body is the caller's JSON body, already checked with rawjson.Valid by
+	// the edge. BuildChat reads it and never writes to it.
+	Body []byte
+	// UpstreamModel is the direct model's model_name, sent as `model`.
+	UpstreamModel string
+	// Provider is the direct model's `provider`; "" falls back to the
+	// provider key's. It decides the developer-role and max_tokens rules.
+	Provider string
+	// Stream is true when the caller asked for a stream.
+	Stream bool
+	// ForceUsage asks the upstream for a usage chunk
+	// (stream_options.include_usage) on streams; the edge strips the extra
+	// chunk (openai.IsUsageOnlyChunk) when the caller did not ask for it.
+	ForceUsage bool
+	// Vars are the per-request values of default-header variables.
+	Vars headers.Vars
+	// ClientHeaders are the caller's request headers; nil forwards none.
+	ClientHeaders *fasthttp.RequestHeader
+	// CallerCredential names the header slot(s) that carried the caller's gw
+	// key (authorization or x-api-key); they are never relayed upstream even
+	// when forward_client_headers names them.
+	CallerCredential headers.Slots
+}
+
+// Options are deployment-wide settings for adapter construction. The zero
+// value is valid.
+type Options struct {
+	// AzureAPIVersion is the api-version sent on the dated Azure surface when
+	// api_base carries none; "" means DefaultAzureAPIVersion.
+	AzureAPIVersion string
+}
+
+// DefaultAzureAPIVersion is the GA api-version of the dated Azure OpenAI
+// surface.
+const DefaultAzureAPIVersion = "2024-10-21"
+
+// Factory compiles the adapter of one provider key.
+type Factory func(pk *resources.ProviderKey, opts Options) (Adapter, error)
+
+// Usage is the token usage an upstream reported.
+type Usage struct {
+	Prompt     int64 // includes Cached
+	Completion int64 // includes Reasoning
+	Total      int64
+	Cached     int64
+	Reasoning  int64
+}
+
+// Errors shared by adapters. Callers compare with errors.Is.
+var (
+	// ErrBody means the caller body is not a JSON object the adapter can
+	// edit; the edge answers 400.
+	ErrBody = errors.New("adapters: request body is not a JSON object")
+	// ErrUnsupported means the adapter family is not implemented.
+	ErrUnsupported = errors.New("adapters: adapter not implemented")
+	// ErrConfig means the provider key cannot be compiled for this adapter.
+	ErrConfig = errors.New("adapters: invalid provider key for this adapter")
+)

@@ -1,0 +1,257 @@
+// Package openai is the chat-completions adapter for OpenAI and
+// OpenAI-compatible endpoints, and, with NewAzure, for Azure OpenAI. It also
+// holds the response-side helpers for the chat-completions wire format that
+// the edge uses on every upstream answer (RewriteModel, IsUsageOnlyChunk,
+// ExtractUsage).
+//
+// Requests are edited on the raw bytes with gw/sse/rawjson into pooled
+// buffers; BuildChat allocates nothing in steady state.
+package openai
+
+import (
+	"math"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/adapters/headers"
+	"gw/admin/resources"
+)
+
+// DefaultBaseURL is the api_base of an openai-adapter key without one.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// ownedOpenAI and ownedAzure are the headers each flavour sets itself; no
+// default header replaces them (see package headers for the precedence).
+var (
+	ownedOpenAI = []string{"authorization", "content-type", "content-length", "host", "accept-encoding"}
+	ownedAzure  = []string{"api-key", "content-type", "content-length", "host", "accept-encoding"}
+)
+
+// Adapter is the compiled chat-completions adapter of one provider key.
+// It is immutable and safe for concurrent use.
+type Adapter struct {
+	name        string // provider key display name, for String
+	azure       bool
+	keyProvider string
+
+	uri       *fasthttp.URI // fixed upstream URL; nil on the dated Azure surface
+	urlPrefix string        // dated Azure surface: before the deployment
+	urlSuffix string        // dated Azure surface: after the deployment
+
+	authKey []byte // canonical header name
+	authVal []byte // credential value; never printed
+
+	rules *headers.Rules
+
+	renames []resources.KV
+	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
+	renamesMaxCompletion bool
+	clamp                bool
+	tmin, tmax           float64 // -Inf / +Inf when unset
+	defaults             []resources.JSONField
+	soDefault            []byte // default_body_fields.stream_options, if any
+	flatten              bool
+
+	scanKeys  []string // fixedKeys, then rename sources, then default keys
+	renameIdx int
+	defIdx    int
+}
+
+// Interface guards.
+var (
+	_ adapters.Adapter             = (*Adapter)(nil)
+	_ adapters.Factory             = New
+	_ adapters.Factory             = NewAzure
+	_ interface{ String() string } = (*Adapter)(nil)
+)
+
+// New compiles the openai adapter of pk: URL api_base (DefaultBaseURL when
+// empty) + /chat/completions, credential `Authorization: Bearer <api_key>`.
+//
+// User-info in api_base is kept in the URL as written. fasthttp turns it
+// into `Authorization: Basic base64(user:password)` when it writes the
+// request, replacing the Bearer credential, so an api_base with user-info
+// authenticates with the user-info, not with api_key (the key is then not
+// sent at all).
+func New(pk *resources.ProviderKey, opts adapters.Options) (adapters.Adapter, error) {
+	return newAdapter(pk, opts, false)
+}
+
+// NewAzure compiles the azure-openai adapter of pk: the openai adapter with
+// the `api-key: <api_key>` credential, Azure's URL shapes (see azureURLs:
+// the v1 surface, a deployment-scoped api_base, or the dated surface with
+// the upstream model as deployment) and Azure-style body rules (developer
+// becomes system; max_tokens becomes max_completion_tokens for reasoning
+// models). api_base is required.
+func NewAzure(pk *resources.ProviderKey, opts adapters.Options) (adapters.Adapter, error) {
+	return newAdapter(pk, opts, true)
+}
+
+func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*Adapter, error) {
+	a := &Adapter{
+		name:        pk.DisplayName,
+		azure:       azure,
+		keyProvider: pk.Provider,
+		tmin:        math.Inf(-1),
+		tmax:        math.Inf(1),
+		flatten:     pk.Response.ContentListToString,
+	}
+	owned := ownedOpenAI
+	if azure {
+		owned = ownedAzure
+		if pk.APIBase == "" {
+			return nil, adapters.ErrConfig
+		}
+		version := opts.AzureAPIVersion
+		if version == "" {
+			version = adapters.DefaultAzureAPIVersion
+		}
+		fixed, prefix, suffix, err := azureURLs(pk.APIBase, version)
+		if err != nil {
+			return nil, err
+		}
+		if fixed != "" {
+			if a.uri, err = parseURI(fixed); err != nil {
+				return nil, err
+			}
+		}
+		a.urlPrefix, a.urlSuffix = prefix, suffix
+		a.authKey = strAPIKey
+		if pk.APIKey.IsSet() {
+			a.authVal = []byte(pk.APIKey.Reveal())
+		}
+	} else {
+		base := pk.APIBase
+		if base == "" {
+			base = DefaultBaseURL
+		}
+		u, err := chatURL(base)
+		if err != nil {
+			return nil, err
+		}
+		if a.uri, err = parseURI(u); err != nil {
+			return nil, err
+		}
+		a.authKey = strAuthorization
+		if pk.APIKey.IsSet() {
+			a.authVal = append([]byte(strBearer), pk.APIKey.Reveal()...)
+		}
+	}
+	rules, err := headers.Compile(&pk.Request, owned)
+	if err != nil {
+		return nil, err
+	}
+	a.rules = rules
+
+	rq := &pk.Request
+	a.renames = rq.ParamRenames
+	if rq.TemperatureMin != nil {
+		a.tmin, a.clamp = *rq.TemperatureMin, true
+	}
+	if rq.TemperatureMax != nil {
+		a.tmax, a.clamp = *rq.TemperatureMax, true
+	}
+	for _, f := range rq.DefaultBodyFields {
+		// model and stream belong to gw: the edge decided them.
+		if f.Key == "model" || f.Key == "stream" || len(f.Value) == 0 {
+			continue
+		}
+		a.defaults = append(a.defaults, f)
+		if f.Key == "stream_options" {
+			a.soDefault = f.Value
+		}
+	}
+	a.scanKeys = append(a.scanKeys, fixedKeys[:]...)
+	a.renameIdx = len(a.scanKeys)
+	for _, kv := range a.renames {
+		a.scanKeys = append(a.scanKeys, kv.Key)
+		a.renamesMaxCompletion = a.renamesMaxCompletion || kv.Key == "max_completion_tokens"
+	}
+	a.defIdx = len(a.scanKeys)
+	for _, f := range a.defaults {
+		a.scanKeys = append(a.scanKeys, f.Key)
+	}
+	return a, nil
+}
+
+func parseURI(s string) (*fasthttp.URI, error) {
+	u := &fasthttp.URI{}
+	if err := u.Parse(nil, []byte(s)); err != nil {
+		return nil, adapters.ErrConfig
+	}
+	// Send the path exactly as api_base spells it.
+	u.DisablePathNormalizing = true
+	return u, nil
+}
+
+// String names the adapter without its credential.
+func (a *Adapter) String() string {
+	if a.azure {
+		return "azure-openai adapter for provider key " + a.name
+	}
+	return "openai adapter for provider key " + a.name
+}
+
+// GoString is String, so %#v never prints the credential.
+func (a *Adapter) GoString() string { return a.String() }
+
+// BuildChat implements adapters.Adapter.
+func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error {
+	s := acquireScratch()
+	defer releaseScratch(s)
+
+	e := editor{s: s, cur: in.Body}
+	if err := a.editBody(&e, in); err != nil {
+		return err
+	}
+
+	req.Header.SetMethodBytes(strPost)
+	if a.uri != nil {
+		req.SetURI(a.uri)
+	} else {
+		s.url = append(s.url[:0], a.urlPrefix...)
+		s.url = appendPathSegment(s.url, in.UpstreamModel)
+		s.url = append(s.url, a.urlSuffix...)
+		req.SetRequestURIBytes(s.url)
+		// The client sends the path as written too; set it here so the
+		// request describes itself the same way everywhere.
+		req.URI().DisablePathNormalizing = true
+	}
+	req.Header.SetContentTypeBytes(strApplicationJSON)
+	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
+	if len(a.authVal) > 0 {
+		req.Header.SetCanonical(a.authKey, a.authVal)
+	}
+	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
+
+	// Hand the edited buffer to req and keep its old body buffer instead.
+	old := req.SwapBody(e.cur)
+	e.giveAway(old)
+	return nil
+}
+
+// policy holds the provider-dependent body rules of one request.
+type policy struct {
+	devToSystem   bool // developer role becomes system
+	maxCompletion bool // max_tokens becomes max_completion_tokens on reasoning models
+}
+
+// policyFor applies the spec's developer-role table and the max_tokens rule:
+// the `developer` role stays only for provider openai on the openai adapter;
+// first-party (provider openai) and Azure-style (azure adapter, or provider
+// azure / azure-openai / azure_openai) get max_completion_tokens. provider is
+// the model's `provider`, falling back to the key's.
+func (a *Adapter) policyFor(provider string) policy {
+	if provider == "" {
+		provider = a.keyProvider
+	}
+	first := strings.EqualFold(provider, "openai")
+	azure := a.azure || isAzureProvider(provider)
+	return policy{devToSystem: a.azure || !first, maxCompletion: first || azure}
+}
+
+func isAzureProvider(p string) bool {
+	return strings.EqualFold(p, "azure") || strings.EqualFold(p, "azure-openai") || strings.EqualFold(p, "azure_openai")
+}

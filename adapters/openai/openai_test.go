@@ -1,0 +1,379 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/adapters/headers"
+	"gw/admin/resources"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func key(mod func(pk *resources.ProviderKey)) *resources.ProviderKey {
+	pk := &resources.ProviderKey{
+		DisplayName: "k",
+		APIKey:      resources.NewSecret("sk-upstream"),
+		Provider:    "openai",
+		Adapter:     resources.AdapterOpenAI,
+		TLS:         resources.TLSSettings{Verify: true},
+	}
+	if mod != nil {
+		mod(pk)
+	}
+	return pk
+}
+
+func build(t *testing.T, pk *resources.ProviderKey, in *adapters.ChatInput) *fasthttp.Request {
+	t.Helper()
+	var a adapters.Adapter
+	var err error
+	if pk.Adapter == resources.AdapterAzureOpenAI {
+		a, err = NewAzure(pk, adapters.Options{})
+	} else {
+		a, err = New(pk, adapters.Options{})
+	}
+	if err != nil {
+		t.Fatalf("cannot compile adapter: %v", err)
+	}
+	req := &fasthttp.Request{}
+	if err := a.BuildChat(req, in); err != nil {
+		t.Fatalf("BuildChat: %v", err)
+	}
+	return req
+}
+
+// jsonEqual compares two JSON documents semantically.
+func jsonEqual(t *testing.T, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("output is not valid JSON: %v\n%s", err, got)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("BUG: want is not valid JSON: %v", err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("body mismatch\ngot:  %s\nwant: %s", got, want)
+	}
+}
+
+// TestBodyEdits has one case per edit rule, in pipeline order.
+func TestBodyEdits(t *testing.T) {
+	f := func(name string, mod func(*resources.ProviderKey), in adapters.ChatInput, body, want string) {
+		t.Helper()
+		t.Run(name, func(t *testing.T) {
+			t.Helper()
+			if in.UpstreamModel == "" {
+				in.UpstreamModel = "gpt-4o"
+			}
+			in.Body = []byte(body)
+			req := build(t, key(mod), &in)
+			jsonEqual(t, string(req.Body()), want)
+		})
+	}
+	// model
+	f("model replaced", nil, adapters.ChatInput{UpstreamModel: "gpt-4o-2024-08-06"},
+		`{"model":"alias","messages":[]}`, `{"model":"gpt-4o-2024-08-06","messages":[]}`)
+	f("model added when absent", nil, adapters.ChatInput{},
+		`{"messages":[]}`, `{"messages":[],"model":"gpt-4o"}`)
+	f("duplicate model keys all replaced", nil, adapters.ChatInput{},
+		`{"model":"a","model":"b"}`, `{"model":"gpt-4o"}`)
+
+	// developer role
+	dev := `{"model":"m","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`
+	f("developer kept for provider openai", nil, adapters.ChatInput{}, dev,
+		`{"model":"gpt-4o","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`)
+	f("developer becomes system for other providers", func(pk *resources.ProviderKey) { pk.Provider = "groq" },
+		adapters.ChatInput{}, dev,
+		`{"model":"gpt-4o","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`)
+	f("model provider overrides key provider", nil, adapters.ChatInput{Provider: "vllm"}, dev,
+		`{"model":"gpt-4o","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`)
+	f("key provider openai through model provider openai", func(pk *resources.ProviderKey) { pk.Provider = "" },
+		adapters.ChatInput{Provider: "openai"}, dev,
+		`{"model":"gpt-4o","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`)
+	f("developer in the middle keeps its position", func(pk *resources.ProviderKey) { pk.Provider = "mistral" },
+		adapters.ChatInput{},
+		`{"messages":[{"role":"user","content":"a"},{"content":"b","role":"developer","name":"x"},{"role":"assistant","content":"c"}]}`,
+		`{"messages":[{"role":"user","content":"a"},{"content":"b","role":"system","name":"x"},{"role":"assistant","content":"c"}],"model":"gpt-4o"}`)
+
+	// max_tokens
+	f("max_tokens renamed for reasoning model", nil, adapters.ChatInput{UpstreamModel: "o3-mini"},
+		`{"max_tokens":100,"messages":[]}`, `{"max_completion_tokens":100,"messages":[],"model":"o3-mini"}`)
+	f("max_tokens renamed for gpt-5", nil, adapters.ChatInput{UpstreamModel: "gpt-5-mini"},
+		`{"max_tokens":100}`, `{"max_completion_tokens":100,"model":"gpt-5-mini"}`)
+	f("max_tokens kept for non-reasoning model", nil, adapters.ChatInput{UpstreamModel: "gpt-4o"},
+		`{"max_tokens":100}`, `{"max_tokens":100,"model":"gpt-4o"}`)
+	f("max_tokens kept when max_completion_tokens present", nil, adapters.ChatInput{UpstreamModel: "o1"},
+		`{"max_tokens":100,"max_completion_tokens":50}`, `{"max_tokens":100,"max_completion_tokens":50,"model":"o1"}`)
+	f("max_tokens kept for third-party provider", func(pk *resources.ProviderKey) { pk.Provider = "together" },
+		adapters.ChatInput{UpstreamModel: "o3"}, `{"max_tokens":100}`, `{"max_tokens":100,"model":"o3"}`)
+	f("max_tokens renamed for azure provider", func(pk *resources.ProviderKey) { pk.Provider = "azure" },
+		adapters.ChatInput{UpstreamModel: "o4-mini"}, `{"max_tokens":7}`, `{"max_completion_tokens":7,"model":"o4-mini"}`)
+
+	// param_renames, after max_tokens: it has the last word.
+	f("param_renames", func(pk *resources.ProviderKey) {
+		pk.Request.ParamRenames = []resources.KV{{Key: "user", Value: "end_user"}}
+	}, adapters.ChatInput{}, `{"user":"u1","end_user":"old"}`, `{"end_user":"u1","model":"gpt-4o"}`)
+	f("param_renames wins over max_tokens rule", func(pk *resources.ProviderKey) {
+		pk.Request.ParamRenames = []resources.KV{{Key: "max_completion_tokens", Value: "max_tokens"}}
+	}, adapters.ChatInput{UpstreamModel: "o3"}, `{"max_tokens":9}`, `{"max_tokens":9,"model":"o3"}`)
+	f("param_renames chain", func(pk *resources.ProviderKey) {
+		pk.Request.ParamRenames = []resources.KV{{Key: "a", Value: "b"}, {Key: "b", Value: "c"}}
+	}, adapters.ChatInput{}, `{"a":1}`, `{"c":1,"model":"gpt-4o"}`)
+
+	// temperature clamp
+	clamp := func(pk *resources.ProviderKey) {
+		pk.Request.TemperatureMin = ptr(0.2)
+		pk.Request.TemperatureMax = ptr(1.0)
+	}
+	f("temperature above max", clamp, adapters.ChatInput{}, `{"temperature":1.7}`, `{"temperature":1,"model":"gpt-4o"}`)
+	f("temperature below min", clamp, adapters.ChatInput{}, `{"temperature":0}`, `{"temperature":0.2,"model":"gpt-4o"}`)
+	f("temperature inside kept", clamp, adapters.ChatInput{}, `{"temperature":0.5}`, `{"temperature":0.5,"model":"gpt-4o"}`)
+	f("temperature null kept", clamp, adapters.ChatInput{}, `{"temperature":null}`, `{"temperature":null,"model":"gpt-4o"}`)
+	f("only max bound", func(pk *resources.ProviderKey) { pk.Request.TemperatureMax = ptr(0.7) },
+		adapters.ChatInput{}, `{"temperature":-3}`, `{"temperature":-3,"model":"gpt-4o"}`)
+	f("clamp after rename", func(pk *resources.ProviderKey) {
+		clamp(pk)
+		pk.Request.ParamRenames = []resources.KV{{Key: "temp", Value: "temperature"}}
+	}, adapters.ChatInput{}, `{"temp":5}`, `{"temperature":1,"model":"gpt-4o"}`)
+
+	// default_body_fields
+	defs := func(pk *resources.ProviderKey) {
+		pk.Request.DefaultBodyFields = []resources.JSONField{
+			{Key: "safety_identifier", Value: json.RawMessage(`"gw"`)},
+			{Key: "metadata", Value: json.RawMessage(`{"a":"b"}`)},
+			{Key: "model", Value: json.RawMessage(`"nope"`)},
+			{Key: "stream", Value: json.RawMessage(`true`)},
+		}
+	}
+	f("default fields added when absent", defs, adapters.ChatInput{}, `{"messages":[]}`,
+		`{"messages":[],"model":"gpt-4o","safety_identifier":"gw","metadata":{"a":"b"}}`)
+	f("default fields kept when caller set them (null included)", defs, adapters.ChatInput{},
+		`{"safety_identifier":"me","metadata":null}`, `{"safety_identifier":"me","metadata":null,"model":"gpt-4o"}`)
+	f("default field after rename sees the renamed key", func(pk *resources.ProviderKey) {
+		pk.Request.ParamRenames = []resources.KV{{Key: "x", Value: "y"}}
+		pk.Request.DefaultBodyFields = []resources.JSONField{{Key: "y", Value: json.RawMessage(`0`)}}
+	}, adapters.ChatInput{}, `{"x":1}`, `{"y":1,"model":"gpt-4o"}`)
+
+	// content_list_to_string
+	flat := func(pk *resources.ProviderKey) { pk.Response.ContentListToString = true }
+	f("text blocks flattened", flat, adapters.ChatInput{},
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"Hello "},{"type":"text","text":"w\"orld\n","cache_control":{"type":"ephemeral"}}]}]}`,
+		`{"messages":[{"role":"user","content":"Hello w\"orld\n"}],"model":"gpt-4o"}`)
+	f("mixed blocks kept", flat, adapters.ChatInput{},
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}],"model":"gpt-4o"}`)
+	f("string content and empty list kept", flat, adapters.ChatInput{},
+		`{"messages":[{"role":"user","content":"s"},{"role":"user","content":[]}]}`,
+		`{"messages":[{"role":"user","content":"s"},{"role":"user","content":[]}],"model":"gpt-4o"}`)
+	f("flatten off by default", nil, adapters.ChatInput{},
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"model":"gpt-4o"}`)
+	f("flatten and developer in one message", func(pk *resources.ProviderKey) { flat(pk); pk.Provider = "x" },
+		adapters.ChatInput{},
+		`{"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`,
+		`{"messages":[{"role":"system","content":"ab"}],"model":"gpt-4o"}`)
+
+	// stream_options.include_usage
+	f("include_usage added", nil, adapters.ChatInput{Stream: true, ForceUsage: true},
+		`{"stream":true}`, `{"stream":true,"model":"gpt-4o","stream_options":{"include_usage":true}}`)
+	f("include_usage set, other stream_options kept", nil, adapters.ChatInput{Stream: true, ForceUsage: true},
+		`{"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":false}}`,
+		`{"stream":true,"stream_options":{"include_obfuscation":false,"include_usage":true},"model":"gpt-4o"}`)
+	f("stream_options null replaced", nil, adapters.ChatInput{Stream: true, ForceUsage: true},
+		`{"stream":true,"stream_options":null}`, `{"stream":true,"stream_options":{"include_usage":true},"model":"gpt-4o"}`)
+	f("no include_usage without ForceUsage", nil, adapters.ChatInput{Stream: true},
+		`{"stream":true}`, `{"stream":true,"model":"gpt-4o"}`)
+	f("no include_usage when not streaming", nil, adapters.ChatInput{ForceUsage: true},
+		`{}`, `{"model":"gpt-4o"}`)
+	f("include_usage on default stream_options", func(pk *resources.ProviderKey) {
+		pk.Request.DefaultBodyFields = []resources.JSONField{{Key: "stream_options", Value: json.RawMessage(`{"include_obfuscation":false}`)}}
+	}, adapters.ChatInput{Stream: true, ForceUsage: true}, `{"stream":true}`,
+		`{"stream":true,"model":"gpt-4o","stream_options":{"include_obfuscation":false,"include_usage":true}}`)
+}
+
+func TestBodyVerbatim(t *testing.T) {
+	// Bytes outside edited members are copied as they are.
+	body := `{ "model" : "alias",  "messages": [ {"role":"user", "content":"hi"} ], "n": 1.50 }`
+	req := build(t, key(nil), &adapters.ChatInput{Body: []byte(body), UpstreamModel: "up"})
+	want := `{ "model" : "up",  "messages": [ {"role":"user", "content":"hi"} ], "n": 1.50 }`
+	if got := string(req.Body()); got != want {
+		t.Fatalf("got %s; want %s", got, want)
+	}
+}
+
+func TestBodyNotObject(t *testing.T) {
+	a, _ := New(key(nil), adapters.Options{})
+	for _, body := range []string{``, `[]`, `"x"`, `{"a":`, `nul`} {
+		req := &fasthttp.Request{}
+		err := a.BuildChat(req, &adapters.ChatInput{Body: []byte(body), UpstreamModel: "m"})
+		if !errors.Is(err, adapters.ErrBody) {
+			t.Fatalf("body %q: got %v; want ErrBody", body, err)
+		}
+	}
+}
+
+func TestURLAndAuth(t *testing.T) {
+	f := func(name string, mod func(*resources.ProviderKey), model, wantURL, wantAuthKey, wantAuth string) {
+		t.Helper()
+		t.Run(name, func(t *testing.T) {
+			t.Helper()
+			req := build(t, key(mod), &adapters.ChatInput{Body: []byte(`{}`), UpstreamModel: model})
+			if got := req.URI().String(); got != wantURL {
+				t.Fatalf("url %q; want %q", got, wantURL)
+			}
+			if got := string(req.Header.Method()); got != "POST" {
+				t.Fatalf("method %q", got)
+			}
+			if got := string(req.Header.ContentType()); got != "application/json" {
+				t.Fatalf("content-type %q", got)
+			}
+			if got := string(req.Header.Peek(wantAuthKey)); got != wantAuth {
+				t.Fatalf("%s %q; want %q", wantAuthKey, got, wantAuth)
+			}
+		})
+	}
+	f("default base", nil, "gpt-4o", "https://api.openai.com/v1/chat/completions", "Authorization", "Bearer sk-upstream")
+	f("api_base trailing slash and query", func(pk *resources.ProviderKey) { pk.APIBase = "http://10.0.0.1:8000/v1/?x=1" },
+		"m", "http://10.0.0.1:8000/v1/chat/completions?x=1", "Authorization", "Bearer sk-upstream")
+	azure := func(base string) func(*resources.ProviderKey) {
+		return func(pk *resources.ProviderKey) {
+			pk.Adapter, pk.Provider, pk.APIBase = resources.AdapterAzureOpenAI, "azure", base
+		}
+	}
+	f("azure v1", azure("https://r.openai.azure.com/openai/v1"), "dep",
+		"https://r.openai.azure.com/openai/v1/chat/completions", "Api-Key", "sk-upstream")
+	f("azure dated", azure("https://r.openai.azure.com"), "my dep",
+		"https://r.openai.azure.com/openai/deployments/my%20dep/chat/completions?api-version=2024-10-21", "Api-Key", "sk-upstream")
+	f("azure dated with version in base", azure("https://r.openai.azure.com/openai?api-version=2025-01-01-preview"), "d",
+		"https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2025-01-01-preview", "Api-Key", "sk-upstream")
+	f("azure deployment in base", azure("https://r.openai.azure.com/openai/deployments/fixed"), "ignored",
+		"https://r.openai.azure.com/openai/deployments/fixed/chat/completions?api-version=2024-10-21", "Api-Key", "sk-upstream")
+	f("azure dot segment escaped", azure("https://r.openai.azure.com"), "..",
+		"https://r.openai.azure.com/openai/deployments/%2E%2E/chat/completions?api-version=2024-10-21", "Api-Key", "sk-upstream")
+}
+
+func TestAzureRequiresBase(t *testing.T) {
+	_, err := NewAzure(key(func(pk *resources.ProviderKey) { pk.Adapter = resources.AdapterAzureOpenAI }), adapters.Options{})
+	if !errors.Is(err, adapters.ErrConfig) {
+		t.Fatalf("got %v; want ErrConfig", err)
+	}
+}
+
+func TestAzureBodyRules(t *testing.T) {
+	pk := key(func(pk *resources.ProviderKey) {
+		pk.Adapter, pk.Provider, pk.APIBase = resources.AdapterAzureOpenAI, "openai", "https://r.openai.azure.com/openai/v1"
+	})
+	req := build(t, pk, &adapters.ChatInput{UpstreamModel: "o3",
+		Body: []byte(`{"max_tokens":5,"messages":[{"role":"developer","content":"x"}]}`)})
+	jsonEqual(t, string(req.Body()), `{"max_completion_tokens":5,"messages":[{"role":"system","content":"x"}],"model":"o3"}`)
+}
+
+func TestUserInfoBecomesBasicAuth(t *testing.T) {
+	// Documented fasthttp behaviour: user-info in the URL is sent as Basic
+	// auth and replaces the Bearer credential when the request is written.
+	req := build(t, key(func(pk *resources.ProviderKey) { pk.APIBase = "https://u:p%40ss@h.example/v1" }),
+		&adapters.ChatInput{Body: []byte(`{}`), UpstreamModel: "m"})
+	var sb strings.Builder
+	if _, err := req.WriteTo(&sb); err != nil {
+		t.Fatal(err)
+	}
+	wire := sb.String()
+	if !strings.Contains(wire, "Authorization: Basic ") || strings.Contains(wire, "Bearer") {
+		t.Fatalf("want Basic auth from user-info, got:\n%s", wire)
+	}
+	if !strings.HasPrefix(wire, "POST /v1/chat/completions HTTP/1.1\r\n") || !strings.Contains(wire, "Host: h.example\r\n") {
+		t.Fatalf("user-info leaked into the request line or host:\n%s", wire)
+	}
+}
+
+func TestHeadersThroughBuildChat(t *testing.T) {
+	pk := key(func(pk *resources.ProviderKey) {
+		pk.Request.ForwardClientHeaders = []string{"x-trace-*", "authorization"}
+		pk.Request.DefaultHeaders = []resources.HeaderTemplate{
+			{Name: "x-team", Parts: []resources.TemplatePart{{Literal: "t-"}, {Var: resources.VarAPIKeyTeamID}}},
+			{Name: "authorization", Parts: []resources.TemplatePart{{Literal: "Bearer evil"}}},
+			{Name: "content-type", Parts: []resources.TemplatePart{{Literal: "text/plain"}}},
+		}
+	})
+	client := &fasthttp.RequestHeader{}
+	client.Set("Authorization", "Bearer sk-gw-caller")
+	client.Set("X-Trace-Id", "abc")
+	client.Set("Content-Type", "application/json; charset=utf-8")
+	in := &adapters.ChatInput{Body: []byte(`{}`), UpstreamModel: "m", ClientHeaders: client,
+		CallerCredential: headers.SlotAuthorization}
+	in.Vars[resources.VarAPIKeyTeamID] = "42"
+	req := build(t, pk, in)
+	for k, want := range map[string]string{
+		"Authorization": "Bearer sk-upstream", // caller's gw key never relayed; default cannot override
+		"X-Team":        "t-42",
+		"X-Trace-Id":    "abc",
+		"Content-Type":  "application/json",
+	} {
+		if got := string(req.Header.Peek(k)); got != want {
+			t.Errorf("%s = %q; want %q", k, got, want)
+		}
+	}
+}
+
+func TestAdapterStringHidesKey(t *testing.T) {
+	a, _ := New(key(nil), adapters.Options{})
+	for _, s := range []string{a.(*Adapter).String(), a.(*Adapter).GoString()} {
+		if strings.Contains(s, "sk-upstream") {
+			t.Fatalf("credential printed: %s", s)
+		}
+	}
+}
+
+func TestIsReasoningModel(t *testing.T) {
+	yes := []string{"o1", "o1-mini", "o1-preview", "o3", "o3-mini", "o3-pro", "o4-mini", "O3", "gpt-5", "gpt-5-mini",
+		"gpt-5.1", "GPT-5-nano-2025-08-07", "gpt-6", "openai/o3", "gpt-10"}
+	no := []string{"", "o", "omni-moderation", "gpt-4o", "gpt-4.1", "gpt-4o-mini", "gpt-3.5-turbo", "o3x", "gpt-5x",
+		"gpt-", "gpt-05", "llama-3", "claude-3-opus"}
+	for _, m := range yes {
+		if !IsReasoningModel(m) {
+			t.Errorf("%q: got false; want true", m)
+		}
+	}
+	for _, m := range no {
+		if IsReasoningModel(m) {
+			t.Errorf("%q: got true; want false", m)
+		}
+	}
+}
+
+func TestConcurrentBuildChat(t *testing.T) {
+	a, _ := New(key(func(pk *resources.ProviderKey) { pk.Provider = "x"; pk.Response.ContentListToString = true }), adapters.Options{})
+	body := []byte(`{"model":"a","messages":[{"role":"developer","content":[{"type":"text","text":"x"}]}],"stream":true}`)
+	done := make(chan string, 8)
+	for range 8 {
+		go func() {
+			for range 200 {
+				req := fasthttp.AcquireRequest()
+				if err := a.BuildChat(req, &adapters.ChatInput{Body: body, UpstreamModel: "up", Stream: true, ForceUsage: true}); err != nil {
+					done <- err.Error()
+					return
+				}
+				want := `{"model":"up","messages":[{"role":"system","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}`
+				if got := string(req.Body()); got != want {
+					done <- got
+					return
+				}
+				fasthttp.ReleaseRequest(req)
+			}
+			done <- ""
+		}()
+	}
+	for range 8 {
+		if s := <-done; s != "" {
+			t.Fatal(s)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package openai
+
+import (
+	"gw/adapters"
+	"gw/sse/rawjson"
+)
+
+// RewriteModel appends to dst body with every top-level `model` set to
+// aliasJSON, the caller-facing alias as a JSON string literal (precompute it
+// once per alias with rawjson.AppendQuote). It serves buffered bodies and
+// streamed chunks alike, in one pass (rawjson.Set). A body without a
+// top-level `model` gets one appended, so the edge calls it on answers only,
+// not on error frames. A body that is not a JSON object is appended
+// unchanged. dst must not overlap body; with enough capacity in dst it does
+// not allocate.
+func RewriteModel(dst, body, aliasJSON []byte) []byte {
+	out, err := rawjson.Set(dst, body, "model", aliasJSON)
+	if err != nil {
+		return append(dst, body...)
+	}
+	return out
+}
+
+// IsUsageOnlyChunk reports whether the stream chunk data is the usage chunk
+// an upstream sends for stream_options.include_usage: `usage` is an object
+// and `choices` is an empty array, null or absent (some compatible backends
+// send null or omit it). The chunk gw strips when it forced include_usage.
+// Azure's leading prompt-filter chunk also has "choices":[] but no usage,
+// so it is not a usage chunk.
+func IsUsageOnlyChunk(data []byte) bool {
+	var v [2][]byte // choices, usage
+	if rawjson.ScanTop(data, chunkKeys, v[:]) != nil || rawjson.KindOf(v[1]) != rawjson.Object {
+		return false
+	}
+	switch rawjson.KindOf(v[0]) {
+	case rawjson.Invalid, rawjson.Null:
+		return true
+	case rawjson.Array:
+		return emptyArray(v[0])
+	}
+	return false
+}
+
+// emptyArray reports whether the array span arr holds no element.
+func emptyArray(arr []byte) bool {
+	for _, c := range arr[1:] {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// ExtractUsage reads the top-level `usage` object of a chat-completions body
+// or chunk. ok is false when usage is absent, null or not an object; fields
+// that are absent or not integers read as 0. Cached is
+// usage.prompt_tokens_details.cached_tokens, Reasoning is
+// usage.completion_tokens_details.reasoning_tokens.
+func ExtractUsage(data []byte) (u adapters.Usage, ok bool) {
+	usage, kind, found := rawjson.Get(data, "usage")
+	if !found || kind != rawjson.Object {
+		return u, false
+	}
+	var v [5][]byte
+	if rawjson.ScanTop(usage, usageKeys, v[:]) != nil {
+		return u, false
+	}
+	u.Prompt = tokenCount(v[0])
+	u.Completion = tokenCount(v[1])
+	u.Total = tokenCount(v[2])
+	if d, _, ok := rawjson.Get(v[3], "cached_tokens"); ok {
+		u.Cached = tokenCount(d)
+	}
+	if d, _, ok := rawjson.Get(v[4], "reasoning_tokens"); ok {
+		u.Reasoning = tokenCount(d)
+	}
+	return u, true
+}
+
+// tokenCount parses a JSON integer; 12.0 counts as 12, anything else as 0.
+func tokenCount(raw []byte) int64 {
+	if rawjson.KindOf(raw) != rawjson.Number {
+		return 0
+	}
+	if n, ok := rawjson.ParseInt(raw); ok {
+		return n
+	}
+	if f, ok := rawjson.ParseFloat(raw); ok && f >= 0 && f < 1<<53 && f == float64(int64(f)) {
+		return int64(f)
+	}
+	return 0
+}

@@ -1,0 +1,104 @@
+package openai
+
+import (
+	"net/url"
+	"strings"
+
+	"gw/adapters"
+)
+
+// splitBase splits an absolute base URL into the part before the query (with
+// trailing slashes removed) and the query (without '?'). User-info, host and
+// path are kept exactly as written.
+func splitBase(base string) (pre, query string, err error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", adapters.ErrConfig
+	}
+	pre, query, _ = strings.Cut(base, "?")
+	if i := strings.IndexByte(pre, '#'); i >= 0 {
+		pre = pre[:i]
+	}
+	if i := strings.IndexByte(query, '#'); i >= 0 {
+		query = query[:i]
+	}
+	return strings.TrimRight(pre, "/"), query, nil
+}
+
+// chatURL is base + "/chat/completions", the query of base kept after it.
+func chatURL(base string) (string, error) {
+	pre, query, err := splitBase(base)
+	if err != nil {
+		return "", err
+	}
+	if query != "" {
+		return pre + "/chat/completions?" + query, nil
+	}
+	return pre + "/chat/completions", nil
+}
+
+// azureURLs decides the Azure OpenAI surface from api_base:
+//
+//   - path ending in /v1 (https://r.openai.azure.com/openai/v1): the v1
+//     surface, base + /chat/completions, deployment in the body's `model`;
+//     fixed is that URL;
+//   - path holding /deployments/ (the deployment is part of api_base): base +
+//     /chat/completions?api-version=V; fixed is that URL;
+//   - otherwise the dated surface: base [+ /openai] + /deployments/ +
+//     <upstream model, path-escaped> + /chat/completions?api-version=V;
+//     prefix and suffix surround the deployment, fixed is "".
+//
+// V is the api-version in api_base's query if present (the query is kept as
+// written), else version.
+func azureURLs(base, version string) (fixed, prefix, suffix string, err error) {
+	pre, query, err := splitBase(base)
+	if err != nil {
+		return "", "", "", err
+	}
+	u, _ := url.Parse(pre)
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	if strings.HasSuffix(path, "/v1") {
+		fixed, err = chatURL(base)
+		return fixed, "", "", err
+	}
+	q, _ := url.ParseQuery(query)
+	if q.Get("api-version") == "" {
+		if query != "" {
+			query += "&"
+		}
+		query += "api-version=" + url.QueryEscape(version)
+	}
+	tail := "/chat/completions?" + query
+	if strings.Contains(path, "/deployments/") {
+		return pre + tail, "", "", nil
+	}
+	if !strings.HasSuffix(path, "/openai") {
+		pre += "/openai"
+	}
+	return "", pre + "/deployments/", tail, nil
+}
+
+// appendPathSegment appends s escaped as one URL path segment: bytes outside
+// RFC 3986 unreserved characters become %XX.
+// The segments "." and ".." are escaped whole so that a model name cannot
+// walk the path.
+func appendPathSegment(dst []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	if s == "." || s == ".." {
+		for range len(s) {
+			dst = append(dst, "%2E"...)
+		}
+		return dst
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '.', c == '_', c == '~':
+			dst = append(dst, c)
+		default:
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return dst
+}

@@ -1,0 +1,153 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// dialer dials one pool's connections. Host, port and TLS server name come
+// from the URL; only the IP addresses come from resolve_addresses or DNS.
+type dialer struct {
+	fixed   []netip.Addr // resolve_addresses, tried in listed order
+	dns     *DNSCache
+	timeout time.Duration // cap of one dial (all addresses)
+	nd      net.Dialer
+}
+
+// errNoAddr is returned when there is nothing to dial.
+var errNoAddr = errors.New("upstream: no address to dial")
+
+// dial implements fasthttp.DialFuncWithTimeout. addr is the pool's
+// "host:port". timeout is the request's remaining time (0: none); the dial
+// takes at most the smaller of it and the pool's dial timeout. Several
+// addresses are tried in order, each with an equal share of the time left,
+// as net.Dialer does.
+func (d *dialer) dial(addr string, timeout time.Duration) (net.Conn, error) {
+	if timeout <= 0 || (d.timeout > 0 && d.timeout < timeout) {
+		timeout = d.timeout
+	}
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return nil, err
+	}
+	ips := d.fixed
+	if len(ips) == 0 {
+		if ip, err := netip.ParseAddr(host); err == nil {
+			ips = []netip.Addr{ip}
+		} else if ips, err = d.dns.Lookup(ctx, host); err != nil {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+		}
+	}
+	if len(ips) == 0 {
+		return nil, errNoAddr
+	}
+	var firstErr error
+	for i, ip := range ips {
+		actx := ctx
+		if dl, ok := ctx.Deadline(); ok {
+			share := time.Until(dl) / time.Duration(len(ips)-i)
+			var cancel context.CancelFunc
+			actx, cancel = context.WithTimeout(ctx, share)
+			defer cancel()
+		}
+		c, err := d.nd.DialContext(actx, "tcp", netip.AddrPortFrom(ip.Unmap(), uint16(port)).String())
+		if err == nil {
+			return newConn(c), nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, firstErr
+}
+
+var _ fasthttp.DialFuncWithTimeout = (*dialer)(nil).dial
+
+// Conn is a dialed upstream connection (the raw TCP connection, under TLS
+// when the URL is https). Its RemoteAddr is a *ConnAddr pointing back to it,
+// which fasthttp copies into Response.RemoteAddr; SetReadDeadline uses that
+// to reach the connection behind a response.
+//
+// A Conn is used by one request at a time (fasthttp's pool hands it over
+// under a lock), so its fields need no atomics.
+type Conn struct {
+	net.Conn
+	addr    ConnAddr
+	created time.Time
+	read    bool // a byte was read since the last write
+}
+
+// ConnAddr is the remote address of a Conn. It embeds the real address, so
+// String and Network are unchanged.
+type ConnAddr struct {
+	net.Addr
+	conn *Conn
+}
+
+// Conn returns the connection behind the address.
+func (a *ConnAddr) Conn() *Conn { return a.conn }
+
+func newConn(c net.Conn) *Conn {
+	w := &Conn{Conn: c, created: time.Now()}
+	w.addr = ConnAddr{Addr: c.RemoteAddr(), conn: w}
+	return w
+}
+
+// RemoteAddr returns the *ConnAddr of c.
+func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
+
+func (c *Conn) Write(p []byte) (int, error) {
+	c.read = false
+	return c.Conn.Write(p)
+}
+
+func (c *Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.read = true
+	}
+	return n, err
+}
+
+// staleIdle reports whether c existed before the request that started at
+// start (so it came from the idle pool) and nothing was read since the
+// request was written: the server closed an idle keep-alive connection under
+// the request, which is then safe to resend.
+func (c *Conn) staleIdle(start time.Time) bool { return c.created.Before(start) && !c.read }
+
+// SetReadDeadline sets the read deadline of the upstream connection behind
+// resp, for the gap timeout of a streamed body: call it before each read of
+// resp.BodyStream(); a read past t fails with a timeout error (Classify:
+// KindTimeout), and the connection is then discarded when the stream is
+// closed. It works under TLS, since the deadline is set on the raw
+// connection. t zero clears the deadline.
+//
+// It reports false when resp did not come from a Client of this package.
+// Valid only while the stream is open: after resp.CloseBodyStream the
+// connection may already serve another request.
+func SetReadDeadline(resp *fasthttp.Response, t time.Time) bool {
+	a, ok := resp.RemoteAddr().(*ConnAddr)
+	if !ok || a.conn == nil {
+		return false
+	}
+	return a.conn.SetReadDeadline(t) == nil
+}

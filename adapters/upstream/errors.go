@@ -1,0 +1,75 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+
+	"github.com/valyala/fasthttp"
+)
+
+// ErrorKind is the class of an upstream call's outcome, for retry, cooldown
+// and status mapping.
+type ErrorKind uint8
+
+// Outcome classes.
+const (
+	// KindOK: no error and a status below 400.
+	KindOK ErrorKind = iota
+	// KindTimeout: a deadline passed (dial, TLS handshake, write, headers,
+	// a buffered body, or a stream gap). Maps to 504; cooldown
+	// trigger_on_timeout.
+	KindTimeout
+	// KindTransport: the exchange failed without a usable answer —
+	// connection refused or reset, EOF before the headers, DNS failure, TLS
+	// failure, malformed response. Maps to 502; cooldown
+	// trigger_on_transport.
+	KindTransport
+	// KindBusy: gw's own connection limit to the host (MaxConnsPerHost) was
+	// reached; the upstream was not contacted. Maps to 503; not the
+	// upstream's fault, so it should not trigger cooldown.
+	KindBusy
+	// KindStatus: the upstream answered with a status >= 400; the status
+	// decides (retryable 5xx, 429, fallback_on_statuses, cooldown statuses).
+	KindStatus
+)
+
+var kindNames = [...]string{"ok", "timeout", "transport", "busy", "status"}
+
+// String returns the lower-case name of k.
+func (k ErrorKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Classify returns the class of an upstream call that returned err with
+// response status (ignored when err is not nil).
+func Classify(err error, status int) ErrorKind {
+	if err == nil {
+		if status >= 400 {
+			return KindStatus
+		}
+		return KindOK
+	}
+	if errors.Is(err, fasthttp.ErrNoFreeConns) {
+		return KindBusy
+	}
+	if IsTimeout(err) {
+		return KindTimeout
+	}
+	return KindTransport
+}
+
+// IsTimeout reports whether err is a deadline error of any layer.
+func IsTimeout(err error) bool {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.Is(err, fasthttp.ErrTLSHandshakeTimeout) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

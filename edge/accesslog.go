@@ -1,0 +1,115 @@
+package edge
+
+import (
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// AccessLogQueue is the number of lines that may wait for the writer; past
+// it lines are dropped and counted (the request never waits for logging).
+const AccessLogQueue = 32768
+
+var logDrops = metrics.NewCounter(`gw_log_lines_dropped_total`)
+
+// AccessLog writes one JSON line per request from a background goroutine.
+type AccessLog struct {
+	ch   chan *[]byte
+	w    io.Writer
+	done chan struct{}
+	once sync.Once
+}
+
+// NewAccessLog starts the writer goroutine.
+func NewAccessLog(w io.Writer) *AccessLog {
+	l := &AccessLog{ch: make(chan *[]byte, AccessLogQueue), w: w, done: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+var lineBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (l *AccessLog) run() {
+	defer close(l.done)
+	for b := range l.ch {
+		_, _ = l.w.Write(*b)
+		*b = (*b)[:0]
+		lineBufPool.Put(b)
+	}
+}
+
+// Close flushes queued lines and stops the writer.
+func (l *AccessLog) Close() {
+	l.once.Do(func() { close(l.ch) })
+	<-l.done
+}
+
+// emit queues a finished line, or drops it when the queue is full.
+func (l *AccessLog) emit(b *[]byte) {
+	select {
+	case l.ch <- b:
+	default:
+		logDrops.Inc()
+		*b = (*b)[:0]
+		lineBufPool.Put(b)
+	}
+}
+
+// line renders the access-log line of c. It never holds a key, a prompt or a
+// completion: only identities, sizes, timings and token counts.
+func (l *AccessLog) line(c *call, method, path []byte, status, reqBytes int, stream bool) {
+	b := lineBufPool.Get().(*[]byte)
+	d := *b
+	d = append(d, `{"ts":"`...)
+	d = c.start.UTC().AppendFormat(d, time.RFC3339Nano)
+	d = append(d, `","msg":"access","method":`...)
+	d = appendJSONString(d, string(method))
+	d = append(d, `,"path":`...)
+	d = appendJSONString(d, truncate(string(path), 256))
+	d = append(d, `,"status":`...)
+	d = strconv.AppendInt(d, int64(status), 10)
+	if c.caller != nil {
+		d = append(d, `,"api_key":`...)
+		d = appendJSONString(d, c.caller.Key.DisplayName)
+	}
+	if c.plan != nil {
+		d = append(d, `,"model":`...)
+		d = append(d, c.plan.AliasJSON...)
+	}
+	if c.target != nil {
+		d = append(d, `,"upstream_model":`...)
+		d = append(d, c.target.UpstreamModelJSON...)
+		d = append(d, `,"provider_key":`...)
+		d = appendJSONString(d, c.target.Model.ProviderKeyName)
+	}
+	d = append(d, `,"stream":`...)
+	d = strconv.AppendBool(d, stream)
+	d = append(d, `,"attempts":`...)
+	d = strconv.AppendInt(d, int64(c.attempts), 10)
+	d = append(d, `,"duration_ms":`...)
+	d = strconv.AppendFloat(d, float64(time.Since(c.start).Microseconds())/1000, 'f', 3, 64)
+	d = append(d, `,"upstream_ms":`...)
+	d = strconv.AppendFloat(d, float64(c.upstreamDur.Microseconds())/1000, 'f', 3, 64)
+	d = append(d, `,"request_body_bytes":`...)
+	d = strconv.AppendInt(d, int64(reqBytes), 10)
+	d = append(d, `,"response_body_bytes":`...)
+	d = strconv.AppendInt(d, int64(c.respBytes), 10)
+	if c.haveUsage {
+		d = append(d, `,"prompt_tokens":`...)
+		d = strconv.AppendInt(d, c.usage.Prompt, 10)
+		d = append(d, `,"completion_tokens":`...)
+		d = strconv.AppendInt(d, c.usage.Completion, 10)
+		d = append(d, `,"total_tokens":`...)
+		d = strconv.AppendInt(d, c.usage.Total, 10)
+	}
+	if c.errClass != "" {
+		d = append(d, `,"error_class":`...)
+		d = appendJSONString(d, c.errClass)
+	}
+	d = append(d, "}\n"...)
+	*b = d
+	l.emit(b)
+}

@@ -1,0 +1,113 @@
+package edge
+
+import (
+	"gw/sse/rawjson"
+)
+
+// chatRequest is what policy needs from a chat-completions body. Everything
+// else is forwarded byte-for-byte. Slices alias the request body.
+type chatRequest struct {
+	Model        []byte // unquoted alias (aliases the body when it has no escapes)
+	Stream       bool
+	IncludeUsage bool // stream_options.include_usage
+	modelBuf     [128]byte
+}
+
+var chatKeys = []string{"model", "stream", "stream_options", "messages"}
+
+// chatRequestError is a caller error found while scanning the body.
+type chatRequestError struct {
+	code, param, msg string
+}
+
+var (
+	errBodyNotJSON      = &chatRequestError{"invalid_json", "", "We could not parse the JSON body of your request. The body must be a JSON object."}
+	errModelMissing     = &chatRequestError{"missing_required_parameter", "model", "you must provide a model parameter"}
+	errModelNotString   = &chatRequestError{"invalid_type", "model", "model must be a string"}
+	errMessagesMissing  = &chatRequestError{"missing_required_parameter", "messages", "you must provide a messages parameter"}
+	errMessagesNotArray = &chatRequestError{"invalid_type", "messages", "messages must be an array"}
+	errMessageNotObject = &chatRequestError{"invalid_type", "messages", "each message must be an object"}
+	errStreamNotBool    = &chatRequestError{"invalid_type", "stream", "stream must be a boolean"}
+)
+
+// validRoles are the lowercase roles the spec accepts; anything else, any
+// other case included, is rejected before an upstream call.
+func validRole(quoted []byte) bool {
+	for _, r := range [...]string{"user", "assistant", "system", "developer", "tool"} {
+		if len(quoted) == len(r)+2 && string(quoted[1:len(quoted)-1]) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// scanChatRequest validates body and extracts the policy fields in one pass
+// over the top level plus one pass over messages. badRole is the index of
+// the first message with an invalid role, or -1.
+func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatRequestError) {
+	badRole = -1
+	if !rawjson.Valid(body) || rawjson.KindOf(body) != rawjson.Object {
+		return badRole, errBodyNotJSON
+	}
+	var vals [4][]byte
+	if rawjson.ScanTop(body, chatKeys, vals[:]) != nil {
+		return badRole, errBodyNotJSON
+	}
+	model, stream, streamOpts, messages := vals[0], vals[1], vals[2], vals[3]
+	switch {
+	case model == nil:
+		return badRole, errModelMissing
+	case rawjson.KindOf(model) != rawjson.String:
+		return badRole, errModelNotString
+	}
+	if hasBackslash(model) {
+		m, e := rawjson.AppendUnquote(out.modelBuf[:0], model)
+		if e != nil {
+			return badRole, errModelNotString
+		}
+		out.Model = m
+	} else {
+		out.Model = model[1 : len(model)-1]
+	}
+	switch rawjson.KindOf(stream) {
+	case rawjson.True:
+		out.Stream = true
+	case rawjson.False, rawjson.Null, rawjson.Invalid:
+	default:
+		return badRole, errStreamNotBool
+	}
+	if streamOpts != nil && rawjson.KindOf(streamOpts) == rawjson.Object {
+		if v, _, ok := rawjson.Get(streamOpts, "include_usage"); ok && rawjson.KindOf(v) == rawjson.True {
+			out.IncludeUsage = true
+		}
+	}
+	switch {
+	case messages == nil:
+		return badRole, errMessagesMissing
+	case rawjson.KindOf(messages) != rawjson.Array:
+		return badRole, errMessagesNotArray
+	}
+	var msgErr *chatRequestError
+	_ = rawjson.ForEachElem(messages, func(i int, msg []byte, kind rawjson.Kind) bool {
+		if kind != rawjson.Object {
+			msgErr = errMessageNotObject
+			return false
+		}
+		role, rk, ok := rawjson.Get(msg, "role")
+		if !ok || rk != rawjson.String || !validRole(role) {
+			badRole = i
+			return false
+		}
+		return true
+	})
+	return badRole, msgErr
+}
+
+func hasBackslash(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}

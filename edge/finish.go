@@ -1,0 +1,113 @@
+package edge
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/puzpuzpuz/xsync/v3"
+	"github.com/valyala/fasthttp"
+)
+
+var (
+	hdrOverhead = []byte("x-gw-overhead-us")
+
+	e2eDown   = metrics.NewHistogram(`gw_request_e2e_latency_seconds{side="downstream"}`)
+	e2eUp     = metrics.NewHistogram(`gw_request_e2e_latency_seconds{side="upstream"}`)
+	ttftDown  = metrics.NewHistogram(`gw_request_ttft_seconds{side="downstream"}`)
+	ttftUp    = metrics.NewHistogram(`gw_request_ttft_seconds{side="upstream"}`)
+	llmTTFTDn = metrics.NewHistogram(`gw_llm_time_to_first_token_seconds{side="downstream"}`)
+	llmTTFTUp = metrics.NewHistogram(`gw_llm_time_to_first_token_seconds{side="upstream"}`)
+	overheadH = metrics.NewHistogram(`gw_request_overhead_seconds`)
+)
+
+// requestCounters caches gw_requests_total{model,status} handles so that the
+// hot path never builds a metric name twice.
+var requestCounters = xsync.NewMapOf[counterKey, *metrics.Counter]()
+
+type counterKey struct {
+	model  string
+	status int
+}
+
+func countRequest(model string, status int) {
+	k := counterKey{model, status}
+	if c, ok := requestCounters.Load(k); ok {
+		c.Inc()
+		return
+	}
+	// Slow path - first request of this (model, status).
+	c, _ := requestCounters.LoadOrCompute(k, func() *metrics.Counter {
+		return metrics.GetOrCreateCounter(`gw_requests_total{model="` + escapeLabelValue(model) + `",status="` + strconv.Itoa(status) + `"}`)
+	})
+	c.Inc()
+}
+
+func escapeLabelValue(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '"':
+			out = append(out, '\\', c)
+		case '\n':
+			out = append(out, '\\', 'n')
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+// overheadMicros is the time spent inside gw so far, excluding upstream waits.
+func overheadMicros(c *call) int64 {
+	d := time.Since(c.start) - c.upstreamDur
+	if d < 0 {
+		d = 0
+	}
+	return d.Microseconds()
+}
+
+// setOverhead writes x-gw-overhead-us on the response about to be sent.
+func setOverhead(ctx *fasthttp.RequestCtx, c *call) {
+	var buf [20]byte
+	ctx.Response.Header.SetBytesKV(hdrOverhead, strconv.AppendInt(buf[:0], overheadMicros(c), 10))
+}
+
+// finish completes a buffered (or rejected) call: overhead header, metrics,
+// access log, release.
+func (p *Proxy) finish(ctx *fasthttp.RequestCtx, c *call, status int) {
+	setOverhead(ctx, c)
+	c.status = status
+	p.record(c, ctx.Method(), ctx.Path(), len(ctx.Request.Body()), false)
+	releaseCall(c)
+}
+
+// record updates metrics and writes the access-log line of a finished call.
+func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) {
+	alias := ""
+	if c.plan != nil {
+		alias = c.plan.Alias
+	}
+	countRequest(alias, c.status)
+	total := time.Since(c.start)
+	e2eDown.Update(total.Seconds())
+	overheadH.Update((total - c.upstreamDur).Seconds())
+	if c.upstreamDur > 0 {
+		e2eUp.Update(c.upstreamDur.Seconds())
+	}
+	if c.ttfb > 0 {
+		ttftDown.Update(c.ttfb.Seconds())
+		if stream {
+			llmTTFTDn.Update(c.ttfb.Seconds())
+		}
+	}
+	if c.upTTFT > 0 {
+		ttftUp.Update(c.upTTFT.Seconds())
+		if stream {
+			llmTTFTUp.Update(c.upTTFT.Seconds())
+		}
+	}
+	if p.Log != nil {
+		p.Log.line(c, method, path, c.status, reqBytes, stream)
+	}
+}

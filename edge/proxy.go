@@ -1,0 +1,299 @@
+package edge
+
+import (
+
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/adapters/headers"
+	"gw/adapters/upstream"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+)
+
+// Proxy serves the caller-facing endpoints from the active snapshot.
+type Proxy struct {
+	Holder *snapshot.Holder
+	RealIP RealIP
+	Log    *AccessLog // nil disables the access log
+	Logger *slog.Logger
+}
+
+var (
+	pathChat   = "/v1/chat/completions"
+	pathModels = "/v1/models"
+)
+
+// notBuilt lists caller paths of the spec that this build does not serve yet;
+// they answer 501 rather than 404 so SDKs see a clear capability error.
+var notBuilt = map[string]bool{
+	"/v1/completions": true, "/v1/embeddings": true, "/v1/rerank": true, "/v1/images/generations": true,
+	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
+	"/v1/audio/speech": true, "/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
+	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
+}
+
+// Handle serves ctx when its path is a proxy endpoint and reports whether it did.
+func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
+	path := ctx.Path()
+	switch {
+	case string(path) == pathChat:
+		if !ctx.IsPost() {
+			methodNotAllowed(ctx, "POST")
+			return true
+		}
+		p.chat(ctx)
+	case string(path) == pathModels || (len(path) > len(pathModels)+1 && string(path[:len(pathModels)+1]) == pathModels+"/"):
+		if !ctx.IsGet() {
+			methodNotAllowed(ctx, "GET")
+			return true
+		}
+		snap := p.Holder.Load()
+		c := authenticate(ctx, snap, time.Now())
+		if c == nil {
+			return true
+		}
+		if len(path) == len(pathModels) {
+			serveModels(ctx, snap, c)
+		} else {
+			serveModel(ctx, snap, c, string(path[len(pathModels)+1:]))
+		}
+	case notBuilt[string(path)]:
+		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
+			"gw does not serve "+string(path)+" in this build")
+	default:
+		return false
+	}
+	return true
+}
+
+func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
+	WriteError(ctx, fasthttp.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use "+allow)
+	ctx.Response.Header.Set("Allow", allow)
+}
+
+// call is the per-request state of one proxied call. Pooled.
+type call struct {
+	start       time.Time
+	upstreamDur time.Duration // time spent waiting on the upstream
+	snap        *snapshot.Snapshot
+	caller      *snapshot.Caller
+	plan        *snapshot.Plan // the alias the caller asked for
+	target      *snapshot.Plan // the direct model that answered last
+	cr          chatRequest
+	in          adapters.ChatInput
+	status      int
+	errClass    string
+	usage       adapters.Usage
+	haveUsage   bool
+	respBytes   int
+	attempts    int
+	ttfb        time.Duration // downstream: start → first byte to the caller
+	upTTFT      time.Duration // upstream: request sent → first content from the upstream
+}
+
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+func acquireCall() *call { return callPool.Get().(*call) }
+
+func releaseCall(c *call) {
+	*c = call{}
+	callPool.Put(c)
+}
+
+// chat serves POST /v1/chat/completions.
+func (p *Proxy) chat(ctx *fasthttp.RequestCtx) {
+	c := acquireCall()
+	c.start = time.Now()
+	c.snap = p.Holder.Load()
+	c.caller = authenticate(ctx, c.snap, c.start)
+	if c.caller == nil {
+		p.finish(ctx, c, fasthttp.StatusUnauthorized)
+		return
+	}
+	body := ctx.PostBody()
+	badRole, rerr := scanChatRequest(body, &c.cr)
+	if rerr != nil {
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", rerr.code, rerr.msg)
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return
+	}
+	if badRole >= 0 {
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_value",
+			"Invalid value for 'messages["+strconv.Itoa(badRole)+"].role': supported roles are 'system', 'developer', 'user', 'assistant' and 'tool' (lowercase).")
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return
+	}
+	c.plan = c.snap.Plans[string(c.cr.Model)]
+	if c.plan == nil || !c.caller.Allowed(c.plan) {
+		modelNotFound(ctx, string(c.cr.Model))
+		p.finish(ctx, c, fasthttp.StatusNotFound)
+		return
+	}
+	ip, ipOK := p.RealIP.ClientIP(ctx)
+	if !cidrAllowed(c.plan.AllowedCIDRs, ip, ipOK) {
+		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
+			"Requests from this client address are not allowed for model `"+c.plan.Alias+"`.")
+		p.finish(ctx, c, fasthttp.StatusForbidden)
+		return
+	}
+	switch c.plan.Kind {
+	case resources.KindEnsemble, resources.KindSemantic:
+		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
+			c.plan.Kind.String()+" models are not served by this build")
+		p.finish(ctx, c, fasthttp.StatusNotImplemented)
+		return
+	}
+	c.in.Body = body
+	c.in.Stream = c.cr.Stream
+	c.in.ForceUsage = c.cr.Stream && !c.cr.IncludeUsage
+	c.in.ClientHeaders = &ctx.Request.Header
+	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
+	fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
+	if c.cr.Stream {
+		p.stream(ctx, c, ip, ipOK)
+		return
+	}
+	p.buffered(ctx, c, ip, ipOK)
+}
+
+func credentialSlots(h *fasthttp.RequestHeader) headers.Slots {
+	var s headers.Slots
+	if len(h.PeekBytes(hdrAuthorization)) > 0 {
+		s |= headers.SlotAuthorization
+	}
+	if len(h.PeekBytes(hdrXAPIKey)) > 0 {
+		s |= headers.SlotXAPIKey
+	}
+	return s
+}
+
+func fillVars(v *headers.Vars, k *resources.APIKey, alias string) {
+	v[resources.VarAPIKeyID] = k.ID
+	v[resources.VarAPIKeyName] = k.DisplayName
+	v[resources.VarAPIKeyTeamID] = k.TeamID
+	v[resources.VarAPIKeyUserID] = k.UserID
+	v[resources.VarAPIKeyUserName] = k.UserName
+	v[resources.VarModel] = alias
+}
+
+// attemptOutcome says what to do after one upstream attempt.
+type attemptOutcome uint8
+
+const (
+	outcomeDone  attemptOutcome = iota // answer written (success or final error)
+	outcomeRetry                       // retryable failure; try again or fail over
+)
+
+// retryable reports whether an upstream status may be retried or failed over.
+func retryable(plan *snapshot.Plan, status int) bool {
+	if status >= 500 {
+		return true
+	}
+	if status == fasthttp.StatusTooManyRequests && plan.RetryOn429 {
+		return true
+	}
+	for _, s := range plan.FallbackOn {
+		if s == status {
+			return true
+		}
+	}
+	return false
+}
+
+// eligible reports whether target t may serve this request (allowed_cidrs of
+// the target model narrow a routing group's targets).
+func eligible(t *snapshot.Target, ip netip.Addr, ok bool) bool {
+	return cidrAllowed(t.Plan.AllowedCIDRs, ip, ok)
+}
+
+// lastFailure remembers the last retryable failure to report when every
+// attempt failed.
+type lastFailure struct {
+	kind   upstream.ErrorKind
+	status int
+	body   []byte
+	ctype  []byte
+	reason string
+}
+
+// writeFailure answers with the last failure: the upstream's status and body,
+// or 504 for a timeout and 502 for a transport failure.
+func writeFailure(ctx *fasthttp.RequestCtx, f *lastFailure) int {
+	switch f.kind {
+	case upstream.KindTimeout:
+		WriteError(ctx, fasthttp.StatusGatewayTimeout, "server_error", "upstream_timeout", "the upstream did not answer in time")
+		return fasthttp.StatusGatewayTimeout
+	case upstream.KindTransport, upstream.KindBusy:
+		WriteError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_unreachable", "cannot reach the upstream: "+f.reason)
+		return fasthttp.StatusBadGateway
+	case kindUnsupported:
+		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", f.reason)
+		return fasthttp.StatusNotImplemented
+	case kindNoContent:
+		WriteError(ctx, fasthttp.StatusBadGateway, "server_error", "empty_stream", f.reason)
+		return fasthttp.StatusBadGateway
+	}
+	relayError(ctx, f.status, f.body, f.ctype)
+	return f.status
+}
+
+// relayError writes an upstream error with its status. An empty body becomes
+// the envelope "upstream returned <status> <reason>".
+func relayError(ctx *fasthttp.RequestCtx, status int, body, ctype []byte) {
+	if len(body) == 0 {
+		WriteError(ctx, status, errorTypeFor(status), "upstream_error",
+			"upstream returned "+strconv.Itoa(status)+" "+fasthttp.StatusMessage(status))
+		return
+	}
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	if len(ctype) > 0 {
+		ctx.Response.Header.SetContentTypeBytes(ctype)
+	} else {
+		ctx.SetContentType("application/json")
+	}
+	ctx.SetBody(body)
+}
+
+func errorTypeFor(status int) string {
+	switch {
+	case status == 401:
+		return "authentication_error"
+	case status == 403:
+		return "permission_error"
+	case status == 404:
+		return "not_found_error"
+	case status == 429:
+		return "rate_limit_error"
+	case status < 500:
+		return "invalid_request_error"
+	}
+	return "server_error"
+}
+
+
+// Failure kinds beyond upstream.ErrorKind.
+const (
+	kindUnsupported upstream.ErrorKind = 100 + iota // adapter family not in this build
+	kindNoContent                                   // a stream ended before any content
+)
+
+// describe renders a transport error for the caller: the failure class and
+// the network error text (addresses only; request URLs never reach it).
+func describe(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// bodyBufPool holds response body scratch buffers.
+var bodyBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}

@@ -1,0 +1,353 @@
+package edge
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/adapters/openai"
+	"gw/adapters/upstream"
+	"gw/sse"
+	"gw/sse/rawjson"
+)
+
+// relayState is the per-stream state of a relayed chat stream. Pooled.
+type relayState struct {
+	rd      *sse.Reader
+	resp    *fasthttp.Response
+	pending []byte // events read before the commit point, already rewritten
+	out     []byte // one outgoing event
+	tmp     []byte // scratch for the usage-field removal
+	sawDone bool
+	gap     time.Duration
+	marker  string // response.stream_done_marker of the provider key
+}
+
+var relayPool = sync.Pool{New: func() any {
+	return &relayState{pending: make([]byte, 0, 1024), out: make([]byte, 0, 1024), tmp: make([]byte, 0, 1024)}
+}}
+
+func (s *relayState) release() {
+	if s.rd != nil {
+		sse.ReleaseReader(s.rd)
+	}
+	if s.resp != nil {
+		// Closing an unfinished body closes the upstream connection, which is
+		// how a caller leaving (or a failed stream) cancels the upstream call.
+		_ = s.resp.CloseBodyStream()
+		fasthttp.ReleaseResponse(s.resp)
+	}
+	s.rd, s.resp = nil, nil
+	s.pending, s.out, s.tmp = s.pending[:0], s.out[:0], s.tmp[:0]
+	s.sawDone, s.gap, s.marker = false, 0, ""
+	relayPool.Put(s)
+}
+
+var (
+	streamCT      = []byte("text/event-stream")
+	hdrCacheCtl   = []byte("Cache-Control")
+	valNoCache    = []byte("no-cache")
+	hdrAccelBuf   = []byte("X-Accel-Buffering")
+	valNo         = []byte("no")
+	errorPrefix   = []byte(`{"error"`)
+	maxErrorBody  = int64(1 << 20)
+)
+
+// prefetch outcomes.
+const (
+	preContent = iota // a content event was read: commit
+	preEmpty          // the stream ended without content
+	preTimeout        // the gap timeout elapsed
+	preFailed         // transport failure or an error event
+)
+
+// stream dispatches a streaming chat call. Until the first content event
+// arrives nothing is written to the caller, so every failure up to that
+// commit point can still be retried or failed over and answered with a
+// proper status (502 for an empty stream, 504 for a timeout).
+func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
+	var fail lastFailure
+	tried := 0
+	for i := range c.plan.Attempts {
+		t := &c.plan.Attempts[i]
+		if !eligible(t, ip, ipOK) {
+			continue
+		}
+		if tried > c.plan.MaxFallbacks {
+			break
+		}
+		tried++
+		up := t.Plan.Upstream
+		if up == nil || up.Err != nil {
+			fail = lastFailure{kind: kindUnsupported, reason: "the adapter of provider key " + t.Plan.Model.ProviderKeyName + " is not available in this build"}
+			continue
+		}
+		for try := 0; try <= t.Retries; try++ {
+			c.target = t.Plan
+			c.attempts++
+			req := fasthttp.AcquireRequest()
+			c.in.UpstreamModel = t.Plan.UpstreamModel
+			c.in.Provider = t.Plan.Model.Provider
+			if err := up.Adapter.BuildChat(req, &c.in); err != nil {
+				fasthttp.ReleaseRequest(req)
+				if errors.Is(err, adapters.ErrBody) {
+					WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
+					p.finish(ctx, c, fasthttp.StatusBadRequest)
+					return
+				}
+				WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
+				p.finish(ctx, c, fasthttp.StatusInternalServerError)
+				return
+			}
+			resp := fasthttp.AcquireResponse()
+			sent := time.Now()
+			err := up.Client.DoStream(req, resp, t.StreamTimeout)
+			fasthttp.ReleaseRequest(req)
+			if err != nil {
+				c.upstreamDur += time.Since(sent)
+				fail = lastFailure{kind: upstream.Classify(err, 0), reason: describe(err)}
+				fasthttp.ReleaseResponse(resp)
+				continue
+			}
+			status := resp.StatusCode()
+			if status >= 300 {
+				body, _ := io.ReadAll(io.LimitReader(resp.BodyStream(), maxErrorBody))
+				c.upstreamDur += time.Since(sent)
+				ctype := append([]byte(nil), resp.Header.ContentType()...)
+				_ = resp.CloseBodyStream()
+				fasthttp.ReleaseResponse(resp)
+				if !retryable(c.plan, status) {
+					relayError(ctx, status, body, ctype)
+					c.errClass = "upstream_status"
+					p.finish(ctx, c, status)
+					return
+				}
+				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype}
+				continue
+			}
+			s := relayPool.Get().(*relayState)
+			s.resp, s.gap, s.marker = resp, t.StreamTimeout, up.Key.Response.StreamDoneMarker
+			s.rd = sse.AcquireReader(resp.BodyStream())
+			outcome, ferr := p.prefetch(c, s)
+			c.upstreamDur += time.Since(sent)
+			if outcome == preContent {
+				c.upTTFT = time.Since(sent)
+				p.commit(ctx, c, s)
+				return
+			}
+			s.release()
+			switch outcome {
+			case preEmpty:
+				fail = lastFailure{kind: kindNoContent, reason: "the upstream stream ended without content"}
+			case preTimeout:
+				fail = lastFailure{kind: upstream.KindTimeout}
+			default:
+				if ferr.status != 0 {
+					fail = lastFailure{kind: upstream.KindStatus, status: ferr.status, body: ferr.body, ctype: []byte("application/json")}
+				} else {
+					fail = lastFailure{kind: upstream.KindTransport, reason: "the upstream stream failed before any content"}
+				}
+			}
+		}
+	}
+	if tried == 0 {
+		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
+		p.finish(ctx, c, fasthttp.StatusForbidden)
+		return
+	}
+	c.errClass = "upstream_failed"
+	p.finish(ctx, c, writeFailure(ctx, &fail))
+}
+
+// prefetchErr carries an upstream error event seen before the commit point.
+type prefetchErr struct {
+	status int
+	body   []byte
+}
+
+// prefetch reads events until the first one with content, keeping the
+// rewritten events in s.pending.
+func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
+	for {
+		if s.gap > 0 {
+			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
+		}
+		ev, err := s.rd.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return preEmpty, prefetchErr{}
+			}
+			if upstream.IsTimeout(err) {
+				return preTimeout, prefetchErr{}
+			}
+			return preFailed, prefetchErr{}
+		}
+		if sse.IsDone(ev.Data) {
+			return preEmpty, prefetchErr{}
+		}
+		if bytes.HasPrefix(ev.Data, errorPrefix) {
+			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: append([]byte(nil), ev.Data...)}
+		}
+		if s.processChunk(c, ev.Data) {
+			s.pending = append(s.pending, s.out...)
+		}
+		if hasContent(ev.Data) {
+			return preContent, prefetchErr{}
+		}
+	}
+}
+
+// processChunk turns one upstream chunk into the caller's event in s.out:
+// the usage chunk gw forced is consumed (usage recorded) and not relayed,
+// the `usage:null` field a forced include_usage adds is removed, and
+// `model` becomes the alias. It reports whether s.out holds an event.
+func (s *relayState) processChunk(c *call, data []byte) bool {
+	s.out = s.out[:0]
+	if openai.IsUsageOnlyChunk(data) {
+		if u, ok := openai.ExtractUsage(data); ok {
+			c.usage, c.haveUsage = u, true
+		}
+		if c.in.ForceUsage {
+			return false
+		}
+	} else if c.in.ForceUsage {
+		if d, err := rawjson.Delete(s.tmp[:0], data, "usage"); err == nil {
+			s.tmp = d
+			data = d
+		}
+	}
+	s.out = append(s.out, "data: "...)
+	s.out = openai.RewriteModel(s.out, data, c.plan.AliasJSON)
+	s.out = append(s.out, "\n\n"...)
+	return true
+}
+
+// hasContent reports whether a chunk carries something the caller sees:
+// delta content, a refusal, reasoning, tool calls or a finish reason.
+func hasContent(data []byte) bool {
+	choices, kind, ok := rawjson.Get(data, "choices")
+	if !ok || kind != rawjson.Array {
+		return false
+	}
+	found := false
+	_ = rawjson.ForEachElem(choices, func(_ int, ch []byte, k rawjson.Kind) bool {
+		if k != rawjson.Object {
+			return true
+		}
+		if fr, fk, ok := rawjson.Get(ch, "finish_reason"); ok && fk == rawjson.String && len(fr) > 2 {
+			found = true
+			return false
+		}
+		delta, dk, ok := rawjson.Get(ch, "delta")
+		if !ok || dk != rawjson.Object {
+			return true
+		}
+		_ = rawjson.ForEachKey(delta, func(key, val []byte, vk rawjson.Kind) bool {
+			switch {
+			case vk == rawjson.String && len(val) > 2 && (rawjson.StringEquals(key, "content") || rawjson.StringEquals(key, "refusal") ||
+				rawjson.StringEquals(key, "reasoning_content") || rawjson.StringEquals(key, "reasoning")):
+				found = true
+			case vk == rawjson.Array && rawjson.StringEquals(key, "tool_calls"):
+				found = true
+			case vk == rawjson.Object && rawjson.StringEquals(key, "function_call"):
+				found = true
+			}
+			return !found
+		})
+		return !found
+	})
+	return found
+}
+
+// commit sends the 200 and the SSE headers and hands the rest of the stream
+// to fasthttp's body writer, which runs after this handler returns.
+func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.Response.Header.SetContentTypeBytes(streamCT)
+	ctx.Response.Header.SetBytesKV(hdrCacheCtl, valNoCache)
+	ctx.Response.Header.SetBytesKV(hdrAccelBuf, valNo)
+	setOverhead(ctx, c)
+	c.ttfb = time.Since(c.start)
+	reqBytes := len(ctx.Request.Body())
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		c.status = p.relay(w, c, s)
+		s.release()
+		p.record(c, methodPost, []byte(pathChat), reqBytes, true)
+		releaseCall(c)
+	})
+}
+
+var methodPost = []byte("POST")
+
+// Mid-stream failure frames: chat callers get an error data frame and no [DONE].
+var (
+	frameTimeout  = []byte("data: {\"error\":{\"type\":\"server_error\",\"code\":\"stream_timeout\",\"message\":\"the upstream stream stalled longer than stream_timeout\"}}\n\n")
+	frameBroken   = []byte("data: {\"error\":{\"type\":\"server_error\",\"code\":\"upstream_stream_error\",\"message\":\"the upstream stream failed\"}}\n\n")
+	frameNoMarker = []byte("data: {\"error\":{\"type\":\"server_error\",\"code\":\"upstream_stream_error\",\"message\":\"the upstream stream ended without its [DONE] marker\"}}\n\n")
+	frameDone     = []byte("data: [DONE]\n\n")
+)
+
+// relay copies the stream to the caller chunk by chunk, flushing each, and
+// returns the status to record: 200, 504 (gap timeout), 502 (upstream
+// failure) or 499 (the caller left).
+func (p *Proxy) relay(w *bufio.Writer, c *call, s *relayState) int {
+	if _, err := w.Write(s.pending); err != nil || w.Flush() != nil {
+		c.errClass = "client_gone"
+		return 499
+	}
+	c.respBytes += len(s.pending)
+	for {
+		if s.gap > 0 {
+			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
+		}
+		ev, err := s.rd.Next()
+		if err != nil {
+			var frame []byte
+			status := fasthttp.StatusOK
+			switch {
+			case errors.Is(err, io.EOF) && s.marker == "required":
+				frame, status, c.errClass = frameNoMarker, fasthttp.StatusBadGateway, "upstream_no_done"
+			case errors.Is(err, io.EOF):
+				frame = frameDone // marker none or optional: the caller still gets its [DONE]
+			case upstream.IsTimeout(err):
+				frame, status, c.errClass = frameTimeout, fasthttp.StatusGatewayTimeout, "stream_timeout"
+			default:
+				frame, status, c.errClass = frameBroken, fasthttp.StatusBadGateway, "upstream_stream_error"
+			}
+			if _, werr := w.Write(frame); werr == nil && w.Flush() == nil {
+				c.respBytes += len(frame)
+			}
+			return status
+		}
+		if sse.IsDone(ev.Data) {
+			if _, err := w.Write(frameDone); err != nil || w.Flush() != nil {
+				c.errClass = "client_gone"
+				return 499
+			}
+			c.respBytes += len(frameDone)
+			return fasthttp.StatusOK
+		}
+		var out []byte
+		if bytes.HasPrefix(ev.Data, errorPrefix) {
+			s.out = append(append(append(s.out[:0], "data: "...), ev.Data...), "\n\n"...)
+			out = s.out
+			c.errClass = "upstream_error_event"
+		} else if s.processChunk(c, ev.Data) {
+			out = s.out
+		} else {
+			continue
+		}
+		if _, err := w.Write(out); err != nil || w.Flush() != nil {
+			c.errClass = "client_gone"
+			return 499
+		}
+		c.respBytes += len(out)
+	}
+}
