@@ -1,7 +1,6 @@
 package edge
 
 import (
-
 	"log/slog"
 	"net/netip"
 	"strconv"
@@ -277,7 +276,6 @@ func errorTypeFor(status int) string {
 	}
 	return "server_error"
 }
-
 
 // Failure kinds beyond upstream.ErrorKind.
 const (

@@ -51,13 +51,13 @@ func (s *relayState) release() {
 }
 
 var (
-	streamCT      = []byte("text/event-stream")
-	hdrCacheCtl   = []byte("Cache-Control")
-	valNoCache    = []byte("no-cache")
-	hdrAccelBuf   = []byte("X-Accel-Buffering")
-	valNo         = []byte("no")
-	errorPrefix   = []byte(`{"error"`)
-	maxErrorBody  = int64(1 << 20)
+	streamCT     = []byte("text/event-stream")
+	hdrCacheCtl  = []byte("Cache-Control")
+	valNoCache   = []byte("no-cache")
+	hdrAccelBuf  = []byte("X-Accel-Buffering")
+	valNo        = []byte("no")
+	errorPrefix  = []byte(`{"error"`)
+	maxErrorBody = int64(1 << 20)
 )
 
 // prefetch outcomes.
