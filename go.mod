@@ -3,18 +3,23 @@ module gw
 go 1.26
 
 require (
-	github.com/VictoriaMetrics/metrics v1.35.1 // indirect
-	github.com/andybalholm/brotli v1.2.1 // indirect
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/goccy/go-json v0.12.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/VictoriaMetrics/metrics v1.35.1
+	github.com/google/uuid v1.6.0
+	github.com/openai/openai-go v1.12.0
+	github.com/puzpuzpuz/xsync/v3 v3.5.1
+	github.com/valyala/fasthttp v1.74.0
+	go.yaml.in/yaml/v3 v3.0.6
+)
+
+require (
 	github.com/klauspost/compress v1.20.0 // indirect
 	github.com/molecule-man/go-brrr v1.0.1 // indirect
-	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
+	github.com/tidwall/gjson v1.14.4 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.74.0 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

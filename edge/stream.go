@@ -181,7 +181,7 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 		}
 		ev, err := s.rd.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
 				return preEmpty, prefetchErr{}
 			}
 			if upstream.IsTimeout(err) {
@@ -311,6 +311,9 @@ func (p *Proxy) relay(w *bufio.Writer, c *call, s *relayState) int {
 		if err != nil {
 			var frame []byte
 			status := fasthttp.StatusOK
+			if errors.Is(err, io.EOF) && s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp) {
+				err = io.ErrUnexpectedEOF // a chunked body cut off by the peer, not its end
+			}
 			switch {
 			case errors.Is(err, io.EOF) && s.marker == "required":
 				frame, status, c.errClass = frameNoMarker, fasthttp.StatusBadGateway, "upstream_no_done"

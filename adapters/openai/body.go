@@ -20,6 +20,7 @@ type scratch struct {
 	so   []byte    // new stream_options
 	url  []byte
 	hdr  []byte
+	auth []byte // credential header value; cleared on release
 	vals [][]byte
 }
 
@@ -39,6 +40,8 @@ func releaseScratch(s *scratch) {
 			*b = (*b)[:0]
 		}
 	}
+	clear(s.auth[:cap(s.auth)]) // no credential bytes linger in the pool
+	s.auth = s.auth[:0]
 	clear(s.vals)
 	scratchPool.Put(s)
 }

@@ -40,8 +40,9 @@ type Adapter struct {
 	urlPrefix string        // dated Azure surface: before the deployment
 	urlSuffix string        // dated Azure surface: after the deployment
 
-	authKey []byte // canonical header name
-	authVal []byte // credential value; never printed
+	authKey    []byte           // canonical header name
+	authPrefix string           // "Bearer " or ""
+	key        resources.Secret // revealed only into the request being built
 
 	rules *headers.Rules
 
@@ -119,9 +120,6 @@ func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*
 		}
 		a.urlPrefix, a.urlSuffix = prefix, suffix
 		a.authKey = strAPIKey
-		if pk.APIKey.IsSet() {
-			a.authVal = []byte(pk.APIKey.Reveal())
-		}
 	} else {
 		base := pk.APIBase
 		if base == "" {
@@ -134,11 +132,9 @@ func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*
 		if a.uri, err = parseURI(u); err != nil {
 			return nil, err
 		}
-		a.authKey = strAuthorization
-		if pk.APIKey.IsSet() {
-			a.authVal = append([]byte(strBearer), pk.APIKey.Reveal()...)
-		}
+		a.authKey, a.authPrefix = strAuthorization, strBearer
 	}
+	a.key = pk.APIKey
 	rules, err := headers.Compile(&pk.Request, owned)
 	if err != nil {
 		return nil, err
@@ -221,8 +217,9 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	}
 	req.Header.SetContentTypeBytes(strApplicationJSON)
 	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
-	if len(a.authVal) > 0 {
-		req.Header.SetCanonical(a.authKey, a.authVal)
+	if a.key.IsSet() {
+		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
+		req.Header.SetCanonical(a.authKey, s.auth)
 	}
 	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
 

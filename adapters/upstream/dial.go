@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -94,6 +95,7 @@ type Conn struct {
 	addr    ConnAddr
 	created time.Time
 	read    bool // a byte was read since the last write
+	eof     bool // the peer closed the connection (a read returned io.EOF)
 }
 
 // ConnAddr is the remote address of a Conn. It embeds the real address, so
@@ -125,7 +127,20 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.read = true
 	}
+	if err == io.EOF {
+		c.eof = true
+	}
 	return n, err
+}
+
+// PeerClosed reports whether the upstream closed the connection behind resp
+// while its body was being read. fasthttp reports a chunked body cut off
+// between chunks as a clean io.EOF; a chunked body that really ended was
+// read up to its terminating chunk without the peer closing, so this tells
+// the two apart. Valid only while the body stream is open.
+func PeerClosed(resp *fasthttp.Response) bool {
+	a, ok := resp.RemoteAddr().(*ConnAddr)
+	return ok && a.conn.eof
 }
 
 // staleIdle reports whether c existed before the request that started at

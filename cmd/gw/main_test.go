@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -146,8 +147,22 @@ type proc struct {
 	stderr *lockedBuffer
 }
 
+// lockedBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
 type lockedBuffer struct {
-	bytes.Buffer
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startGW(t *testing.T, resources string, extra ...string) *proc {
