@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"errors"
+
 	"gw/sse/rawjson"
 )
 
@@ -110,4 +112,24 @@ func hasBackslash(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// ChatInfo is the exported view of what policy reads from a chat body (used
+// by the fuzz targets and tools; the hot path uses scanChatRequest directly).
+type ChatInfo struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+	BadRole      int // index of the first message with an invalid role, or -1
+}
+
+// ParseChatRequest validates a chat-completions body as the proxy does.
+// The error text is the caller-facing message.
+func ParseChatRequest(body []byte) (ChatInfo, error) {
+	var cr chatRequest
+	bad, err := scanChatRequest(body, &cr)
+	if err != nil {
+		return ChatInfo{BadRole: -1}, errors.New(err.msg)
+	}
+	return ChatInfo{Model: string(cr.Model), Stream: cr.Stream, IncludeUsage: cr.IncludeUsage, BadRole: bad}, nil
 }

@@ -1,0 +1,134 @@
+package edge
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestParseChatRequest(t *testing.T) {
+	f := func(body string, want ChatInfo, wantErr string) {
+		t.Helper()
+		got, err := ParseChatRequest([]byte(body))
+		if wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Fatalf("%s: err = %v; want %q", body, err, wantErr)
+			}
+			return
+		}
+		if err != nil || got != want {
+			t.Fatalf("%s: got %+v, %v; want %+v", body, got, err, want)
+		}
+	}
+	f(`{"model":"a","messages":[{"role":"user","content":"x"}]}`, ChatInfo{Model: "a", BadRole: -1}, "")
+	f(`{"model":"a","stream":true,"stream_options":{"include_usage":true},"messages":[]}`, ChatInfo{Model: "a", Stream: true, IncludeUsage: true, BadRole: -1}, "")
+	f(`{"model":"a\u002fb","messages":[]}`, ChatInfo{Model: "a/b", BadRole: -1}, "")
+	for i, role := range []string{"system", "developer", "user", "assistant", "tool"} {
+		_ = i
+		f(`{"model":"a","messages":[{"role":"`+role+`"}]}`, ChatInfo{Model: "a", BadRole: -1}, "")
+	}
+	f(`{"model":"a","messages":[{"role":"user"},{"role":"User"}]}`, ChatInfo{Model: "a", BadRole: 1}, "")
+	f(`{"model":"a","messages":[{"role":"function"}]}`, ChatInfo{Model: "a", BadRole: 0}, "")
+	f(`{"model":"a","messages":[{"content":"no role"}]}`, ChatInfo{Model: "a", BadRole: 0}, "")
+	f(`{"model":"a","messages":[{"role":1}]}`, ChatInfo{Model: "a", BadRole: 0}, "")
+	f(`{"messages":[]}`, ChatInfo{}, "model parameter")
+	f(`{"model":5,"messages":[]}`, ChatInfo{}, "model must be a string")
+	f(`{"model":"a"}`, ChatInfo{}, "messages parameter")
+	f(`{"model":"a","messages":{}}`, ChatInfo{}, "messages must be an array")
+	f(`{"model":"a","messages":[1]}`, ChatInfo{}, "each message must be an object")
+	f(`{"model":"a","stream":"yes","messages":[]}`, ChatInfo{}, "stream must be a boolean")
+	f(`[1]`, ChatInfo{}, "JSON body")
+	f(`{"model":"a",`, ChatInfo{}, "JSON body")
+}
+
+func TestCallerKey(t *testing.T) {
+	f := func(hdr, val, want string) {
+		t.Helper()
+		var h fasthttp.RequestHeader
+		if hdr != "" {
+			h.Set(hdr, val)
+		}
+		if got := string(callerKey(&h)); got != want {
+			t.Fatalf("%s: %q -> %q; want %q", hdr, val, got, want)
+		}
+	}
+	f("Authorization", "Bearer abc", "abc")
+	f("Authorization", "bearer  abc ", "abc")
+	f("Authorization", "Basic abc", "")
+	f("x-api-key", "k1", "k1")
+	f("", "", "")
+}
+
+func TestRealIP(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	f := func(peer, xff string, trust []netip.Prefix, want string, wantOK bool) {
+		t.Helper()
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.ParseIP(peer), Port: 1}, nil)
+		if xff != "" {
+			ctx.Request.Header.Set("X-Forwarded-For", xff)
+		}
+		r := RealIP{Trusted: trust, Header: []byte("x-forwarded-for")}
+		got, ok := r.ClientIP(&ctx)
+		if ok != wantOK || (ok && got.String() != want) {
+			t.Fatalf("peer %s xff %q: got %v %v; want %s %v", peer, xff, got, ok, want, wantOK)
+		}
+	}
+	f("1.2.3.4", "9.9.9.9", nil, "1.2.3.4", true)                // untrusted peer: header ignored
+	f("10.0.0.1", "9.9.9.9", trusted, "9.9.9.9", true)           // trusted proxy: header believed
+	f("10.0.0.1", "8.8.8.8, 10.0.0.2", trusted, "8.8.8.8", true) // right-most untrusted hop
+	f("10.0.0.1", "", trusted, "10.0.0.1", true)                 // no header: the peer
+	f("10.0.0.1", "not-an-ip", trusted, "", false)               // malformed: unknown client
+	f("10.0.0.1", "2001:db8::1", trusted, "2001:db8::1", true)   // IPv6
+}
+
+func TestCIDRAllowed(t *testing.T) {
+	list := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")}
+	if !cidrAllowed(nil, netip.Addr{}, false) {
+		t.Fatal("empty list must allow all, even an unknown address")
+	}
+	if cidrAllowed(list, netip.Addr{}, false) {
+		t.Fatal("unknown address must be rejected when a list is set")
+	}
+	if !cidrAllowed(list, netip.MustParseAddr("10.1.2.3"), true) || !cidrAllowed(list, netip.MustParseAddr("2001:db8::5"), true) {
+		t.Fatal("listed address rejected")
+	}
+	if cidrAllowed(list, netip.MustParseAddr("11.0.0.1"), true) {
+		t.Fatal("unlisted address allowed")
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	snap := benchSnapshot(t)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.Set("Authorization", "Bearer caller-key")
+	if authenticate(&ctx, snap, time.Now()) == nil {
+		t.Fatal("valid key rejected")
+	}
+	ctx.Request.Header.Set("Authorization", "Bearer caller-key-x")
+	if authenticate(&ctx, snap, time.Now()) != nil || ctx.Response.StatusCode() != 401 {
+		t.Fatal("wrong key accepted")
+	}
+	if strings.Contains(string(ctx.Response.Body()), "caller-key") {
+		t.Fatal("error echoes the presented key")
+	}
+}
+
+func TestHasContent(t *testing.T) {
+	f := func(chunk string, want bool) {
+		t.Helper()
+		if got := hasContent([]byte(chunk)); got != want {
+			t.Fatalf("%s: %v; want %v", chunk, got, want)
+		}
+	}
+	f(`{"choices":[{"delta":{"role":"assistant","content":""}}]}`, false)
+	f(`{"choices":[{"delta":{"content":"hi"}}]}`, true)
+	f(`{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}`, true)
+	f(`{"choices":[{"delta":{},"finish_reason":"stop"}]}`, true)
+	f(`{"choices":[{"delta":{"reasoning_content":"think"}}]}`, true)
+	f(`{"choices":[],"usage":{"total_tokens":3}}`, false)
+}

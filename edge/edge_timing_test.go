@@ -1,0 +1,121 @@
+package edge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters/upstream"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+)
+
+const benchFile = `_format_version: "1"
+provider_keys:
+  - display_name: oa
+    api_key: ${K}
+    api_base: http://127.0.0.1:9/v1
+api_keys:
+  - display_name: caller
+    key_env: CALLER
+    allowed_models: ["*"]
+models:
+  - display_name: gpt
+    provider: openai
+    model_name: gpt-4o-2024-08-06
+    provider_key: oa
+`
+
+func benchSnapshot(tb testing.TB) *snapshot.Snapshot {
+	tb.Helper()
+	env := map[string]string{"K": "sk-upstream", "CALLER": "caller-key"}
+	r := resources.Load([]byte(benchFile), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err := r.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	opt := snapshot.DefaultOptions()
+	opt.Pool = upstream.NewPool(upstream.Options{})
+	s, err := snapshot.Compile(r.Resources, opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// A realistic ~2 KB chat body.
+var benchBody = []byte(`{"model":"gpt","messages":[{"role":"system","content":"You are a helpful assistant that answers briefly and precisely, citing sources when possible."},` +
+	`{"role":"user","content":"Summarise the following text in three bullet points: Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat. Duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu fugiat nulla pariatur. Excepteur sint occaecat cupidatat non proident, sunt in culpa qui officia deserunt mollit anim id est laborum. Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo consequat."},` +
+	`{"role":"assistant","content":"Sure. Which format do you prefer for the bullet points?"},{"role":"user","content":"Plain dashes, no markdown headers, and keep each bullet under twenty words please."}],` +
+	`"temperature":0.3,"max_tokens":256,"stream":true,"tools":[{"type":"function","function":{"name":"lookup","description":"Look up a fact","parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}}]}`)
+
+// BenchmarkRequestHotPath is the per-request work inside gw before the
+// upstream call: auth (SHA-256 lookup), body scan (validation, model, stream,
+// roles), alias lookup and grant check, and building the upstream request
+// (model rewrite, forced include_usage, headers).
+func BenchmarkRequestHotPath(b *testing.B) {
+	snap := benchSnapshot(b)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.Set("Authorization", "Bearer caller-key")
+	ctx.Request.SetBody(benchBody)
+	b.SetBytes(int64(len(benchBody)))
+	b.ReportAllocs()
+	now := time.Now()
+	for b.Loop() {
+		c := acquireCall()
+		c.caller = authenticate(&ctx, snap, now)
+		if c.caller == nil {
+			b.Fatal("auth")
+		}
+		if bad, err := scanChatRequest(ctx.Request.Body(), &c.cr); err != nil || bad >= 0 {
+			b.Fatal("scan")
+		}
+		c.plan = snap.Plans[string(c.cr.Model)]
+		if c.plan == nil || !c.caller.Allowed(c.plan) {
+			b.Fatal("plan")
+		}
+		c.in.Body = ctx.Request.Body()
+		c.in.Stream = c.cr.Stream
+		c.in.ForceUsage = true
+		c.in.UpstreamModel = c.plan.UpstreamModel
+		fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
+		req := fasthttp.AcquireRequest()
+		if err := c.plan.Upstream.Adapter.BuildChat(req, &c.in); err != nil {
+			b.Fatal(err)
+		}
+		fasthttp.ReleaseRequest(req)
+		releaseCall(c)
+	}
+}
+
+var benchChunk = []byte(`{"id":"chatcmpl-AbCdEf0123456789","object":"chat.completion.chunk","created":1731000000,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_50cad350e4","choices":[{"index":0,"delta":{"content":" Hello"},"logprobs":null,"finish_reason":null}],"usage":null}`)
+
+// BenchmarkRelayChunk is the per-chunk work of a relayed stream: the usage
+// check, removing the forced `usage:null`, and the model rewrite into the
+// outgoing SSE event.
+func BenchmarkRelayChunk(b *testing.B) {
+	snap := benchSnapshot(b)
+	c := &call{plan: snap.Plans["gpt"]}
+	c.in.ForceUsage = true
+	s := relayPool.Get().(*relayState)
+	b.SetBytes(int64(len(benchChunk)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !s.processChunk(c, benchChunk) {
+			b.Fatal("dropped")
+		}
+	}
+}
+
+// BenchmarkRelayChunkCallerUsage is the same chunk when the caller asked for
+// usage itself (no field removal).
+func BenchmarkRelayChunkCallerUsage(b *testing.B) {
+	snap := benchSnapshot(b)
+	c := &call{plan: snap.Plans["gpt"]}
+	s := relayPool.Get().(*relayState)
+	b.SetBytes(int64(len(benchChunk)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s.processChunk(c, benchChunk)
+	}
+}
