@@ -26,6 +26,14 @@ provider_keys:
     api_base: ${E2E_MOCK_BASE}/v1
     request:
       forward_client_headers: ["x-mock-*"]
+  - display_name: strict
+    api_key: ${E2E_OPENAI_KEY}
+    api_base: ${E2E_MOCK_BASE}/knobs/no_done=true/v1
+    response: {stream_done_marker: required}
+  - display_name: nodone
+    api_key: ${E2E_OPENAI_KEY}
+    api_base: ${E2E_MOCK_BASE}/knobs/no_done=true/v1
+    response: {stream_done_marker: none}
   - display_name: dead
     api_key: ${E2E_OPENAI_KEY}
     api_base: http://127.0.0.1:1/v1
@@ -59,6 +67,19 @@ models:
     model_name: gpt-4o
     provider_key: dead
     timeout: 2000
+  - display_name: retrying
+    provider: openai
+    model_name: gpt-4o
+    provider_key: mock
+    retries: 2
+  - display_name: strict-done
+    provider: openai
+    model_name: gpt-4o
+    provider_key: strict
+  - display_name: no-done
+    provider: openai
+    model_name: gpt-4o
+    provider_key: nodone
   - display_name: group
     routing:
       targets: [{model: unreachable, priority: 1}, {model: other}]
@@ -205,7 +226,7 @@ func TestProxyChatSDK(t *testing.T) {
 		for _, m := range page.Data {
 			ids = append(ids, m.ID)
 		}
-		if strings.Join(ids, ",") != "gpt,other,unreachable,group" {
+		if strings.Join(ids, ",") != "gpt,other,unreachable,retrying,strict-done,no-done,group" {
 			t.Fatalf("models = %v", ids)
 		}
 		narrow := openai.NewClient(option.WithBaseURL(e.base), option.WithAPIKey("narrow-key"))
@@ -387,5 +408,60 @@ func TestProxyClientDisconnect(t *testing.T) {
 	}
 	if !strings.Contains(e.gw.stderr.String(), `"status":499`) {
 		t.Fatalf("no 499 in the access log:\n%s", e.gw.stderr.String())
+	}
+}
+
+func TestProxyRetriesAndDoneMarker(t *testing.T) {
+	e := startE2E(t)
+	ctx := context.Background()
+	// retries: 2 on a 5xx: three upstream attempts, then the upstream error.
+	before := e.mock.Stats().Requests
+	_, err := e.client.Chat.Completions.New(ctx, chatParams("retrying"), option.WithHeader("x-mock-status", "502"))
+	apiErr(t, err, 502, "")
+	if n := e.mock.Stats().Requests - before; n != 3 {
+		t.Fatalf("upstream attempts = %d; want 3", n)
+	}
+	// stream_done_marker: required and the upstream omits [DONE]: in-band error.
+	st := e.client.Chat.Completions.NewStreaming(ctx, chatParams("strict-done"))
+	for st.Next() {
+	}
+	if st.Err() == nil {
+		t.Fatal("missing [DONE] with marker required ended cleanly")
+	}
+	// stream_done_marker: none: the upstream never sends [DONE]; the caller still gets one.
+	resp, err := http.DefaultClient.Do(mustReq(t, e.base+"/chat/completions", `{"model":"no-done","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+		t.Fatalf("no [DONE] for the caller:\n%s", b)
+	}
+}
+
+func mustReq(t *testing.T, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer caller-e2e")
+	return req
+}
+
+func TestDebugListenerServesHeapProfile(t *testing.T) {
+	p := writeTemp(t, "gw.yaml", validFile)
+	dbg := freeAddr(t)
+	g := startGW(t, p, "--debug-listen", dbg)
+	_ = g
+	resp, err := http.Get("http://" + dbg + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) == 0 {
+		t.Fatalf("heap profile: %d (%d bytes)", resp.StatusCode, len(b))
 	}
 }
