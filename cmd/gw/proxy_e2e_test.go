@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -463,5 +464,40 @@ func TestDebugListenerServesHeapProfile(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || len(b) == 0 {
 		t.Fatalf("heap profile: %d (%d bytes)", resp.StatusCode, len(b))
+	}
+}
+
+func TestGracefulShutdownLetsStreamsFinish(t *testing.T) {
+	e := startE2E(t)
+	req := mustReq(t, e.base+"/chat/completions", `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	req.Header.Set("x-mock-chunks", "20")
+	req.Header.Set("x-mock-chunk-delay", "40ms")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 64)
+	if _, err := resp.Body.Read(first); err != nil {
+		t.Fatal(err)
+	}
+	// SIGTERM mid-stream: no new connections, but this stream runs to its end.
+	e.gw.cmd.Process.Signal(syscall.SIGTERM)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("stream cut by shutdown: %v", err)
+	}
+	if !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Fatalf("stream did not finish:\n%s", rest)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.gw.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("gw did not exit after the stream finished")
 	}
 }
