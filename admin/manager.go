@@ -152,7 +152,7 @@ func (m *Manager) publishUnknownKinds(list []resources.UnknownKind) {
 	sort.Strings(kinds)
 	for _, k := range kinds {
 		n := float64(counts[k])
-		set.NewGauge(`gw_config_unknown_kind_resources{kind="`+escapeLabel(k)+`"}`, func() float64 { return n })
+		set.NewGauge(`gw_config_unknown_kind_resources{kind="`+EscapeLabelValue(k)+`"}`, func() float64 { return n })
 	}
 	metrics.RegisterSet(set)
 	if m.unknownSet != nil {
@@ -161,7 +161,8 @@ func (m *Manager) publishUnknownKinds(list []resources.UnknownKind) {
 	m.unknownSet = set
 }
 
-func escapeLabel(s string) string {
+// EscapeLabelValue escapes s for use inside a Prometheus label value.
+func EscapeLabelValue(s string) string {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"gw/sse/rawjson"
 )
 
 // AccessLogQueue is the number of lines that may wait for the writer; past
@@ -66,14 +68,14 @@ func (l *AccessLog) line(c *call, method, path []byte, status, reqBytes int, str
 	d = append(d, `{"ts":"`...)
 	d = c.start.UTC().AppendFormat(d, time.RFC3339Nano)
 	d = append(d, `","msg":"access","method":`...)
-	d = appendJSONString(d, string(method))
+	d = rawjson.AppendQuote(d, string(method))
 	d = append(d, `,"path":`...)
-	d = appendJSONString(d, truncate(string(path), 256))
+	d = rawjson.AppendQuote(d, truncate(string(path), 256))
 	d = append(d, `,"status":`...)
 	d = strconv.AppendInt(d, int64(status), 10)
 	if c.caller != nil {
 		d = append(d, `,"api_key":`...)
-		d = appendJSONString(d, c.caller.Key.DisplayName)
+		d = rawjson.AppendQuote(d, c.caller.Key.DisplayName)
 	}
 	if c.plan != nil {
 		d = append(d, `,"model":`...)
@@ -83,7 +85,7 @@ func (l *AccessLog) line(c *call, method, path []byte, status, reqBytes int, str
 		d = append(d, `,"upstream_model":`...)
 		d = append(d, c.target.UpstreamModelJSON...)
 		d = append(d, `,"provider_key":`...)
-		d = appendJSONString(d, c.target.Model.ProviderKeyName)
+		d = rawjson.AppendQuote(d, c.target.Model.ProviderKeyName)
 	}
 	d = append(d, `,"stream":`...)
 	d = strconv.AppendBool(d, stream)
@@ -107,7 +109,7 @@ func (l *AccessLog) line(c *call, method, path []byte, status, reqBytes int, str
 	}
 	if c.errClass != "" {
 		d = append(d, `,"error_class":`...)
-		d = appendJSONString(d, c.errClass)
+		d = rawjson.AppendQuote(d, c.errClass)
 	}
 	d = append(d, "}\n"...)
 	*b = d

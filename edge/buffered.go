@@ -1,13 +1,11 @@
 package edge
 
 import (
-	"errors"
 	"net/netip"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"gw/adapters"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 )
@@ -17,46 +15,19 @@ import (
 // or every allowed attempt failed.
 func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
 	var fail lastFailure
-	tried := 0
-	for i := range c.plan.Attempts {
-		t := &c.plan.Attempts[i]
-		if !eligible(t, ip, ipOK) {
-			continue
-		}
-		if tried > c.plan.MaxFallbacks {
-			break
-		}
-		tried++
-		up := t.Plan.Upstream
-		if up == nil || up.Err != nil {
-			fail = lastFailure{kind: kindUnsupported, reason: "the adapter of provider key " + t.Plan.Model.ProviderKeyName + " is not available in this build"}
-			continue
-		}
+	it := attemptIter{plan: c.plan, ip: ip, ipOK: ipOK}
+	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
-			c.target = t.Plan
-			c.attempts++
-			req := fasthttp.AcquireRequest()
-			resp := fasthttp.AcquireResponse()
-			c.in.UpstreamModel = t.Plan.UpstreamModel
-			c.in.Provider = t.Plan.Model.Provider
-			if err := up.Adapter.BuildChat(req, &c.in); err != nil {
-				fasthttp.ReleaseRequest(req)
-				fasthttp.ReleaseResponse(resp)
-				if errors.Is(err, adapters.ErrBody) {
-					WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
-					p.finish(ctx, c, fasthttp.StatusBadRequest)
-					return
-				}
-				WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
-				p.finish(ctx, c, fasthttp.StatusInternalServerError)
+			req := p.buildRequest(ctx, c, t, up)
+			if req == nil {
 				return
 			}
+			resp := fasthttp.AcquireResponse()
 			sent := time.Now()
 			err := up.Client.Do(req, resp, t.Timeout)
 			c.upstreamDur += time.Since(sent)
 			fasthttp.ReleaseRequest(req)
 			status := resp.StatusCode()
-			kind := upstream.Classify(err, status)
 			if err == nil && status < 300 {
 				c.upTTFT = time.Since(sent)
 				p.writeBuffered(ctx, c, resp)
@@ -71,7 +42,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 				p.finish(ctx, c, status)
 				return
 			}
-			fail = lastFailure{kind: kind, status: status}
+			fail = lastFailure{kind: upstream.Classify(err, status), status: status}
 			if err != nil {
 				fail.reason = describe(err)
 			} else {
@@ -81,13 +52,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			fasthttp.ReleaseResponse(resp)
 		}
 	}
-	if tried == 0 {
-		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
-		p.finish(ctx, c, fasthttp.StatusForbidden)
-		return
-	}
-	c.errClass = "upstream_failed"
-	p.finish(ctx, c, writeFailure(ctx, &fail))
+	p.finishFailed(ctx, c, &it, &fail)
 }
 
 // writeBuffered relays a successful upstream answer with the alias in `model`.

@@ -7,6 +7,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/puzpuzpuz/xsync/v3"
 	"github.com/valyala/fasthttp"
+
+	"gw/admin"
 )
 
 var (
@@ -38,24 +40,9 @@ func countRequest(model string, status int) {
 	}
 	// Slow path - first request of this (model, status).
 	c, _ := requestCounters.LoadOrCompute(k, func() *metrics.Counter {
-		return metrics.GetOrCreateCounter(`gw_requests_total{model="` + escapeLabelValue(model) + `",status="` + strconv.Itoa(status) + `"}`)
+		return metrics.GetOrCreateCounter(`gw_requests_total{model="` + admin.EscapeLabelValue(model) + `",status="` + strconv.Itoa(status) + `"}`)
 	})
 	c.Inc()
-}
-
-func escapeLabelValue(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '"':
-			out = append(out, '\\', c)
-		case '\n':
-			out = append(out, '\\', 'n')
-		default:
-			out = append(out, c)
-		}
-	}
-	return string(out)
 }
 
 // overheadMicros is the time spent inside gw so far, excluding upstream waits.

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"errors"
 	"log/slog"
 	"net/netip"
 	"strconv"
@@ -295,3 +296,69 @@ func describe(err error) string {
 
 // bodyBufPool holds response body scratch buffers.
 var bodyBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// attemptIter walks a plan's attempts in dispatch order, skipping targets the
+// client address may not use and stopping after MaxFallbacks further targets.
+type attemptIter struct {
+	plan  *snapshot.Plan
+	ip    netip.Addr
+	ipOK  bool
+	i     int
+	tried int
+}
+
+// next returns the next target and its compiled upstream, or nil when done.
+// A target whose adapter is not in this build is reported through fail and
+// skipped.
+func (a *attemptIter) next(fail *lastFailure) (*snapshot.Target, *snapshot.Upstream) {
+	for a.i < len(a.plan.Attempts) {
+		t := &a.plan.Attempts[a.i]
+		a.i++
+		if !eligible(t, a.ip, a.ipOK) {
+			continue
+		}
+		if a.tried > a.plan.MaxFallbacks {
+			return nil, nil
+		}
+		a.tried++
+		if up := t.Plan.Upstream; up != nil && up.Err == nil {
+			return t, up
+		}
+		*fail = lastFailure{kind: kindUnsupported, reason: "the adapter of provider key " + t.Plan.Model.ProviderKeyName + " is not available in this build"}
+	}
+	return nil, nil
+}
+
+// buildRequest builds the upstream request of one attempt. On failure it
+// answers the caller, finishes c and returns nil.
+func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Target, up *snapshot.Upstream) *fasthttp.Request {
+	c.target = t.Plan
+	c.attempts++
+	c.in.UpstreamModel = t.Plan.UpstreamModel
+	c.in.Provider = t.Plan.Model.Provider
+	req := fasthttp.AcquireRequest()
+	err := up.Adapter.BuildChat(req, &c.in)
+	if err == nil {
+		return req
+	}
+	fasthttp.ReleaseRequest(req)
+	if errors.Is(err, adapters.ErrBody) {
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return nil
+	}
+	WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
+	p.finish(ctx, c, fasthttp.StatusInternalServerError)
+	return nil
+}
+
+// finishFailed answers after every attempt failed (or none was eligible).
+func (p *Proxy) finishFailed(ctx *fasthttp.RequestCtx, c *call, it *attemptIter, fail *lastFailure) {
+	if it.tried == 0 {
+		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
+		p.finish(ctx, c, fasthttp.StatusForbidden)
+		return
+	}
+	c.errClass = "upstream_failed"
+	p.finish(ctx, c, writeFailure(ctx, fail))
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"gw/adapters"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 	"gw/sse"
@@ -74,36 +73,11 @@ const (
 // proper status (502 for an empty stream, 504 for a timeout).
 func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
 	var fail lastFailure
-	tried := 0
-	for i := range c.plan.Attempts {
-		t := &c.plan.Attempts[i]
-		if !eligible(t, ip, ipOK) {
-			continue
-		}
-		if tried > c.plan.MaxFallbacks {
-			break
-		}
-		tried++
-		up := t.Plan.Upstream
-		if up == nil || up.Err != nil {
-			fail = lastFailure{kind: kindUnsupported, reason: "the adapter of provider key " + t.Plan.Model.ProviderKeyName + " is not available in this build"}
-			continue
-		}
+	it := attemptIter{plan: c.plan, ip: ip, ipOK: ipOK}
+	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
-			c.target = t.Plan
-			c.attempts++
-			req := fasthttp.AcquireRequest()
-			c.in.UpstreamModel = t.Plan.UpstreamModel
-			c.in.Provider = t.Plan.Model.Provider
-			if err := up.Adapter.BuildChat(req, &c.in); err != nil {
-				fasthttp.ReleaseRequest(req)
-				if errors.Is(err, adapters.ErrBody) {
-					WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
-					p.finish(ctx, c, fasthttp.StatusBadRequest)
-					return
-				}
-				WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
-				p.finish(ctx, c, fasthttp.StatusInternalServerError)
+			req := p.buildRequest(ctx, c, t, up)
+			if req == nil {
 				return
 			}
 			resp := fasthttp.AcquireResponse()
@@ -157,13 +131,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			}
 		}
 	}
-	if tried == 0 {
-		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
-		p.finish(ctx, c, fasthttp.StatusForbidden)
-		return
-	}
-	c.errClass = "upstream_failed"
-	p.finish(ctx, c, writeFailure(ctx, &fail))
+	p.finishFailed(ctx, c, &it, &fail)
 }
 
 // prefetchErr carries an upstream error event seen before the commit point.
