@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -45,13 +44,5 @@ func mustLoad(t *testing.T, src string) *Resources {
 // loadErr loads src, requires it to fail, and requires one error line to contain want.
 func loadErr(t *testing.T, src, want string) string {
 	t.Helper()
-	r := Load([]byte(src), envOf(testEnv))
-	if len(r.Errors) == 0 {
-		t.Fatalf("load succeeded; want error containing %q", want)
-	}
-	all := r.Err().Error()
-	if !strings.Contains(all, want) {
-		t.Fatalf("errors do not contain %q:\n%s", want, all)
-	}
-	return all
+	return loadErrEnv(t, testEnv, src, want)
 }
