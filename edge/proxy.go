@@ -87,6 +87,8 @@ type call struct {
 	plan        *snapshot.Plan // the alias the caller asked for
 	target      *snapshot.Plan // the direct model that answered last
 	cr          chatRequest
+	body        []byte // the caller's body as received
+	effortBuf   []byte // body with the target's effort_mapping applied
 	in          adapters.ChatInput
 	status      int
 	errClass    string
@@ -103,7 +105,9 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 func acquireCall() *call { return callPool.Get().(*call) }
 
 func releaseCall(c *call) {
+	eb := c.effortBuf[:0]
 	*c = call{}
+	c.effortBuf = eb // keep the scratch buffer for the next call
 	callPool.Put(c)
 }
 
@@ -150,6 +154,7 @@ func (p *Proxy) chat(ctx *fasthttp.RequestCtx) {
 		p.finish(ctx, c, fasthttp.StatusNotImplemented)
 		return
 	}
+	c.body = body
 	c.in.Body = body
 	c.in.Stream = c.cr.Stream
 	c.in.ForceUsage = c.cr.Stream && !c.cr.IncludeUsage
@@ -336,6 +341,14 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	c.attempts++
 	c.in.UpstreamModel = t.Plan.UpstreamModel
 	c.in.Provider = t.Plan.Model.Provider
+	c.in.Body = c.body
+	if t.Plan.Effort != nil { // effort_mapping of the chosen target
+		out := t.Plan.Effort.Apply(c.effortBuf[:0], c.body)
+		if len(out) > 0 && len(c.body) > 0 && &out[0] != &c.body[0] {
+			c.effortBuf = out // keep our own buffer, never the caller's body
+		}
+		c.in.Body = out
+	}
 	req := fasthttp.AcquireRequest()
 	err := up.Adapter.BuildChat(req, &c.in)
 	if err == nil {

@@ -84,6 +84,8 @@ type Plan struct {
 	UpstreamModel     string
 	UpstreamModelJSON []byte
 	Upstream          *Upstream
+	// Effort is the compiled effort_mapping; nil when off.
+	Effort *EffortMap
 
 	// Resolved through own → group → deployment; 0 means no deadline.
 	Timeout       time.Duration
@@ -185,6 +187,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 			p.UpstreamModel = m.ModelName
 			p.UpstreamModelJSON = jsonString(m.ModelName)
 			p.Upstream = ups[m.ProviderKey]
+			p.Effort = compileEffort(m.EffortMapping)
 		}
 		p.Timeout = resolveTimeout(m.Timeout, nil, opt.UpstreamTimeout)
 		p.StreamTimeout = resolveStreamTimeout(m.StreamTimeout, nil, m.Timeout, nil, opt.UpstreamTimeout)

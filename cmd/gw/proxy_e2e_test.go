@@ -68,6 +68,11 @@ models:
     model_name: gpt-4o
     provider_key: dead
     timeout: 2000
+  - display_name: effort
+    provider: openai
+    model_name: o3-mini
+    provider_key: mock
+    effort_mapping: {minimal: low, high: null, "": medium}
   - display_name: retrying
     provider: openai
     model_name: gpt-4o
@@ -227,7 +232,7 @@ func TestProxyChatSDK(t *testing.T) {
 		for _, m := range page.Data {
 			ids = append(ids, m.ID)
 		}
-		if strings.Join(ids, ",") != "gpt,other,unreachable,retrying,strict-done,no-done,group" {
+		if strings.Join(ids, ",") != "gpt,other,unreachable,effort,retrying,strict-done,no-done,group" {
 			t.Fatalf("models = %v", ids)
 		}
 		narrow := openai.NewClient(option.WithBaseURL(e.base), option.WithAPIKey("narrow-key"))
@@ -499,5 +504,28 @@ func TestGracefulShutdownLetsStreamsFinish(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("gw did not exit after the stream finished")
+	}
+}
+
+func TestProxyEffortMapping(t *testing.T) {
+	e := startE2E(t)
+	post := func(body string) string {
+		resp, err := http.DefaultClient.Do(mustReq(t, e.base+"/chat/completions", body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		reqs := e.mock.Requests()
+		return reqs[len(reqs)-1].Body
+	}
+	if got := post(`{"model":"effort","reasoning_effort":"minimal","messages":[{"role":"user","content":"hi"}]}`); !strings.Contains(got, `"reasoning_effort":"low"`) {
+		t.Fatalf("exact rule not applied: %s", got)
+	}
+	if got := post(`{"model":"effort","reasoning_effort":"high","messages":[{"role":"user","content":"hi"}]}`); strings.Contains(got, "reasoning_effort") {
+		t.Fatalf("null rule did not remove effort: %s", got)
+	}
+	if got := post(`{"model":"effort","messages":[{"role":"user","content":"hi"}]}`); !strings.Contains(got, `"reasoning_effort":"medium"`) {
+		t.Fatalf(`"" rule not applied: %s`, got)
 	}
 }
