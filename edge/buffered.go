@@ -49,6 +49,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 				fail.body = append(fail.body[:0], resp.Body()...)
 				fail.ctype = append(fail.ctype[:0], resp.Header.ContentType()...)
 			}
+			c.noteFailure(&fail)
 			fasthttp.ReleaseResponse(resp)
 		}
 	}

@@ -97,4 +97,47 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 	if p.Log != nil {
 		p.Log.line(c, method, path, c.status, reqBytes, stream)
 	}
+	if p.Usage != nil && c.plan != nil {
+		p.emitUsage(c, stream)
+	}
+}
+
+// emitUsage sends one zero-token record per failed attempt (but the last,
+// whose outcome is the final record) and then the final record.
+func (p *Proxy) emitUsage(c *call, stream bool) {
+	ev := UsageEvent{
+		APIKeyID: c.caller.Key.ID, APIKeyName: c.caller.Key.DisplayName, TeamID: c.caller.Key.TeamID, UserID: c.caller.Key.UserID,
+		Model: c.plan.Alias, Stream: stream, InboundProtocol: "chat_completions", Operation: "chat.completions",
+	}
+	n := c.nFailures
+	if n > 0 && c.status >= 400 && c.failures[n-1].target == c.target {
+		n-- // the last failure is the final outcome
+	}
+	for i := 0; i < n; i++ {
+		f := &c.failures[i]
+		e := ev
+		e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, i+1
+		e.TargetModel, e.ProviderKey = f.target.Alias, f.target.Model.ProviderKeyName
+		e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
+		p.Usage.Emit(e)
+	}
+	e := ev
+	e.OccurredAt, e.AttemptKind, e.Attempt = time.Now(), AttemptFinal, c.attempts
+	e.StatusCode, e.ErrorClass, e.Latency = c.status, c.errClass, time.Since(c.start)
+	if c.target != nil {
+		e.TargetModel, e.ProviderKey = c.target.Alias, c.target.Model.ProviderKeyName
+	}
+	if c.haveUsage {
+		u := c.usage
+		e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedTokens, e.TotalTokens = u.Prompt, u.Completion, u.Reasoning, u.Cached, u.Total
+		if c.target != nil && c.target.Model.Cost != nil {
+			cost := c.target.Model.Cost
+			out := u.Completion
+			if u.Total > 0 && u.Prompt+u.Completion+u.Reasoning == u.Total {
+				out += u.Reasoning // reasoning reported outside completion: billed in full too
+			}
+			e.CostUSD = float64(u.Prompt)/1000*cost.InputPer1K + float64(out)/1000*cost.OutputPer1K
+		}
+	}
+	p.Usage.Emit(e)
 }

@@ -23,6 +23,7 @@ type Proxy struct {
 	RealIP RealIP
 	Log    *AccessLog // nil disables the access log
 	Logger *slog.Logger
+	Usage  *UsageStream // nil disables usage events
 }
 
 var (
@@ -98,6 +99,43 @@ type call struct {
 	attempts    int
 	ttfb        time.Duration // downstream: start → first byte to the caller
 	upTTFT      time.Duration // upstream: request sent → first content from the upstream
+	stream      bool
+	failures    [maxRecordedFailures]failedAttempt
+	nFailures   int
+}
+
+// maxRecordedFailures bounds the per-attempt records kept for one request.
+const maxRecordedFailures = 16
+
+// failedAttempt is one failed upstream attempt, for its usage record.
+type failedAttempt struct {
+	at     time.Time
+	target *snapshot.Plan
+	status int
+	class  string
+	msg    string
+}
+
+// noteFailure records a failed attempt; its zero-token usage record is
+// emitted when the request finishes (before the final record).
+func (c *call) noteFailure(f *lastFailure) {
+	if c.nFailures == len(c.failures) || c.target == nil {
+		return
+	}
+	st := f.status
+	class, msg := "upstream_status", ""
+	switch f.kind {
+	case upstream.KindTimeout:
+		st, class, msg = fasthttp.StatusGatewayTimeout, "timeout", "upstream timeout"
+	case upstream.KindTransport, upstream.KindBusy:
+		st, class, msg = fasthttp.StatusBadGateway, "transport", f.reason
+	case kindNoContent:
+		st, class, msg = fasthttp.StatusBadGateway, "empty_stream", f.reason
+	case kindUnsupported:
+		st, class, msg = fasthttp.StatusNotImplemented, "unsupported", f.reason
+	}
+	c.failures[c.nFailures] = failedAttempt{at: time.Now(), target: c.target, status: st, class: class, msg: msg}
+	c.nFailures++
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}

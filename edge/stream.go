@@ -87,6 +87,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			if err != nil {
 				c.upstreamDur += time.Since(sent)
 				fail = lastFailure{kind: upstream.Classify(err, 0), reason: describe(err)}
+				c.noteFailure(&fail)
 				fasthttp.ReleaseResponse(resp)
 				continue
 			}
@@ -104,6 +105,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 					return
 				}
 				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype}
+				c.noteFailure(&fail)
 				continue
 			}
 			s := relayPool.Get().(*relayState)
@@ -129,6 +131,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 					fail = lastFailure{kind: upstream.KindTransport, reason: "the upstream stream failed before any content"}
 				}
 			}
+			c.noteFailure(&fail)
 		}
 	}
 	p.finishFailed(ctx, c, &it, &fail)

@@ -120,6 +120,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log}
+	// Usage events: every request's final record and one zero-token record
+	// per failed attempt. Exporters (observability_exporters) will subscribe
+	// as sinks; until then the stream only feeds its metrics.
+	proxy.Usage = edge.NewUsageStream()
+	defer proxy.Usage.Close()
 	if cfg.AccessLog {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()

@@ -1,0 +1,99 @@
+package edge
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters/upstream"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+)
+
+type collectSink struct {
+	mu  sync.Mutex
+	evs []UsageEvent
+}
+
+func (s *collectSink) ConsumeUsage(b []UsageEvent) {
+	s.mu.Lock()
+	s.evs = append(s.evs, b...)
+	s.mu.Unlock()
+}
+
+func (s *collectSink) wait(t *testing.T, n int) []UsageEvent {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		got := append([]UsageEvent(nil), s.evs...)
+		s.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("got fewer than %d usage events", n)
+	return nil
+}
+
+func TestUsageEventsPerAttempt(t *testing.T) {
+	base := startMock(t)
+	env := map[string]string{"K": "sk", "CALLER": "caller-key", "BASE": base}
+	src := `_format_version: "1"
+provider_keys:
+  - {display_name: bad, api_key: "${K}", api_base: "${BASE}/knobs/status=503/v1"}
+  - {display_name: good, api_key: "${K}", api_base: "${BASE}/v1"}
+api_keys:
+  - {display_name: caller, key_env: CALLER, allowed_models: ["*"], team_id: t1}
+models:
+  - {display_name: a, provider: openai, model_name: m-a, provider_key: bad, retries: 1}
+  - {display_name: b, provider: openai, model_name: m-b, provider_key: good, cost: {input_per_1k: 1, output_per_1k: 2}}
+  - display_name: grp
+    routing: {targets: [{model: a}, {model: b}]}
+`
+	r := resources.Load([]byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	opt := snapshot.DefaultOptions()
+	opt.Pool = upstream.NewPool(upstream.Options{})
+	s, err := snapshot.Compile(r.Resources, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &snapshot.Holder{}
+	h.Store(s)
+	sink := &collectSink{}
+	us := NewUsageStream()
+	us.AddSink(sink)
+	defer us.Close()
+	p := &Proxy{Holder: h, Usage: us}
+
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI("/v1/chat/completions")
+	ctx.Request.Header.Set("Authorization", "Bearer caller-key")
+	ctx.Request.SetBody([]byte(`{"model":"grp","messages":[{"role":"user","content":"hi"}]}`))
+	p.Handle(&ctx)
+	if ctx.Response.StatusCode() != 200 {
+		t.Fatalf("status %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	evs := sink.wait(t, 3)
+	// a fails twice (retries: 1) with 503, then b answers.
+	if len(evs) != 3 {
+		t.Fatalf("events: %+v", evs)
+	}
+	for i := 0; i < 2; i++ {
+		e := evs[i]
+		if e.AttemptKind != AttemptFailed || e.TargetModel != "a" || e.StatusCode != 503 || e.TotalTokens != 0 || e.CostUSD != 0 {
+			t.Fatalf("failed attempt %d: %+v", i, e)
+		}
+	}
+	f := evs[2]
+	if f.AttemptKind != AttemptFinal || f.TargetModel != "b" || f.StatusCode != 200 || f.Attempt != 3 || f.TotalTokens == 0 || f.CostUSD <= 0 || f.TeamID != "t1" || f.Model != "grp" {
+		t.Fatalf("final: %+v", f)
+	}
+}
