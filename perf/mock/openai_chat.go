@@ -3,17 +3,20 @@ package mock
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"gw/sse/rawjson"
 )
 
-// OpenAI Chat Completions: POST .../chat/completions. The request is scanned, not decoded;
-// the answer is rendered from static fragments plus a per-answer chunk head, so a stream
-// costs a few buffered writes per event. Wire format: protocols.md §1 and
-// fixtures/openai_chat_*.sse.
+// OpenAI Chat Completions: POST .../chat/completions. The request is read in place with
+// rawjson, not decoded; the answer is rendered from static fragments plus a per-answer
+// chunk head, so a stream costs a few buffered writes per event. Wire format:
+// protocols.md §1 and fixtures/openai_chat_*.sse.
 
 var openAIChatRoute = route{
 	method:      fasthttp.MethodPost,
@@ -67,118 +70,155 @@ const (
 	msgTooLarge      = "mock: chunks*chunk_size (times tool_calls) exceeds 64 MiB"
 )
 
-// chatRequest is what the mock reads from a Chat Completions request. Slices point into
-// the request body.
-type chatRequest struct {
-	model        []byte // string contents, escapes kept
-	stream       bool
-	includeUsage bool
-	hasTools     bool
-	messages     int
-	toolNames    [maxToolNames][]byte // function names of the first tools
-	nToolNames   int
+// Errors of ParseChatRequest. Each message is that of the mock's 400 answer.
+var (
+	ErrBadJSON       = errors.New(msgBadJSON)       // the body is not a JSON object
+	ErrNoModel       = errors.New(msgNoModel)       // model is absent, empty or not a string
+	ErrNoMessages    = errors.New(msgNoMessages)    // messages is absent
+	ErrBadMessages   = errors.New(msgBadMessages)   // messages is not an array
+	ErrEmptyMessages = errors.New(msgEmptyMessages) // messages is an empty array
+)
+
+// ChatRequestInfo is what the mock reads from a Chat Completions request body. Slices
+// alias the body.
+type ChatRequestInfo struct {
+	// Model is the contents of the "model" string with its escapes kept, ready to be
+	// echoed into another JSON string.
+	Model        []byte
+	Stream       bool // "stream" is true
+	IncludeUsage bool // "stream_options" has "include_usage": true
+	HasTools     bool // "tools" is an array with at least one element
+	Messages     int  // length of the "messages" array
+
+	toolNames  [maxToolNames][]byte
+	nToolNames int
 }
 
-// parse scans body; it returns the message of a 400 answer, or "" when body is usable.
-func (r *chatRequest) parse(body []byte) string {
-	*r = chatRequest{}
+// ToolNames returns the names of the first declared tools, in order, escapes kept: for
+// each tool its function.name, or custom.name for custom tools. Tools without a name are
+// skipped; at most 16 names are kept.
+func (r *ChatRequestInfo) ToolNames() [][]byte { return r.toolNames[:r.nToolNames] }
+
+// ParseChatRequest reads body as the mock reads a Chat Completions request, with
+// gw/sse/rawjson: keys compare decoded and the last of repeated members wins, as in
+// encoding/json. The error is ErrBadJSON, ErrNoModel, ErrNoMessages, ErrBadMessages or
+// ErrEmptyMessages; its message is that of the 400 answer. Members are checked in order:
+// a "model" that is not a string or a "messages" that is not an array ends the read with
+// its error, even if the body is malformed further on.
+func ParseChatRequest(body []byte) (ChatRequestInfo, error) {
+	var r ChatRequestInfo
+	err := r.parse(body)
+	return r, err
+}
+
+// parse is ParseChatRequest in place; it does not allocate.
+func (r *ChatRequestInfo) parse(body []byte) error {
+	*r = ChatRequestInfo{}
 	hasModel, hasMessages := false, false
-	var o objectScanner
-	o.init(body)
-	for key, val, ok := o.next(); ok; key, val, ok = o.next() {
-		switch string(key) {
-		case "model":
-			m, isString := stringContents(val)
-			if !isString {
-				return msgNoModel
+	var bad error
+	err := rawjson.ForEachKey(body, func(key, val []byte, kind rawjson.Kind) bool {
+		switch chatMember(key) {
+		case memberModel:
+			if kind != rawjson.String {
+				bad = ErrNoModel
+				return false
 			}
-			r.model, hasModel = m, len(m) > 0
-		case "stream":
-			r.stream = string(val) == "true"
-		case "stream_options":
-			r.includeUsage = scanIncludeUsage(val)
-		case "messages":
-			r.messages = 0 // a repeated key wins, as in encoding/json
-			var a arrayScanner
-			a.init(val)
-			for _, ok := a.next(); ok; _, ok = a.next() {
-				r.messages++
+			r.Model = val[1 : len(val)-1]
+			hasModel = len(r.Model) > 0
+		case memberStream:
+			r.Stream = kind == rawjson.True
+		case memberStreamOptions:
+			_, k, _ := rawjson.Get(val, "include_usage")
+			r.IncludeUsage = k == rawjson.True
+		case memberMessages:
+			n := 0
+			if rawjson.ForEachElem(val, func(int, []byte, rawjson.Kind) bool { n++; return true }) != nil {
+				bad = ErrBadMessages
+				return false
 			}
-			if a.err != nil {
-				return msgBadMessages
-			}
-			hasMessages = true
-		case "tools":
-			r.scanTools(val)
+			r.Messages, hasMessages = n, true // a repeated key wins, as in encoding/json
+		case memberTools:
+			r.readTools(val)
 		}
-	}
-	if o.finish() != nil {
-		return msgBadJSON
-	}
-	if !hasModel {
-		return msgNoModel
-	}
-	if !hasMessages {
-		return msgNoMessages
-	}
-	if r.messages == 0 {
-		return msgEmptyMessages
-	}
-	return ""
-}
-
-// scanIncludeUsage reports whether stream_options (an object or null) has include_usage:true.
-func scanIncludeUsage(val []byte) bool {
-	var o objectScanner
-	o.init(val)
-	for key, v, ok := o.next(); ok; key, v, ok = o.next() {
-		if string(key) == "include_usage" {
-			return string(v) == "true"
-		}
-	}
-	return false
-}
-
-// scanTools notes whether tools is a non-empty array and collects the first tool names
-// ({"type":"function","function":{"name":...}}, also "custom").
-func (r *chatRequest) scanTools(val []byte) {
-	var a arrayScanner
-	a.init(val)
-	for tool, ok := a.next(); ok; tool, ok = a.next() {
-		r.hasTools = true
-		if r.nToolNames == len(r.toolNames) {
-			continue
-		}
-		var o objectScanner
-		o.init(tool)
-		for key, v, ok := o.next(); ok; key, v, ok = o.next() {
-			if string(key) != "function" && string(key) != "custom" {
-				continue
-			}
-			if name := scanName(v); len(name) > 0 {
-				r.toolNames[r.nToolNames] = name
-				r.nToolNames++
-			}
-		}
-	}
-}
-
-func scanName(val []byte) []byte {
-	var o objectScanner
-	o.init(val)
-	for key, v, ok := o.next(); ok; key, v, ok = o.next() {
-		if string(key) == "name" {
-			name, _ := stringContents(v)
-			return name
-		}
+		return true
+	})
+	switch {
+	case bad != nil:
+		return bad
+	case err != nil:
+		return ErrBadJSON
+	case !hasModel:
+		return ErrNoModel
+	case !hasMessages:
+		return ErrNoMessages
+	case r.Messages == 0:
+		return ErrEmptyMessages
 	}
 	return nil
+}
+
+// Top-level members of a Chat Completions request that the mock reads.
+const (
+	memberOther = iota
+	memberModel
+	memberStream
+	memberStreamOptions
+	memberMessages
+	memberTools
+)
+
+var memberNames = [...]string{memberModel: "model", memberStream: "stream",
+	memberStreamOptions: "stream_options", memberMessages: "messages", memberTools: "tools"}
+
+// chatMember tells which member the raw quoted key names. Keys compare decoded, as in
+// rawjson; a key spelled without a backslash decodes to itself or to no ASCII name, so it
+// is switched on as it is.
+func chatMember(key []byte) int {
+	if bytes.IndexByte(key, '\\') >= 0 {
+		for m, name := range memberNames {
+			if m != memberOther && rawjson.StringEquals(key, name) {
+				return m
+			}
+		}
+		return memberOther
+	}
+	switch string(key) {
+	case `"model"`:
+		return memberModel
+	case `"stream"`:
+		return memberStream
+	case `"stream_options"`:
+		return memberStreamOptions
+	case `"messages"`:
+		return memberMessages
+	case `"tools"`:
+		return memberTools
+	}
+	return memberOther
+}
+
+// readTools notes whether tools is a non-empty array and collects the names of its first
+// tools: function.name ({"type":"function","function":{"name":...}}), else custom.name.
+func (r *ChatRequestInfo) readTools(tools []byte) {
+	r.HasTools, r.nToolNames = false, 0 // a repeated key wins, as in encoding/json
+	_ = rawjson.ForEachElem(tools, func(_ int, tool []byte, _ rawjson.Kind) bool {
+		r.HasTools = true
+		name, kind, _ := rawjson.GetPath(tool, "function", "name")
+		if kind != rawjson.String || len(name) == 2 {
+			name, kind, _ = rawjson.GetPath(tool, "custom", "name")
+		}
+		if kind == rawjson.String && len(name) > 2 {
+			r.toolNames[r.nToolNames] = name[1 : len(name)-1]
+			r.nToolNames++
+		}
+		return r.nToolNames < maxToolNames
+	})
 }
 
 // chatAnswer renders one Chat Completions answer, buffered or streamed. It is pooled; it
 // implements streamBody.
 type chatAnswer struct {
-	req chatRequest // valid only between parse and prepare
+	req ChatRequestInfo // valid only between parse and prepare
 
 	k            Knobs
 	id           uint64
@@ -220,8 +260,10 @@ func (s *Server) serveOpenAIChat(ctx *fasthttp.RequestCtx, k *Knobs) {
 		return
 	}
 	a := acquireChatAnswer()
-	msg := a.req.parse(body)
-	if msg == "" {
+	var msg string
+	if err := a.req.parse(body); err != nil {
+		msg = err.Error()
+	} else {
 		msg = a.prepare(s, k, len(body))
 	}
 	if msg != "" {
@@ -252,10 +294,10 @@ func (s *Server) serveOpenAIChat(ctx *fasthttp.RequestCtx, k *Knobs) {
 func (a *chatAnswer) prepare(s *Server, k *Knobs, bodyLen int) string {
 	r := &a.req
 	a.k = *k
-	a.stream = r.stream
-	a.includeUsage = r.stream && r.includeUsage
+	a.stream = r.Stream
+	a.includeUsage = r.Stream && r.IncludeUsage
 	a.toolCalls = 0
-	if k.ToolCalls > 0 && (k.forceToolCalls || r.hasTools) {
+	if k.ToolCalls > 0 && (k.forceToolCalls || r.HasTools) {
 		a.toolCalls = k.ToolCalls
 	}
 	size := k.Chunks * k.ChunkSize
@@ -270,11 +312,12 @@ func (a *chatAnswer) prepare(s *Server, k *Knobs, bodyLen int) string {
 	a.created = time.Now().Unix()
 	// Deterministic stand-in for tokenization: about four bytes per token.
 	a.promptTokens = max(1, bodyLen/4)
-	a.model = appendEscaped(append(a.model[:0], r.model...), k.ModelSuffix)
-	a.names, a.nNames = a.names[:0], r.nToolNames
-	for i := 0; i < r.nToolNames; i++ {
-		a.names = append(a.names, r.toolNames[i]...)
-		a.nameEnds[i] = len(a.names)
+	a.model = appendEscaped(append(a.model[:0], r.Model...), k.ModelSuffix)
+	a.names, a.nNames = a.names[:0], 0
+	for _, name := range r.ToolNames() {
+		a.names = append(a.names, name...)
+		a.nameEnds[a.nNames] = len(a.names)
+		a.nNames++
 	}
 	if a.toolCalls > 0 {
 		a.argLen = max(k.Chunks*k.ChunkSize, len(argsOpen)+len(argsClose))
@@ -286,7 +329,7 @@ func (a *chatAnswer) prepare(s *Server, k *Knobs, bodyLen int) string {
 	if a.stream {
 		a.head = a.appendChunkHead(a.head[:0])
 	}
-	a.req = chatRequest{}
+	a.req = ChatRequestInfo{}
 	return ""
 }
 
@@ -325,9 +368,9 @@ func (a *chatAnswer) appendCompletion(dst []byte) []byte {
 			dst = a.appendToolCallID(dst, c)
 			dst = append(dst, `","type":"function","function":{"name":"`...)
 			dst = a.appendToolName(dst, c)
-			dst = append(dst, `","arguments":"`...)
-			dst = appendEscaped(dst, a.args)
-			dst = append(dst, `"}}`...)
+			dst = append(dst, `","arguments":`...)
+			dst = rawjson.AppendQuoteBytes(dst, a.args)
+			dst = append(dst, `}}`...)
 		}
 		dst = append(dst, ']')
 	} else {
@@ -434,9 +477,9 @@ func (a *chatAnswer) writeEvent(w *bufio.Writer, i int) {
 	} else {
 		cs := a.k.ChunkSize
 		from := (j - 1) * cs
-		d = append(d, `,"function":{"arguments":"`...)
-		d = appendEscaped(d, a.args[from:min(from+cs, len(a.args))])
-		d = append(d, `"}}]}`...)
+		d = append(d, `,"function":{"arguments":`...)
+		d = rawjson.AppendQuoteBytes(d, a.args[from:min(from+cs, len(a.args))])
+		d = append(d, `}}]}`...)
 	}
 	a.scratch = d
 	a.writeChunk(w, d)
@@ -494,9 +537,9 @@ func appendOpenAIError(dst []byte, status int, message string) []byte {
 	case status >= 500:
 		typ = "server_error"
 	}
-	dst = append(dst, `{"error":{"message":"`...)
-	dst = appendEscaped(dst, message)
-	dst = append(dst, `","type":"`...)
+	dst = append(dst, `{"error":{"message":`...)
+	dst = rawjson.AppendQuote(dst, message)
+	dst = append(dst, `,"type":"`...)
 	dst = append(dst, typ...)
 	dst = append(dst, `","param":null,"code":`...)
 	if code == "" {
@@ -531,6 +574,19 @@ func writeFiller(w *bufio.Writer, off, n int) {
 		off += m
 		n -= m
 	}
+}
+
+// appendEscaped appends s escaped as the inside of a JSON string, as rawjson.AppendQuote
+// escapes it but without the quotes: the model suffix joins the requested model in one string.
+func appendEscaped(dst []byte, s string) []byte {
+	n := len(dst)
+	dst = rawjson.AppendQuote(dst, s)
+	copy(dst[n:], dst[n+1:len(dst)-1])
+	return dst[:len(dst)-2]
+}
+
+func appendInt(dst []byte, n int) []byte {
+	return strconv.AppendInt(dst, int64(n), 10)
 }
 
 // requestBody returns the request body, decompressed when it has a Content-Encoding.

@@ -17,8 +17,8 @@ const (
 // renderStream parses body and drives the whole answer into w, as a stream job does.
 func renderStream(s *Server, k *Knobs, w *bufio.Writer, body []byte) {
 	a := acquireChatAnswer()
-	if msg := a.req.parse(body); msg != "" {
-		panic(msg)
+	if err := a.req.parse(body); err != nil {
+		panic(err)
 	}
 	if msg := a.prepare(s, k, len(body)); msg != "" {
 		panic(msg)
@@ -75,10 +75,10 @@ func BenchmarkParseChatRequest(b *testing.B) {
 	body := []byte(renderToolsBody)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	var r chatRequest
+	var r ChatRequestInfo
 	for b.Loop() {
-		if msg := r.parse(body); msg != "" {
-			b.Fatal(msg)
+		if err := r.parse(body); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

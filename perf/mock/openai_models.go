@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/valyala/fasthttp"
+
+	"gw/sse/rawjson"
 )
 
 // OpenAI models: GET .../models (the list from Config.Models, rendered once in New) and
@@ -65,8 +67,8 @@ func appendOpenAIModelList(dst []byte, models []string) []byte {
 }
 
 func appendOpenAIModel(dst, id []byte) []byte {
-	dst = append(dst, `{"id":"`...)
-	dst = appendEscaped(dst, id)
-	dst = append(dst, `","object":"model","created":`+openAIModelCreated+`,"owned_by":"gw-mock"}`...)
+	dst = append(dst, `{"id":`...)
+	dst = rawjson.AppendQuoteBytes(dst, id)
+	dst = append(dst, `,"object":"model","created":`+openAIModelCreated+`,"owned_by":"gw-mock"}`...)
 	return dst
 }
