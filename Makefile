@@ -47,10 +47,18 @@ fuzz:
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz-run T=$(TEST_FUZZTIME)
 
+# A run that ends in Go's own "context deadline exceeded" without writing a
+# failing input is a known toolchain flake (golang/go#75804), not a finding:
+# it is retried once. Any written crasher fails the target.
 fuzz-run:
 	@set -e; for t in $$($(GO) test ./fuzz -list '^Fuzz' | grep '^Fuzz'); do \
 		echo "fuzz $$t ($(T))"; \
-		$(GO) test ./fuzz -run '^$$' -fuzz "^$$t$$" -fuzztime $(T) >/tmp/gw-fuzz-$$t.log 2>&1 || { cat /tmp/gw-fuzz-$$t.log; exit 1; }; \
+		for try in 1 2; do \
+			if $(GO) test ./fuzz -run '^$$' -fuzz "^$$t$$" -fuzztime $(T) >/tmp/gw-fuzz-$$t.log 2>&1; then break; fi; \
+			if [ $$try = 1 ] && grep -q 'context deadline exceeded' /tmp/gw-fuzz-$$t.log && ! grep -q 'Failing input written' /tmp/gw-fuzz-$$t.log; then \
+				echo "  toolchain flake (golang/go#75804); retrying"; continue; fi; \
+			cat /tmp/gw-fuzz-$$t.log; exit 1; \
+		done; \
 	done
 
 bench:
