@@ -64,8 +64,11 @@ fuzz-run:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# The perf suite: gw pinned to core 0, the mock and the load generator on core 1
+# (taskset from util-linux; without it nothing is pinned). A report, not a gate.
 perf: build
-	$(GO) run ./perf/cmd/gwperf
+	$(GO) build -o bin/gwperf ./perf/cmd/gwperf
+	@if command -v taskset >/dev/null; then taskset -c 1 ./bin/gwperf -gw bin/gw; else ./bin/gwperf -gw bin/gw -gw-core -1 -mock-core -1; fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

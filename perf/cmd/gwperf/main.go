@@ -1,0 +1,40 @@
+// Command gwperf runs the perf suite (`make perf`): every scenario of
+// perf/suite against the direct-to-mock baseline, with the figures beside
+// perf/budgets.yaml, written to perf/results/latest.{json,md}.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"gw/perf/suite"
+)
+
+func main() {
+	var o suite.Options
+	flag.StringVar(&o.GWBin, "gw", "bin/gw", "the gw binary")
+	flag.StringVar(&o.Budgets, "budgets", "perf/budgets.yaml", "budgets file")
+	flag.StringVar(&o.OutDir, "out", "perf/results", "where latest.json and latest.md go")
+	flag.DurationVar(&o.Duration, "duration", 8*time.Second, "measured time of each load run")
+	flag.DurationVar(&o.Warmup, "warmup", 2*time.Second, "warm-up of each load run")
+	flag.IntVar(&o.GWCore, "gw-core", 0, "core gw is pinned to (-1: none)")
+	flag.IntVar(&o.MockCore, "mock-core", 1, "core of the mock upstream (run gwperf on it too)")
+	flag.Parse()
+	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	rep, err := suite.Run(ctx, o)
+	if rep != nil {
+		fmt.Print(rep.Markdown())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gwperf:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "perf suite done in %s; wrote %s/latest.{json,md}\n", time.Since(start).Round(time.Second), o.OutDir)
+}
