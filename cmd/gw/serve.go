@@ -84,6 +84,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	opt.Pool = upstream.NewPool(upstream.Options{
 		MaxConnsPerHost:     int(cfg.UpstreamMaxConns),
 		MaxIdleConnDuration: cfg.UpstreamIdleTimeout,
+		// With every pooled connection busy, wait for one rather than fail at
+		// once; the request's own timeout still bounds the whole call.
+		MaxConnWaitTimeout: 10 * time.Second,
 	})
 	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
 	if res := mgr.Apply("startup"); len(res.Errors) > 0 {
