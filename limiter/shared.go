@@ -1,0 +1,157 @@
+package limiter
+
+// The circuit around the shared store. Connected: every Reserve goes to
+// Redis. A failed call falls back to local counting for that request
+// (state Degraded). FailureThreshold consecutive failures open the circuit:
+// Redis is skipped and every replica counts alone. After ProbeInterval a
+// background probe (a dial when no connection was ever made, else PING)
+// decides: success closes the circuit, failure keeps it open for another
+// interval. There is no permanent switch.
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// State is the shared store's state, for metrics and /status.
+type State int32
+
+const (
+	// StateLocal: no shared store is configured; counters are per process.
+	StateLocal State = iota
+	// StateConnected: counters live in the shared store.
+	StateConnected
+	// StateDegraded: the last shared call failed; that request was counted
+	// locally, and the next ones still try the store.
+	StateDegraded
+	// StateCircuitOpen: the store is skipped and counting is per replica
+	// until a background probe succeeds.
+	StateCircuitOpen
+)
+
+var stateNames = [...]string{"local", "connected", "degraded", "circuit_open"}
+
+// String returns "local", "connected", "degraded" or "circuit_open".
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+type beRef struct{ backend }
+
+type shared struct {
+	cfg  RedisConfig
+	log  Logger
+	dial func() (backend, error)
+
+	be       atomic.Pointer[beRef] // nil until a dial succeeds
+	state    atomic.Int32
+	fails    atomic.Int32
+	openedAt atomic.Int64 // unix ns when the circuit opened or the last probe failed
+	lastWarn atomic.Int64 // unix ns of the last warning
+
+	probeMu sync.Mutex
+}
+
+// start dials once; an unreachable store at startup opens the circuit.
+func (s *shared) start(nowNs int64) {
+	be, err := s.dial()
+	if err != nil {
+		s.state.Store(int32(StateCircuitOpen))
+		s.openedAt.Store(nowNs)
+		s.lastWarn.Store(nowNs)
+		s.log.Warn("limiter: shared store unreachable at startup; counting per replica until it answers",
+			"addr", s.cfg.Addr, "error", err, "retry_in", s.cfg.ProbeInterval)
+		return
+	}
+	s.be.Store(&beRef{be})
+	s.state.Store(int32(StateConnected))
+}
+
+// usable returns the backend when the circuit is closed.
+func (s *shared) usable() backend {
+	if State(s.state.Load()) == StateCircuitOpen {
+		return nil
+	}
+	if ref := s.be.Load(); ref != nil {
+		return ref.backend
+	}
+	return nil
+}
+
+func (s *shared) success() {
+	// Load before Store: the common case writes nothing.
+	if s.fails.Load() != 0 {
+		s.fails.Store(0)
+	}
+	if State(s.state.Load()) == StateDegraded {
+		s.state.CompareAndSwap(int32(StateDegraded), int32(StateConnected))
+	}
+}
+
+func (s *shared) failure(nowNs int64, err error) {
+	n := s.fails.Add(1)
+	s.state.CompareAndSwap(int32(StateConnected), int32(StateDegraded))
+	if n < int32(s.cfg.FailureThreshold) {
+		return
+	}
+	if State(s.state.Swap(int32(StateCircuitOpen))) == StateCircuitOpen {
+		return
+	}
+	s.openedAt.Store(nowNs)
+	s.lastWarn.Store(nowNs)
+	s.log.Warn("limiter: shared store unreachable; circuit open, counting per replica until it answers",
+		"addr", s.cfg.Addr, "error", err, "consecutive_failures", n, "retry_in", s.cfg.ProbeInterval)
+}
+
+// poll runs the probe when due and repeats the warning while the store is
+// not connected. Called by the background loop (and tests).
+func (s *shared) poll(nowNs int64) {
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if State(s.state.Load()) == StateCircuitOpen && nowNs-s.openedAt.Load() >= int64(s.cfg.ProbeInterval) {
+		if err := s.probe(); err != nil {
+			s.openedAt.Store(nowNs)
+		} else {
+			s.fails.Store(0)
+			s.state.Store(int32(StateConnected))
+			s.log.Info("limiter: shared store reattached; counters are shared again", "addr", s.cfg.Addr)
+			return
+		}
+	}
+	if State(s.state.Load()) != StateConnected && nowNs-s.lastWarn.Load() >= int64(s.cfg.WarnInterval) {
+		s.lastWarn.Store(nowNs)
+		s.log.Warn("limiter: shared store not connected; counting per replica",
+			"addr", s.cfg.Addr, "state", State(s.state.Load()).String())
+	}
+}
+
+func (s *shared) probe() error {
+	ref := s.be.Load()
+	if ref == nil {
+		be, err := s.dial()
+		if err != nil {
+			return err
+		}
+		s.be.Store(&beRef{be})
+		return nil
+	}
+	return ref.ping()
+}
+
+func (s *shared) close() {
+	if ref := s.be.Load(); ref != nil {
+		ref.close()
+	}
+}
+
+// durationOr returns d, or def when d <= 0.
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
