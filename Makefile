@@ -31,9 +31,14 @@ run: build
 	trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
 	./$(BIN) serve --resources-file examples/gw.yaml --listen $(LISTEN)
 
+# Tests start real Redis processes (limiter); install the server when missing.
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go is required (https://go.dev/dl)"; exit 1; }
 	@$(GO) mod download
+	@command -v redis-server >/dev/null || { \
+		echo "installing redis-server (apt)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 
 test: deps lint unit fuzz-short
 
