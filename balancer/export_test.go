@@ -1,6 +1,5 @@
 package balancer
 
-
 // DisableRoundRobinSequence makes a round_robin group take the mutex path
 // for every pick (the benchmark baseline and the equivalence test).
 func DisableRoundRobinSequence(g *Group) {
