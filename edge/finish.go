@@ -71,6 +71,9 @@ func (p *Proxy) finish(ctx *fasthttp.RequestCtx, c *call, status int) {
 
 // record updates metrics and writes the access-log line of a finished call.
 func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) {
+	if p.Limiter != nil {
+		p.settleLimits(c)
+	}
 	alias := ""
 	if c.plan != nil {
 		alias = c.plan.Alias

@@ -15,6 +15,7 @@ import (
 	"gw/adapters/upstream"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
+	"gw/limiter"
 )
 
 // Proxy serves the caller-facing endpoints from the active snapshot.
@@ -24,6 +25,8 @@ type Proxy struct {
 	Log    *AccessLog // nil disables the access log
 	Logger *slog.Logger
 	Usage  *UsageStream // nil disables usage events
+	// Limiter enforces rate_limit and rate_limit_policies; nil disables limits.
+	Limiter *limiter.Limiter
 }
 
 var (
@@ -100,6 +103,11 @@ type call struct {
 	ttfb        time.Duration // downstream: start → first byte to the caller
 	upTTFT      time.Duration // upstream: request sent → first content from the upstream
 	stream      bool
+	limited     bool                // a reservation was charged
+	res         limiter.Reservation // request and token windows of this request
+	keySlot     limiter.Slot        // caller key concurrency
+	modelSlot   limiter.Slot        // model concurrency
+	hdrBuf      []byte              // x-ratelimit-* header values
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
 }
@@ -142,10 +150,18 @@ var callPool = sync.Pool{New: func() any { return new(call) }}
 
 func acquireCall() *call { return callPool.Get().(*call) }
 
+// releaseCall returns c to the pool; scratch buffers are kept.
 func releaseCall(c *call) {
-	eb := c.effortBuf[:0]
-	*c = call{}
-	c.effortBuf = eb // keep the scratch buffer for the next call
+	c.res.Reset()
+	c.keySlot.Release()
+	c.modelSlot.Release()
+	eb, hb := c.effortBuf[:0], c.hdrBuf[:0]
+	c.start, c.upstreamDur, c.snap, c.caller, c.plan, c.target = time.Time{}, 0, nil, nil, nil, nil
+	c.cr = chatRequest{}
+	c.body, c.in = nil, adapters.ChatInput{}
+	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
+	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures = 0, 0, false, false, 0
+	c.effortBuf, c.hdrBuf = eb, hb
 	callPool.Put(c)
 }
 
@@ -193,6 +209,9 @@ func (p *Proxy) chat(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	c.body = body
+	if !p.admit(ctx, c) {
+		return
+	}
 	c.in.Body = body
 	c.in.Stream = c.cr.Stream
 	c.in.ForceUsage = c.cr.Stream && !c.cr.IncludeUsage

@@ -9,7 +9,7 @@ import (
 	"github.com/puzpuzpuz/xsync/v3"
 
 	"gw/limiter"
-	"gw/limiter/internal/redistest"
+	"gw/limiter/redistest"
 )
 
 var (

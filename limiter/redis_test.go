@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"gw/limiter"
-	"gw/limiter/internal/redistest"
+	"gw/limiter/redistest"
 )
 
 // newRedisLimiter is one gw process: its own Limiter and connection on a

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters/upstream"
@@ -22,6 +23,7 @@ import (
 	"gw/admin/snapshot"
 	"gw/admin/startup"
 	"gw/edge"
+	"gw/limiter"
 )
 
 // loadStartup builds the startup config: defaults < file < GW_* env < flags.
@@ -123,6 +125,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log}
+	// Rate limits: local counters, shared through Redis when configured
+	// (degraded to per-replica counting while Redis is unreachable).
+	lcfg := limiter.Config{Logger: log}
+	if cfg.RedisAddr != "" {
+		lcfg.Redis = &limiter.RedisConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: int(cfg.RedisDB)}
+	}
+	proxy.Limiter = limiter.New(lcfg)
+	defer proxy.Limiter.Close()
+	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
 	// Usage events: every request's final record and one zero-token record
 	// per failed attempt. Exporters (observability_exporters) will subscribe
 	// as sinks; until then the stream only feeds its metrics.
