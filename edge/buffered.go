@@ -15,7 +15,7 @@ import (
 // or every allowed attempt failed.
 func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
 	var fail lastFailure
-	it := attemptIter{plan: c.plan, ip: ip, ipOK: ipOK}
+	it := newAttemptIter(c, ip, ipOK, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
 			req := p.buildRequest(ctx, c, t, up)
@@ -24,18 +24,27 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			}
 			resp := fasthttp.AcquireResponse()
 			sent := time.Now()
+			st := t.Plan.State
+			if st != nil {
+				st.Acquire() // in-flight count for least_busy
+			}
 			err := up.Client.Do(req, resp, t.Timeout)
+			if st != nil {
+				st.Release()
+			}
 			c.upstreamDur += time.Since(sent)
 			fasthttp.ReleaseRequest(req)
 			status := resp.StatusCode()
 			if err == nil && status < 300 {
 				c.upTTFT = time.Since(sent)
+				c.observe(t, nil, c.upTTFT)
 				p.writeBuffered(ctx, c, resp)
 				fasthttp.ReleaseResponse(resp)
 				p.finish(ctx, c, status)
 				return
 			}
 			if err == nil && !retryable(c.plan, status) {
+				c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: string(resp.Header.Peek("Retry-After"))}, 0)
 				relayError(ctx, status, resp.Body(), resp.Header.ContentType())
 				fasthttp.ReleaseResponse(resp)
 				c.errClass = "upstream_status"
@@ -48,8 +57,10 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			} else {
 				fail.body = append(fail.body[:0], resp.Body()...)
 				fail.ctype = append(fail.ctype[:0], resp.Header.ContentType()...)
+				fail.retryAfter = string(resp.Header.Peek("Retry-After"))
 			}
 			c.noteFailure(&fail)
+			c.observe(t, &fail, 0)
 			fasthttp.ReleaseResponse(resp)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"gw/adapters/upstream"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
+	"gw/balancer"
 	"gw/limiter"
 )
 
@@ -108,6 +109,11 @@ type call struct {
 	keySlot     limiter.Slot        // caller key concurrency
 	modelSlot   limiter.Slot        // model concurrency
 	hdrBuf      []byte              // x-ratelimit-* header values
+	breq        balancer.Request    // routing: tags, hash key, skipped targets
+	anyway      []int               // routing: try_anyway order (scratch)
+	ipBuf       []byte              // hash_on client_ip (scratch)
+	idBuf       []byte              // hash_on api_key (scratch)
+	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
 }
@@ -152,6 +158,7 @@ func acquireCall() *call { return callPool.Get().(*call) }
 
 // releaseCall returns c to the pool; scratch buffers are kept.
 func releaseCall(c *call) {
+	c.dropBusy()
 	c.res.Reset()
 	c.keySlot.Release()
 	c.modelSlot.Release()
@@ -162,6 +169,7 @@ func releaseCall(c *call) {
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures = 0, 0, false, false, 0
 	c.effortBuf, c.hdrBuf = eb, hb
+	c.breq.Reset()
 	callPool.Put(c)
 }
 
@@ -278,11 +286,12 @@ func eligible(t *snapshot.Target, ip netip.Addr, ok bool) bool {
 // lastFailure remembers the last retryable failure to report when every
 // attempt failed.
 type lastFailure struct {
-	kind   upstream.ErrorKind
-	status int
-	body   []byte
-	ctype  []byte
-	reason string
+	kind       upstream.ErrorKind
+	status     int
+	body       []byte
+	ctype      []byte
+	reason     string
+	retryAfter string // the upstream's Retry-After, for cooldown
 }
 
 // writeFailure answers with the last failure: the upstream's status and body,
@@ -342,8 +351,9 @@ func errorTypeFor(status int) string {
 
 // Failure kinds beyond upstream.ErrorKind.
 const (
-	kindUnsupported upstream.ErrorKind = 100 + iota // adapter family not in this build
-	kindNoContent                                   // a stream ended before any content
+	kindUnsupported    upstream.ErrorKind = 100 + iota // adapter family not in this build
+	kindNoContent                                      // a stream ended before any content
+	kindAllUnavailable                                 // health and cooldown exclude every target
 )
 
 // describe renders a transport error for the caller: the failure class and
@@ -359,27 +369,59 @@ func describe(err error) string {
 // bodyBufPool holds response body scratch buffers.
 var bodyBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// attemptIter walks a plan's attempts in dispatch order, skipping targets the
-// client address may not use and stopping after MaxFallbacks further targets.
+// attemptIter walks a plan's attempts. A direct model is its own single
+// target. A routing model asks its balancer group for each attempt: the
+// strategy picks among the usable targets of the highest tier, failed ones
+// are skipped on the next pick, and lower tiers are reached only when higher
+// ones are exhausted — up to max_fallbacks further targets.
 type attemptIter struct {
-	plan  *snapshot.Plan
-	ip    netip.Addr
-	ipOK  bool
-	i     int
-	tried int
+	c      *call
+	plan   *snapshot.Plan
+	ip     netip.Addr
+	ipOK   bool
+	i      int
+	tried  int
+	last   int
+	anyway []int // when_all_unavailable: try_anyway, declared order
+	mode   uint8
+	cidrs  int // targets excluded by allowed_cidrs
+}
+
+const (
+	iterDeclared uint8 = iota // direct models
+	iterGroup                 // routing models: balancer picks
+	iterAnyway                // routing, everything excluded: declared order
+)
+
+func newAttemptIter(c *call, ip netip.Addr, ipOK bool, ctx *fasthttp.RequestCtx) attemptIter {
+	a := attemptIter{c: c, plan: c.plan, ip: ip, ipOK: ipOK, last: -1}
+	g := c.plan.Group
+	if g == nil {
+		return a
+	}
+	a.mode = iterGroup
+	r := &c.breq
+	r.Tags = ctx.Request.Header.Peek(balancer.TagsHeader)
+	if c.plan.Model.Routing.Strategy == resources.StrategyConsistentHash {
+		r.Key = balancer.HashKey(c.plan.HashOn, keySource{ctx: ctx, c: c, ip: ip, ipOK: ipOK})
+	}
+	for i := range c.plan.Targets {
+		if !eligible(&c.plan.Targets[i], ip, ipOK) {
+			r.Skip = r.Skip.Add(i)
+			a.cidrs++
+		}
+	}
+	r.Skip = g.MarkCooling(r.Skip, c.start)
+	return a
 }
 
 // next returns the next target and its compiled upstream, or nil when done.
 // A target whose adapter is not in this build is reported through fail and
 // skipped.
 func (a *attemptIter) next(fail *lastFailure) (*snapshot.Target, *snapshot.Upstream) {
-	for a.i < len(a.plan.Attempts) {
-		t := &a.plan.Attempts[a.i]
-		a.i++
-		if !eligible(t, a.ip, a.ipOK) {
-			continue
-		}
-		if a.tried > a.plan.MaxFallbacks {
+	for {
+		t := a.pick(fail)
+		if t == nil {
 			return nil, nil
 		}
 		a.tried++
@@ -388,7 +430,123 @@ func (a *attemptIter) next(fail *lastFailure) (*snapshot.Target, *snapshot.Upstr
 		}
 		*fail = lastFailure{kind: kindUnsupported, reason: "the adapter of provider key " + t.Plan.Model.ProviderKeyName + " is not available in this build"}
 	}
-	return nil, nil
+}
+
+func (a *attemptIter) pick(fail *lastFailure) *snapshot.Target {
+	switch a.mode {
+	case iterDeclared:
+		for a.i < len(a.plan.Attempts) {
+			t := &a.plan.Attempts[a.i]
+			a.i++
+			if !eligible(t, a.ip, a.ipOK) {
+				a.cidrs++
+				continue
+			}
+			if a.tried > a.plan.MaxFallbacks {
+				return nil
+			}
+			return t
+		}
+		return nil
+	case iterGroup:
+		r := &a.c.breq
+		if a.last >= 0 {
+			r.Skip = r.Skip.Add(a.last)
+		}
+		if a.tried > a.plan.MaxFallbacks {
+			return nil
+		}
+		i := a.plan.Group.Pick(r)
+		if i >= 0 {
+			a.last = i
+			return &a.plan.Targets[i]
+		}
+		if a.tried > 0 || a.plan.WhenAllUnavailable != "try_anyway" || a.cidrs == len(a.plan.Targets) {
+			if a.tried == 0 && a.cidrs < len(a.plan.Targets) {
+				*fail = lastFailure{kind: kindAllUnavailable}
+			}
+			return nil
+		}
+		a.mode = iterAnyway
+		a.anyway = a.plan.Group.Eligible(r, a.c.anyway[:0])
+		a.c.anyway = a.anyway
+		a.i = 0
+		fallthrough
+	default: // iterAnyway: every eligible target in declared order
+		for a.i < len(a.anyway) {
+			t := &a.plan.Targets[a.anyway[a.i]]
+			a.i++
+			if eligible(t, a.ip, a.ipOK) {
+				return t
+			}
+		}
+		return nil
+	}
+}
+
+// keySource gives the balancer the request values hash_on can name.
+type keySource struct {
+	ctx  *fasthttp.RequestCtx
+	c    *call
+	ip   netip.Addr
+	ipOK bool
+}
+
+func (k keySource) Header(name string) []byte { return k.ctx.Request.Header.Peek(name) }
+func (k keySource) Cookie(name string) []byte { return k.ctx.Request.Header.Cookie(name) }
+
+// APIKey is the caller key's derived ID: stable, and never the plaintext.
+func (k keySource) APIKey() []byte { return k.c.keyID() }
+func (k keySource) ClientIP() []byte {
+	if !k.ipOK {
+		return nil
+	}
+	k.c.ipBuf = k.ip.AppendTo(k.c.ipBuf[:0])
+	return k.c.ipBuf
+}
+
+// holdBusy counts the stream's target in flight until dropBusy.
+func (c *call) holdBusy(st *balancer.State) {
+	if st != nil {
+		st.Acquire()
+		c.busy = st
+	}
+}
+
+// dropBusy ends the in-flight count of holdBusy; safe to call again.
+func (c *call) dropBusy() {
+	if c.busy != nil {
+		c.busy.Release()
+		c.busy = nil
+	}
+}
+
+// keyID returns the caller key's derived ID as bytes without allocating.
+func (c *call) keyID() []byte {
+	c.idBuf = append(c.idBuf[:0], c.caller.Key.ID...)
+	return c.idBuf
+}
+
+// observe feeds a finished attempt back to the target's shared state: the
+// time to first byte of a success (least_latency), or a cooldown trip.
+func (c *call) observe(t *snapshot.Target, f *lastFailure, ttfb time.Duration) {
+	st := t.Plan.State
+	if st == nil {
+		return
+	}
+	if f == nil {
+		st.Observe(ttfb)
+		return
+	}
+	if t.Plan.Cooldown == nil {
+		return
+	}
+	bf := balancer.Failure{Status: f.status, Timeout: f.kind == upstream.KindTimeout,
+		Transport: f.kind == upstream.KindTransport || f.kind == kindNoContent, RetryAfter: f.retryAfter}
+	if f.kind != upstream.KindStatus {
+		bf.Status = 0
+	}
+	st.Trip(time.Now(), bf, t.Plan.Cooldown)
 }
 
 // buildRequest builds the upstream request of one attempt. On failure it
@@ -424,6 +582,13 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 
 // finishFailed answers after every attempt failed (or none was eligible).
 func (p *Proxy) finishFailed(ctx *fasthttp.RequestCtx, c *call, it *attemptIter, fail *lastFailure) {
+	if it.tried == 0 && fail.kind == kindAllUnavailable {
+		WriteError(ctx, fasthttp.StatusServiceUnavailable, "server_error", "all_targets_unavailable",
+			"every target of model `"+c.plan.Alias+"` is cooling down or unhealthy")
+		c.errClass = "all_targets_unavailable"
+		p.finish(ctx, c, fasthttp.StatusServiceUnavailable)
+		return
+	}
 	if it.tried == 0 {
 		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
 		p.finish(ctx, c, fasthttp.StatusForbidden)

@@ -73,7 +73,7 @@ const (
 // proper status (502 for an empty stream, 504 for a timeout).
 func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
 	var fail lastFailure
-	it := attemptIter{plan: c.plan, ip: ip, ipOK: ipOK}
+	it := newAttemptIter(c, ip, ipOK, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
 			req := p.buildRequest(ctx, c, t, up)
@@ -82,30 +82,37 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			}
 			resp := fasthttp.AcquireResponse()
 			sent := time.Now()
+			c.holdBusy(t.Plan.State) // in-flight until the stream ends (least_busy)
 			err := up.Client.DoStream(req, resp, t.StreamTimeout)
 			fasthttp.ReleaseRequest(req)
 			if err != nil {
 				c.upstreamDur += time.Since(sent)
+				c.dropBusy()
 				fail = lastFailure{kind: upstream.Classify(err, 0), reason: describe(err)}
 				c.noteFailure(&fail)
+				c.observe(t, &fail, 0)
 				fasthttp.ReleaseResponse(resp)
 				continue
 			}
 			status := resp.StatusCode()
 			if status >= 300 {
+				c.dropBusy()
 				body, _ := io.ReadAll(io.LimitReader(resp.BodyStream(), maxErrorBody))
 				c.upstreamDur += time.Since(sent)
 				ctype := append([]byte(nil), resp.Header.ContentType()...)
+				retryAfter := string(resp.Header.Peek("Retry-After"))
 				_ = resp.CloseBodyStream()
 				fasthttp.ReleaseResponse(resp)
 				if !retryable(c.plan, status) {
+					c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: retryAfter}, 0)
 					relayError(ctx, status, body, ctype)
 					c.errClass = "upstream_status"
 					p.finish(ctx, c, status)
 					return
 				}
-				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype}
+				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype, retryAfter: retryAfter}
 				c.noteFailure(&fail)
+				c.observe(t, &fail, 0)
 				continue
 			}
 			s := relayPool.Get().(*relayState)
@@ -115,10 +122,12 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			c.upstreamDur += time.Since(sent)
 			if outcome == preContent {
 				c.upTTFT = time.Since(sent)
+				c.observe(t, nil, c.upTTFT)
 				p.commit(ctx, c, s)
 				return
 			}
 			s.release()
+			c.dropBusy()
 			switch outcome {
 			case preEmpty:
 				fail = lastFailure{kind: kindNoContent, reason: "the upstream stream ended without content"}
@@ -132,6 +141,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 				}
 			}
 			c.noteFailure(&fail)
+			c.observe(t, &fail, 0)
 		}
 	}
 	p.finishFailed(ctx, c, &it, &fail)

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"gw/adapters/registry"
 	"gw/adapters/upstream"
 	"gw/admin/resources"
+	"gw/balancer"
 )
 
 // Options are deployment settings that take part in compilation.
@@ -29,6 +31,10 @@ type Options struct {
 	Pool *upstream.Pool
 	// Adapters are the deployment-wide adapter settings.
 	Adapters adapters.Options
+	// Balancer holds the per-model state that outlives snapshots (cooldown,
+	// latency EWMA, in-flight counts), keyed by derived ID. nil gives each
+	// snapshot private state (tests, validation).
+	Balancer *balancer.Registry
 }
 
 // Upstream is a provider key compiled for dispatch.
@@ -86,6 +92,16 @@ type Plan struct {
 	Upstream          *Upstream
 	// Effort is the compiled effort_mapping; nil when off.
 	Effort *EffortMap
+	// State is the direct model's shared balancer state (cooldown, latency,
+	// in-flight); Cooldown its compiled cooldown block, nil when disabled.
+	State    *balancer.State
+	Cooldown *balancer.CooldownConfig
+
+	// Routing models: the compiled target group (Targets index = group
+	// index), the consistent-hash key sources and when_all_unavailable.
+	Group              *balancer.Group
+	HashOn             []balancer.HashSource
+	WhenAllUnavailable string
 
 	// Resolved through own → group → deployment; 0 means no deadline.
 	Timeout       time.Duration
@@ -172,6 +188,10 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	reg := opt.Balancer
+	if reg == nil {
+		reg = balancer.NewRegistry()
+	}
 	byModel := make(map[*resources.Model]*Plan, len(res.Models))
 	for i, m := range res.Models {
 		p := &Plan{
@@ -188,6 +208,8 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 			p.UpstreamModelJSON = jsonString(m.ModelName)
 			p.Upstream = ups[m.ProviderKey]
 			p.Effort = compileEffort(m.EffortMapping)
+			p.State = reg.State(m.ID)
+			p.Cooldown = compileCooldown(&m.Cooldown)
 		}
 		p.Timeout = resolveTimeout(m.Timeout, nil, opt.UpstreamTimeout)
 		p.StreamTimeout = resolveStreamTimeout(m.StreamTimeout, nil, m.Timeout, nil, opt.UpstreamTimeout)
@@ -221,6 +243,11 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	}
 	for _, p := range s.PlanList {
 		compileAttempts(p)
+		if p.Kind == resources.KindRouting {
+			if err := compileGroup(p, reg); err != nil {
+				return nil, err
+			}
+		}
 	}
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
@@ -378,4 +405,47 @@ func compileAttempts(p *Plan) {
 			p.FallbackOn = append(p.FallbackOn, int(st))
 		}
 	}
+}
+
+// compileCooldown converts a model's cooldown block; nil when disabled.
+func compileCooldown(c *resources.Cooldown) *balancer.CooldownConfig {
+	if !c.Enabled {
+		return nil
+	}
+	var st balancer.StatusSet
+	for _, code := range c.TriggerStatuses {
+		st.Add(int(code))
+	}
+	return &balancer.CooldownConfig{
+		Enabled: true, Default: time.Duration(c.DefaultSeconds) * time.Second, Max: time.Duration(c.MaxSeconds) * time.Second,
+		HonorRetryAfter: c.HonorRetryAfter, Statuses: st, OnTimeout: c.TriggerOnTimeout, OnTransport: c.TriggerOnTransport,
+	}
+}
+
+// compileGroup builds the balancer group of a routing plan.
+func compileGroup(p *Plan, reg *balancer.Registry) error {
+	r := p.Model.Routing
+	targets := make([]balancer.Target, len(p.Targets))
+	for i, t := range p.Targets {
+		m := t.Plan.Model
+		cost := math.Inf(1)
+		if m.Cost != nil {
+			cost = m.Cost.InputPer1K + m.Cost.OutputPer1K
+		}
+		targets[i] = balancer.Target{ID: m.ID, Weight: int64(t.Weight), Priority: int64(t.Priority), Tags: t.Tags, Cost: cost, Cooldown: t.Plan.Cooldown}
+	}
+	g, err := balancer.NewGroup(targets, balancer.Options{Strategy: r.Strategy, MaxAttempts: 1 + p.MaxFallbacks, Registry: reg})
+	if err != nil {
+		return errors.New("models[" + strconv.Itoa(p.Model.Index) + "] (display_name=" + p.Alias + "): routing: " + err.Error())
+	}
+	p.Group = g
+	p.WhenAllUnavailable = r.WhenAllUnavailable
+	for _, h := range r.HashOn {
+		src, err := balancer.ParseHashSource(h.Type, h.Name)
+		if err != nil {
+			return errors.New("models[" + strconv.Itoa(p.Model.Index) + "] (display_name=" + p.Alias + "): routing.hash_on: " + err.Error())
+		}
+		p.HashOn = append(p.HashOn, src)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters/upstream"
+	"gw/balancer"
 	"gw/admin"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
@@ -83,6 +84,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	opt := snapshot.DefaultOptions()
 	opt.UpstreamTimeout = time.Duration(cfg.UpstreamTimeoutMS) * time.Millisecond
+	// Per-model routing state (cooldown, latency EWMA, in-flight) lives for
+	// the process, keyed by derived ID, so it survives reloads.
+	opt.Balancer = balancer.NewRegistry()
 	opt.Pool = upstream.NewPool(upstream.Options{
 		MaxConnsPerHost:     int(cfg.UpstreamMaxConns),
 		MaxIdleConnDuration: cfg.UpstreamIdleTimeout,
