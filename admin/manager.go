@@ -60,6 +60,10 @@ type Manager struct {
 	status atomic.Pointer[Status]
 
 	unknownSet *metrics.Set
+
+	// OnApply, when set, runs after each successful apply with the new
+	// snapshot (background checks restart for it). Set before the first Apply.
+	OnApply func(*snapshot.Snapshot)
 }
 
 // NewManager returns a manager for the resource file at path.
@@ -113,6 +117,9 @@ func (m *Manager) Apply(trigger string) *resources.Result {
 		return res
 	}
 	m.holder.Store(snap)
+	if m.OnApply != nil {
+		m.OnApply(snap)
+	}
 	m.seq++
 	next.State = StateSynced
 	next.ApplySeq = m.seq

@@ -15,7 +15,7 @@ import (
 // or every allowed attempt failed.
 func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
 	var fail lastFailure
-	it := newAttemptIter(c, ip, ipOK, ctx)
+	it := p.newAttemptIter(c, ip, ipOK, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
 			req := p.buildRequest(ctx, c, t, up)

@@ -17,6 +17,7 @@ const metricsChunk = 256 << 10
 // Ops serves the operations endpoints: /livez, /readyz, /status/config, /metrics.
 type Ops struct {
 	Manager *admin.Manager
+	Health  *Health // nil: /status/models lists models without probe results
 }
 
 // Handle serves ctx when its path is an ops endpoint and reports whether it did.
@@ -43,6 +44,21 @@ func (o *Ops) Handle(ctx *fasthttp.RequestCtx) bool {
 		ctx.SetBody(append(b, '\n'))
 	case "/metrics":
 		o.metrics(ctx)
+	case "/status/models":
+		snap := o.Manager.Holder().Load()
+		if snap == nil {
+			WriteError(ctx, fasthttp.StatusServiceUnavailable, "server_error", "no_snapshot", "no active snapshot")
+			return true
+		}
+		b, err := json.Marshal(struct {
+			Models []ModelStatus `json:"models"`
+		}{o.Health.Statuses(snap)})
+		if err != nil {
+			WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot render status")
+			return true
+		}
+		ctx.SetContentType("application/json")
+		ctx.SetBody(append(b, '\n'))
 	default:
 		return false
 	}

@@ -28,6 +28,8 @@ type Proxy struct {
 	Usage  *UsageStream // nil disables usage events
 	// Limiter enforces rate_limit and rate_limit_policies; nil disables limits.
 	Limiter *limiter.Limiter
+	// Health excludes models whose background checks fail; nil: no probes.
+	Health *Health
 }
 
 var (
@@ -385,6 +387,7 @@ type attemptIter struct {
 	anyway []int // when_all_unavailable: try_anyway, declared order
 	mode   uint8
 	cidrs  int // targets excluded by allowed_cidrs
+	health *Health
 }
 
 const (
@@ -393,8 +396,8 @@ const (
 	iterAnyway                // routing, everything excluded: declared order
 )
 
-func newAttemptIter(c *call, ip netip.Addr, ipOK bool, ctx *fasthttp.RequestCtx) attemptIter {
-	a := attemptIter{c: c, plan: c.plan, ip: ip, ipOK: ipOK, last: -1}
+func (p *Proxy) newAttemptIter(c *call, ip netip.Addr, ipOK bool, ctx *fasthttp.RequestCtx) attemptIter {
+	a := attemptIter{c: c, plan: c.plan, ip: ip, ipOK: ipOK, last: -1, health: p.Health}
 	g := c.plan.Group
 	if g == nil {
 		return a
@@ -406,9 +409,12 @@ func newAttemptIter(c *call, ip netip.Addr, ipOK bool, ctx *fasthttp.RequestCtx)
 		r.Key = balancer.HashKey(c.plan.HashOn, keySource{ctx: ctx, c: c, ip: ip, ipOK: ipOK})
 	}
 	for i := range c.plan.Targets {
-		if !eligible(&c.plan.Targets[i], ip, ipOK) {
+		t := &c.plan.Targets[i]
+		if !eligible(t, ip, ipOK) {
 			r.Skip = r.Skip.Add(i)
 			a.cidrs++
+		} else if !a.health.Healthy(t.Plan.ID, c.start) {
+			r.Skip = r.Skip.Add(i)
 		}
 	}
 	r.Skip = g.MarkCooling(r.Skip, c.start)

@@ -28,6 +28,9 @@ type Server struct {
 // NewServer builds the main server.
 func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, maxBody int64, log *slog.Logger) *Server {
 	s := &Server{Ops: &Ops{Manager: m}, Proxy: proxy, OpsOnMain: opsOnMain, Log: log}
+	if proxy != nil {
+		s.Ops.Health = proxy.Health
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.handle,
 		Name:                          "gw",
@@ -96,8 +99,8 @@ func (e edgeError) Error() string { return string(e) }
 const errShutdownTimeout = edgeError("edge: shutdown grace period elapsed with requests still in flight")
 
 // OpsServer serves only the ops endpoints (the separate status listener).
-func OpsServer(m *admin.Manager) *fasthttp.Server {
-	o := &Ops{Manager: m}
+func OpsServer(m *admin.Manager, health *Health) *fasthttp.Server {
+	o := &Ops{Manager: m, Health: health}
 	return &fasthttp.Server{
 		Name: "gw-status",
 		Handler: func(ctx *fasthttp.RequestCtx) {

@@ -73,7 +73,7 @@ const (
 // proper status (502 for an empty stream, 504 for a timeout).
 func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
 	var fail lastFailure
-	it := newAttemptIter(c, ip, ipOK, ctx)
+	it := p.newAttemptIter(c, ip, ipOK, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
 			req := p.buildRequest(ctx, c, t, up)

@@ -18,11 +18,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters/upstream"
-	"gw/balancer"
 	"gw/admin"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
 	"gw/admin/startup"
+	"gw/balancer"
 	"gw/edge"
 	"gw/limiter"
 )
@@ -95,6 +95,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		MaxConnWaitTimeout: 10 * time.Second,
 	})
 	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
+	// Background model checks restart with every applied snapshot.
+	health := edge.NewHealth(log)
+	mgr.OnApply = health.Apply
+	defer health.Close()
 	if res := mgr.Apply("startup"); len(res.Errors) > 0 {
 		// Nothing binds when the file is invalid at startup.
 		for _, e := range res.Errors {
@@ -128,7 +132,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log}
+	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health}
 	// Rate limits: local counters, shared through Redis when configured
 	// (degraded to per-replica counting while Redis is unreachable).
 	lcfg := limiter.Config{Logger: log}
@@ -152,7 +156,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	go func() { errc <- srv.Serve(mainLn) }()
 	var statusSrv *fasthttp.Server
 	if statusLn != nil {
-		statusSrv = edge.OpsServer(mgr)
+		statusSrv = edge.OpsServer(mgr, health)
 		go func() { errc <- statusSrv.Serve(statusLn) }()
 	}
 	var debugSrv *http.Server
