@@ -328,10 +328,17 @@ func (p *Proxy) relay(w *bufio.Writer, c *call, s *relayState) int {
 		} else {
 			continue
 		}
-		if _, err := w.Write(out); err != nil || w.Flush() != nil {
+		if _, err := w.Write(out); err != nil {
 			c.errClass = "client_gone"
 			return 499
 		}
 		c.respBytes += len(out)
+		// Flush at once unless another complete event is already buffered:
+		// events that arrived together leave in one write, and no event ever
+		// waits for a later read.
+		if !s.rd.Pending() && w.Flush() != nil {
+			c.errClass = "client_gone"
+			return 499
+		}
 	}
 }

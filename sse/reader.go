@@ -510,3 +510,40 @@ type noCopy struct{}
 
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
+
+// Pending reports whether the bytes already buffered hold at least one more
+// complete block with a field line (not only comments), i.e. whether the
+// next call to Next will return an event without reading from the source. A
+// relay uses it to flush its writer only when no further event is waiting,
+// so events that arrived together go out in one write while an event never
+// waits behind a blocking read.
+func (r *Reader) Pending() bool {
+	b := r.buf[r.pos:r.end]
+	field := false // the current block has a non-comment line
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' && b[i] != '\r' {
+			i++
+		}
+		if i == len(b) {
+			return false // an unterminated line: the block is incomplete
+		}
+		line := b[:i]
+		n := 1
+		if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+			n = 2
+		} else if b[i] == '\r' && i+1 == len(b) {
+			return false // a CR that may still be followed by LF
+		}
+		b = b[i+n:]
+		switch {
+		case len(line) == 0:
+			if field {
+				return true
+			}
+		case line[0] != ':':
+			field = true
+		}
+	}
+	return false
+}

@@ -590,3 +590,26 @@ func TestEventSlicesAreClipped(t *testing.T) {
 	}
 	_ = append(ev.Data, "XXXXXXXX"...)
 }
+
+func TestPending(t *testing.T) {
+	f := func(input string, reads int, want bool) {
+		t.Helper()
+		r := sse.AcquireReader(strings.NewReader(input))
+		defer sse.ReleaseReader(r)
+		for i := 0; i < reads; i++ {
+			if _, err := r.Next(); err != nil {
+				t.Fatalf("%q: read %d: %v", input, i, err)
+			}
+		}
+		if got := r.Pending(); got != want {
+			t.Fatalf("%q after %d events: Pending = %v; want %v", input, reads, got, want)
+		}
+	}
+	f("data: a\n\ndata: b\n\n", 1, true)         // a second event is buffered
+	f("data: a\n\ndata: b\n\n", 2, false)        // nothing left
+	f("data: a\n\ndata: b", 1, false)            // the next one is incomplete
+	f("data: a\r\n\r\ndata: b\r\n\r\n", 1, true) // CRLF
+	f("data: a\r\rdata: b\r\rdata: c", 1, true)  // CR only
+	f("data: a\n\n: keep-alive\n\n", 1, false)   // only a comment block waits: Next would block
+	f("data: a\n\n: c\n\ndata: b\n\n", 1, true)  // an event behind a comment block
+}
