@@ -13,6 +13,7 @@ provider_keys:
   - display_name: a
     api_key: ${E2E_OPENAI_KEY}
     api_base: ${E2E_MOCK_A}/v1
+    request: {forward_client_headers: ["x-mock-latency"]}
   - display_name: b
     api_key: ${E2E_OPENAI_KEY}
     api_base: ${E2E_MOCK_B}/v1
@@ -35,6 +36,18 @@ models:
       targets: [{model: mb, priority: 1}, {model: ma}]
   - display_name: only-b
     routing:
+      targets: [{model: mb}]
+  - display_name: slow-a
+    provider: openai
+    model_name: gpt-4o
+    provider_key: a
+    timeout: 300
+  - display_name: timeout-failover
+    routing:
+      targets: [{model: slow-a, priority: 1}, {model: mb}]
+  - display_name: anyway
+    routing:
+      when_all_unavailable: try_anyway
       targets: [{model: mb}]
   - display_name: weighted
     routing:
@@ -100,5 +113,23 @@ func TestRoutingWeightedRoundRobin(t *testing.T) {
 	// Smooth weighted round robin is exact over full cycles: 3:1.
 	if a.Stats().Requests != 30 || b.Stats().Requests != 10 {
 		t.Fatalf("weights 3:1 gave a %d, b %d", a.Stats().Requests, b.Stats().Requests)
+	}
+}
+
+func TestRoutingTimeoutAndTryAnyway(t *testing.T) {
+	g, a, b := startRoutingGW(t)
+	// The first target times out (timeout 300 ms, the mock answers after 1 s): fail over.
+	st, _, body := chatStatus(t, g.addr, "caller-e2e", "timeout-failover", "x-mock-latency", "1s")
+	if st != 200 || a.Stats().Requests != 1 || b.Stats().Requests != 1 {
+		t.Fatalf("timeout failover: %d %s (a %d, b %d)", st, body, a.Stats().Requests, b.Stats().Requests)
+	}
+	// Put mb in cooldown (default 30 s) with a 503, then: fail → 503, try_anyway → still tried.
+	chatStatus(t, g.addr, "caller-e2e", "only-b", "x-mock-status", "503")
+	if st, _, _ := chatStatus(t, g.addr, "caller-e2e", "only-b"); st != 503 {
+		t.Fatalf("when_all_unavailable fail: %d", st)
+	}
+	before := b.Stats().Requests
+	if st, _, body := chatStatus(t, g.addr, "caller-e2e", "anyway"); st != 200 || b.Stats().Requests != before+1 {
+		t.Fatalf("try_anyway: %d %s", st, body)
 	}
 }
