@@ -28,9 +28,14 @@ models:
 `
 
 func benchSnapshot(tb testing.TB) *snapshot.Snapshot {
+	return compileFile(tb, benchFile, map[string]string{"K": "sk-upstream", "CALLER": "caller-key"})
+}
+
+// compileFile loads and compiles a resource file for edge tests, with a real
+// upstream pool.
+func compileFile(tb testing.TB, src string, env map[string]string) *snapshot.Snapshot {
 	tb.Helper()
-	env := map[string]string{"K": "sk-upstream", "CALLER": "caller-key"}
-	r := resources.Load([]byte(benchFile), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	r := resources.Load([]byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err := r.Err(); err != nil {
 		tb.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"gw/adapters/upstream"
-	"gw/admin/resources"
 	"gw/admin/snapshot"
 	"gw/perf/mock"
 )
@@ -43,16 +41,7 @@ models:
     model_name: gpt-4o
     provider_key: oa
 `
-	r := resources.Load([]byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err := r.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	opt := snapshot.DefaultOptions()
-	opt.Pool = upstream.NewPool(upstream.Options{})
-	s, err := snapshot.Compile(r.Resources, opt)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := compileFile(tb, src, env)
 	h := &snapshot.Holder{}
 	h.Store(s)
 	return &Proxy{Holder: h}

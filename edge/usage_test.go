@@ -7,8 +7,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"gw/adapters/upstream"
-	"gw/admin/resources"
 	"gw/admin/snapshot"
 )
 
@@ -54,16 +52,7 @@ models:
   - display_name: grp
     routing: {targets: [{model: a}, {model: b}]}
 `
-	r := resources.Load([]byte(src), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	opt := snapshot.DefaultOptions()
-	opt.Pool = upstream.NewPool(upstream.Options{})
-	s, err := snapshot.Compile(r.Resources, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := compileFile(t, src, env)
 	h := &snapshot.Holder{}
 	h.Store(s)
 	sink := &collectSink{}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -60,14 +59,7 @@ func modelHealth(t *testing.T, addr, model string) (healthy, checked bool) {
 }
 
 func TestBackgroundModelCheck(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mock.New(mock.Config{})
-	go m.Serve(ln)
-	t.Cleanup(func() { m.Shutdown() })
-	t.Setenv("E2E_MOCK", "http://"+ln.Addr().String())
+	m := startMock(t, "E2E_MOCK", mock.Config{})
 	p := writeTemp(t, "health.yaml", healthFile)
 	g := startGW(t, p)
 

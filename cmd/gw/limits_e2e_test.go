@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,14 +56,7 @@ rate_limit_policies:
 
 func startLimitsGW(t *testing.T, extra ...string) (*proc, *mock.Server) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mock.New(mock.Config{})
-	go m.Serve(ln)
-	t.Cleanup(func() { m.Shutdown() })
-	t.Setenv("E2E_MOCK_BASE", "http://"+ln.Addr().String())
+	m := startMock(t, "E2E_MOCK_BASE", mock.Config{})
 	t.Setenv("E2E_TEAM_KEY", "team-key")
 	t.Setenv("E2E_FREE_KEY", "free-key")
 	return startGW(t, writeTemp(t, "limits.yaml", limitsFile), extra...), m

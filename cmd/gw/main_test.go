@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gw/perf/mock"
 )
 
 // gwBin is the real binary, built once for the end-to-end tests.
@@ -339,4 +341,20 @@ func TestExampleFileValidates(t *testing.T) {
 			t.Fatalf("example does not exercise %s: %s", strings.TrimSuffix(c, "="), out)
 		}
 	}
+}
+
+// startMock serves an in-process mock upstream on a loopback port, stops it
+// with the test, and exports its base URL in the environment variable env
+// (for the resource file's ${...}).
+func startMock(t *testing.T, env string, cfg mock.Config) *mock.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mock.New(cfg)
+	go m.Serve(ln)
+	t.Cleanup(func() { m.Shutdown() })
+	t.Setenv(env, "http://"+ln.Addr().String())
+	return m
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -100,14 +99,7 @@ type e2e struct {
 
 func startE2E(t *testing.T) *e2e {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mock.New(mock.Config{Knobs: mock.Knobs{ModelSuffix: "-2024-08-06"}})
-	go m.Serve(ln)
-	t.Cleanup(func() { m.Shutdown() })
-	t.Setenv("E2E_MOCK_BASE", "http://"+ln.Addr().String())
+	m := startMock(t, "E2E_MOCK_BASE", mock.Config{Knobs: mock.Knobs{ModelSuffix: "-2024-08-06"}})
 	t.Setenv("E2E_NARROW_KEY", "narrow-key")
 	t.Setenv("E2E_DISABLED_KEY", "disabled-key")
 	t.Setenv("E2E_EXPIRED_KEY", "expired-key")

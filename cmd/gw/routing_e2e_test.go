@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -57,18 +56,7 @@ models:
 
 func startRoutingGW(t *testing.T) (*proc, *mock.Server, *mock.Server) {
 	t.Helper()
-	start := func(env string) *mock.Server {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := mock.New(mock.Config{})
-		go m.Serve(ln)
-		t.Cleanup(func() { m.Shutdown() })
-		t.Setenv(env, "http://"+ln.Addr().String())
-		return m
-	}
-	a, b := start("E2E_MOCK_A"), start("E2E_MOCK_B")
+	a, b := startMock(t, "E2E_MOCK_A", mock.Config{}), startMock(t, "E2E_MOCK_B", mock.Config{})
 	return startGW(t, writeTemp(t, "routing.yaml", routingFile)), a, b
 }
 
