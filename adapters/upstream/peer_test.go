@@ -70,6 +70,6 @@ func TestPeerClosedTellsCutFromEnd(t *testing.T) {
 		}
 		resp.CloseBodyStream()
 	}
-	f(head, true, true)                // cut after one chunk
+	f(head, true, true)               // cut after one chunk
 	f(head+"0\r\n\r\n", false, false) // a real end on a kept-alive connection
 }
