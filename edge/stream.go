@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -19,6 +18,12 @@ import (
 
 // relayState is the per-stream state of a relayed chat stream. Pooled.
 type relayState struct {
+	p        *Proxy
+	c        *call
+	reqBytes int
+	done     bool
+	wbuf     []byte // events waiting for one chunked write
+
 	rd      *sse.Reader
 	resp    *fasthttp.Response
 	pending []byte // events read before the commit point, already rewritten
@@ -43,8 +48,8 @@ func (s *relayState) release() {
 		_ = s.resp.CloseBodyStream()
 		fasthttp.ReleaseResponse(s.resp)
 	}
-	s.rd, s.resp = nil, nil
-	s.pending, s.out, s.tmp = s.pending[:0], s.out[:0], s.tmp[:0]
+	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
+	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker = false, 0, ""
 	relayPool.Put(s)
 }
@@ -248,7 +253,10 @@ func hasContent(data []byte) bool {
 }
 
 // commit sends the 200 and the SSE headers and hands the rest of the stream
-// to fasthttp's body writer, which runs after this handler returns.
+// to fasthttp as the response body. fasthttp writes it from the
+// connection's own goroutine through relayState.WriteTo — each Write is one
+// flushed chunk — so no pipe or extra goroutine sits between the upstream
+// and the caller.
 func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.SetContentTypeBytes(streamCT)
@@ -256,13 +264,45 @@ func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	ctx.Response.Header.SetBytesKV(hdrAccelBuf, valNo)
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
-	reqBytes := len(ctx.Request.Body())
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		c.status = p.relay(w, c, s)
-		s.release()
-		p.record(c, methodPost, []byte(pathChat), reqBytes, true)
-		releaseCall(c)
-	})
+	s.p, s.c, s.reqBytes, s.done = p, c, len(ctx.Request.Body()), false
+	ctx.Response.SetBodyStream(s, -1)
+}
+
+// SupportsBodyWriteTo tells fasthttp to write the body through WriteTo.
+func (s *relayState) SupportsBodyWriteTo() bool { return true }
+
+// Read is never used (fasthttp prefers WriteTo); it ends the body at once.
+func (s *relayState) Read([]byte) (int, error) { return 0, io.EOF }
+
+// WriteTo relays the stream; w flushes every Write as one chunk.
+func (s *relayState) WriteTo(w io.Writer) (int64, error) {
+	n := s.c.respBytes
+	s.c.status = s.p.relay(w, s.c, s)
+	written := int64(s.c.respBytes - n)
+	s.end()
+	return written, nil
+}
+
+// Close runs when fasthttp is done with the body; it finishes a stream whose
+// body was never written (the caller left before the first byte).
+func (s *relayState) Close() error {
+	if !s.done {
+		s.c.status, s.c.errClass = 499, "client_gone"
+		s.end()
+	}
+	return nil
+}
+
+// end records the finished stream and releases its state. Once only.
+func (s *relayState) end() {
+	if s.done {
+		return
+	}
+	s.done = true
+	p, c, reqBytes := s.p, s.c, s.reqBytes
+	s.release()
+	p.record(c, methodPost, []byte(pathChat), reqBytes, true)
+	releaseCall(c)
 }
 
 var methodPost = []byte("POST")
@@ -275,26 +315,26 @@ var (
 	frameDone     = []byte("data: [DONE]\n\n")
 )
 
-// relay copies the stream to the caller chunk by chunk, flushing each, and
-// returns the status to record: 200, 504 (gap timeout), 502 (upstream
-// failure) or 499 (the caller left).
-func (p *Proxy) relay(w *bufio.Writer, c *call, s *relayState) int {
-	if _, err := w.Write(s.pending); err != nil || w.Flush() != nil {
-		c.errClass = "client_gone"
+// relay copies the stream to the caller event by event and returns the
+// status to record: 200, 504 (gap timeout), 502 (upstream failure) or 499
+// (the caller left). Every w.Write is flushed to the caller as one chunk;
+// events already buffered together are written together.
+func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
+	s.wbuf = append(s.wbuf[:0], s.pending...)
+	if !s.rd.Pending() && !s.flush(w, c) {
 		return 499
 	}
-	c.respBytes += len(s.pending)
 	for {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		ev, err := s.rd.Next()
 		if err != nil {
-			var frame []byte
-			status := fasthttp.StatusOK
 			if errors.Is(err, io.EOF) && s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp) {
 				err = io.ErrUnexpectedEOF // a chunked body cut off by the peer, not its end
 			}
+			var frame []byte
+			status := fasthttp.StatusOK
 			switch {
 			case errors.Is(err, io.EOF) && s.marker == "required":
 				frame, status, c.errClass = frameNoMarker, fasthttp.StatusBadGateway, "upstream_no_done"
@@ -305,40 +345,44 @@ func (p *Proxy) relay(w *bufio.Writer, c *call, s *relayState) int {
 			default:
 				frame, status, c.errClass = frameBroken, fasthttp.StatusBadGateway, "upstream_stream_error"
 			}
-			if _, werr := w.Write(frame); werr == nil && w.Flush() == nil {
-				c.respBytes += len(frame)
-			}
+			s.wbuf = append(s.wbuf, frame...)
+			s.flush(w, c)
 			return status
 		}
 		if sse.IsDone(ev.Data) {
-			if _, err := w.Write(frameDone); err != nil || w.Flush() != nil {
-				c.errClass = "client_gone"
+			s.wbuf = append(s.wbuf, frameDone...)
+			if !s.flush(w, c) {
 				return 499
 			}
-			c.respBytes += len(frameDone)
 			return fasthttp.StatusOK
 		}
-		var out []byte
 		if bytes.HasPrefix(ev.Data, errorPrefix) {
-			s.out = append(append(append(s.out[:0], "data: "...), ev.Data...), "\n\n"...)
-			out = s.out
+			s.wbuf = append(append(append(s.wbuf, "data: "...), ev.Data...), "\n\n"...)
 			c.errClass = "upstream_error_event"
 		} else if s.processChunk(c, ev.Data) {
-			out = s.out
+			s.wbuf = append(s.wbuf, s.out...)
 		} else {
 			continue
 		}
-		if _, err := w.Write(out); err != nil {
-			c.errClass = "client_gone"
-			return 499
-		}
-		c.respBytes += len(out)
-		// Flush at once unless another complete event is already buffered:
+		// Write at once unless another complete event is already buffered:
 		// events that arrived together leave in one write, and no event ever
 		// waits for a later read.
-		if !s.rd.Pending() && w.Flush() != nil {
-			c.errClass = "client_gone"
+		if !s.rd.Pending() && !s.flush(w, c) {
 			return 499
 		}
 	}
+}
+
+// flush writes the batched events as one chunk; false when the caller left.
+func (s *relayState) flush(w io.Writer, c *call) bool {
+	if len(s.wbuf) == 0 {
+		return true
+	}
+	if _, err := w.Write(s.wbuf); err != nil {
+		c.errClass = "client_gone"
+		return false
+	}
+	c.respBytes += len(s.wbuf)
+	s.wbuf = s.wbuf[:0]
+	return true
 }
