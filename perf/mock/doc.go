@@ -1,14 +1,19 @@
 // Package mock is a fast fake LLM provider for gw's end-to-end tests, `make run` and the
-// perf suite. It speaks the OpenAI Chat Completions wire format (one file per wire format:
-// openai_chat.go, openai_models.go; Anthropic, Responses, Bedrock and Gemini will follow)
-// and answers from pre-rendered fragments on fasthttp, so it is never the bottleneck of a
-// perf run: rendering a request's answer allocates nothing.
+// perf suite. It speaks OpenAI Chat Completions, OpenAI Responses and Anthropic Messages
+// (one file per wire format: openai_chat.go, openai_responses.go, anthropic_messages.go,
+// openai_models.go; Bedrock and Gemini will follow) and answers from pre-rendered
+// fragments on fasthttp, so it is never the bottleneck of a perf run: rendering a
+// request's answer allocates nothing.
 //
 // # Endpoints
 //
 //	POST .../chat/completions   chat.completion, or an SSE stream of chat.completion.chunk
 //	                            (any prefix: /v1/chat/completions, /openai/v1/chat/completions,
 //	                            /chat/completions, Azure's /openai/deployments/x/chat/completions)
+//	POST .../responses          OpenAI Responses: a response object, or its SSE event stream
+//	POST .../messages           Anthropic Messages: a message object, or its SSE event stream;
+//	                            requires the anthropic-version header
+//	POST .../messages/count_tokens  {"input_tokens":N}, N estimated as prompt_tokens
 //	GET  .../models             {"object":"list","data":[...]} from Config.Models
 //	GET  .../models/{id}        one model object, for any id
 //	GET  /_mock/requests        the last recorded requests, oldest first (JSON array)
@@ -40,6 +45,20 @@
 // Requests without model or messages, with an empty messages array or with a body that is
 // not a JSON object get a 400 with OpenAI's wording.
 //
+// The Responses and Anthropic answers carry the same content, tool calls and token
+// counts in their own shapes, as recorded in testdata/openai_responses_* and
+// testdata/anthropic_*: a Responses stream is response.created, response.in_progress, the
+// message item (output_item.added, content_part.added, output_text.delta per chunk,
+// output_text.done, content_part.done, output_item.done) or one function_call item per
+// tool call (output_item.added, function_call_arguments.delta per fragment,
+// function_call_arguments.done, output_item.done), then response.completed, every event
+// with its sequence_number. An Anthropic stream is message_start, content_block_start,
+// ping, content_block_delta per chunk, content_block_stop, message_delta, message_stop;
+// tool calls are tool_use blocks whose input_json_delta fragments start with "".
+// Anthropic errors use {"type":"error","error":{"type","message"}} with the type
+// Anthropic gives the status (401 authentication_error, 429 rate_limit_error, 529
+// overloaded_error, ...).
+//
 // # Knobs
 //
 // Every knob has a server default (Config.Knobs, or the -<knob-with-dashes> flag of Main)
@@ -67,16 +86,24 @@
 //	error_body         raw body of the error answer instead of the envelope; "empty"
 //	                   sends no body; alone it implies status 500
 //	retry_after        Retry-After header value of the error answer
-//	fail_after         K: stream the role chunk and K content events, then close the
-//	                   connection without the terminating chunk (no finish chunk, no
-//	                   [DONE]); clients see an unexpected EOF. A buffered request is
-//	                   closed before any response byte. -1 or off disables.
+//	fail_after         K: stream the opening events (chat: the role chunk) and K content
+//	                   events, then close the connection without the terminating chunk
+//	                   (no finish chunk, no [DONE], message_stop or response.completed);
+//	                   clients see an unexpected EOF. A buffered request is closed
+//	                   before any response byte. -1 or off disables.
 //	stall_after        K: after K content events, send nothing for stall_for, then go on
 //	                   (K at or past the last event stalls before the finish chunk);
 //	                   -1 or off disables
 //	stall_for          length of the stall (default 30s)
-//	empty_stream       the stream is only data: [DONE]
-//	no_done            omit data: [DONE]
+//	stream_error_after K: after K content events, end the stream (HTTP 200, properly
+//	                   terminated body) with the format's mid-stream error: Chat
+//	                   data: {"error":{...,"type":"server_error"}}; Anthropic event: error
+//	                   with overloaded_error; Responses an error event (code
+//	                   server_is_overloaded) then response.failed. -1 or off disables.
+//	empty_stream       the stream is only data: [DONE]; Anthropic and Responses
+//	                   streams have no event at all
+//	no_done            omit the terminator: data: [DONE], Anthropic message_stop,
+//	                   Responses response.completed
 //	model_suffix       appended to the requested model in answers: with -2024-08-06,
 //	                   gpt-4o is answered as gpt-4o-2024-08-06
 //	tool_calls         N: answer with N parallel tool calls, named after the request's

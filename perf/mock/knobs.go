@@ -46,9 +46,19 @@ type Knobs struct {
 	StallAfter int
 	StallFor   time.Duration
 
-	// EmptyStream makes a stream send only its terminator (OpenAI: data: [DONE]).
+	// StreamError ends the stream after StreamErrorAfter content events with the wire
+	// format's mid-stream error: Chat Completions data: {"error":...}, Anthropic
+	// event: error (overloaded_error), Responses error then response.failed. The HTTP
+	// status stays 200 and the body ends properly.
+	StreamError      bool
+	StreamErrorAfter int
+
+	// EmptyStream makes a stream send only its terminator (Chat Completions:
+	// data: [DONE]); Anthropic and Responses streams, which have no separate
+	// terminator, send no event at all.
 	EmptyStream bool
-	// NoDone omits the OpenAI data: [DONE] terminator.
+	// NoDone omits the stream's terminator: Chat Completions data: [DONE], Anthropic
+	// message_stop, Responses response.completed.
 	NoDone bool
 	// ModelSuffix is appended to the requested model in answers ("-2024-08-06").
 	ModelSuffix string
@@ -130,9 +140,11 @@ var knobSpecs = []knobSpec{
 		set: func(k *Knobs, v string) error { return setFault(&k.Stall, &k.StallAfter, v) }},
 	{name: "stall_for", help: "length of the stall_after pause (default 30s)",
 		set: func(k *Knobs, v string) error { return setDuration(&k.StallFor, v) }},
-	{name: "empty_stream", help: "stream only the terminator (data: [DONE]), no chunks", isBool: true,
+	{name: "stream_error_after", help: "end the stream after K content events with the format's error event (chat data: {\"error\"}, Anthropic event: error, Responses error + response.failed); -1 disables",
+		set: func(k *Knobs, v string) error { return setFault(&k.StreamError, &k.StreamErrorAfter, v) }},
+	{name: "empty_stream", help: "stream only the terminator (data: [DONE]); Anthropic and Responses streams send no event", isBool: true,
 		set: func(k *Knobs, v string) error { return setBool(&k.EmptyStream, v) }},
-	{name: "no_done", help: "omit the data: [DONE] terminator", isBool: true,
+	{name: "no_done", help: "omit the stream's terminator (data: [DONE], Anthropic message_stop, Responses response.completed)", isBool: true,
 		set: func(k *Knobs, v string) error { return setBool(&k.NoDone, v) }},
 	{name: "model_suffix", help: "appended to the requested model in answers, e.g. -2024-08-06",
 		set: func(k *Knobs, v string) error { k.ModelSuffix = v; return nil }},

@@ -287,6 +287,7 @@ func TestBadKnobs(t *testing.T) {
 	f(base+"/v1/chat/completions", "x-mock-chunk-delay", "10")
 	f(base+"/v1/chat/completions", "x-mock-status", "1000")
 	f(base+"/v1/chat/completions", "x-mock-no-done", "maybe")
+	f(base+"/v1/chat/completions", "x-mock-stream-error-after", "soon")
 	f(base+"/v1/chat/completions", "x-mock-chunks", "1048576", "x-mock-chunk-size", "1048576")
 	f(base + "/knobs/bogus=1/v1/chat/completions")
 }
@@ -300,5 +301,54 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestKnobStreamErrorAfter(t *testing.T) {
+	s, base := startMock(t, mock.Config{})
+	c := newClient()
+	f := func(body string, header []string, wantContent int) {
+		t.Helper()
+		resp := post(t, c, base+"/v1/chat/completions", body, header...)
+		raw, err := readAll(resp)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v: got status %d, read error %v; want 200 and a complete body", header, resp.StatusCode, err)
+		}
+		data := sseData(t, raw)
+		if len(data) != 2+wantContent {
+			t.Fatalf("%v: got %d events; want role + %d content + error:\n%s", header, len(data), wantContent, raw)
+		}
+		var e openAIError
+		if err := json.Unmarshal([]byte(data[len(data)-1]), &e); err != nil || e.Error.Type != "server_error" || e.Error.Message == "" {
+			t.Fatalf("%v: last event %s is not an OpenAI error (%v)", header, data[len(data)-1], err)
+		}
+		if m := object(t, data[len(data)-1]); len(m) != 1 {
+			t.Fatalf("%v: the error event has members besides error: %s", header, data[len(data)-1])
+		}
+		if bytes.Contains(raw, []byte("[DONE]")) || bytes.Contains(raw, []byte(`"finish_reason":"`)) {
+			t.Fatalf("%v: a stream ended by an error must not finish:\n%s", header, raw)
+		}
+	}
+	f(streamBody, []string{"x-mock-stream-error-after", "2"}, 2)
+	f(streamBody, []string{"x-mock-stream-error-after", "0"}, 0)
+	f(streamUsageBody, []string{"x-mock-stream-error-after", "99"}, 5) // all content, then the error
+	f(streamBody, []string{"x-mock-stream-error-after", "1", "x-mock-tool-calls", "1", "x-mock-chunks", "2"}, 1)
+	// Path knobs work too.
+	resp := post(t, c, base+"/knobs/stream_error_after=1/v1/chat/completions", streamBody)
+	if raw, _ := readAll(resp); !bytes.Contains(raw, []byte(`{"error":`)) {
+		t.Fatalf("path knob: got %s", raw)
+	}
+	if got := s.Stats().Errors; got != 5 {
+		t.Fatalf("got %d errors counted; want 5", got)
+	}
+	// A cut before the error position wins.
+	resp = post(t, c, base+"/v1/chat/completions", streamBody, "x-mock-stream-error-after", "3", "x-mock-fail-after", "1")
+	if raw, err := readAll(resp); !errors.Is(err, io.ErrUnexpectedEOF) || bytes.Contains(raw, []byte(`{"error":`)) {
+		t.Fatalf("fail_after=1 before stream_error_after=3: got %v\n%s", err, raw)
+	}
+	// Buffered answers are not streams: the knob does not apply.
+	resp = post(t, c, base+"/v1/chat/completions", chatBody, "x-mock-stream-error-after", "0")
+	if b, _ := readAll(resp); resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"chat.completion"`)) {
+		t.Fatalf("buffered: got %d %s", resp.StatusCode, b)
 	}
 }

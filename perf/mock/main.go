@@ -33,7 +33,8 @@ func Main(args []string) error {
 		return fmt.Errorf("cannot listen on %q: %w", addr, err)
 	}
 	s := New(cfg)
-	log.Printf("gw mock: OpenAI-compatible provider on http://%s (POST /v1/chat/completions, GET /v1/models, GET /_mock/requests, GET /_mock/stats)", ln.Addr())
+	log.Printf("gw mock: fake LLM provider on http://%s (POST /v1/chat/completions, /v1/responses, /v1/messages, "+
+		"/v1/messages/count_tokens; GET /v1/models, /_mock/requests, /_mock/stats)", ln.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -73,7 +74,8 @@ func parseFlags(args []string, out io.Writer) (cfg Config, addr string, verbose 
 		}
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: gw mock [flags]\n\nA fake OpenAI provider for tests and perf runs. Every knob flag sets the default;\n"+
+		fmt.Fprintf(out, "Usage: gw mock [flags]\n\nA fake LLM provider (OpenAI Chat Completions and Responses, Anthropic Messages)\n"+
+			"for tests and perf runs. Every knob flag sets the default;\n"+
 			"requests override it with an x-mock-<knob> header or a /knobs/<knob>=<value>,.../ path segment.\n\n")
 		fs.PrintDefaults()
 	}

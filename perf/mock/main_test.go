@@ -15,7 +15,7 @@ func TestParseFlags(t *testing.T) {
 		"-addr", ":9999", "-record=false", "-models", "a, b", "-v",
 		"-chunks", "7", "-chunk-size", "16", "-chunk-delay", "5ms", "-first-token-delay", "1s", "-latency", "2ms",
 		"-status", "503", "-error-body", "empty", "-retry-after", "9",
-		"-fail-after", "3", "-stall-after", "2", "-stall-for", "4s",
+		"-fail-after", "3", "-stall-after", "2", "-stall-for", "4s", "-stream-error-after", "6",
 		"-empty-stream", "-no-done", "-model-suffix", "-2024-08-06", "-tool-calls", "2",
 	}, io.Discard)
 	if err != nil {
@@ -24,7 +24,7 @@ func TestParseFlags(t *testing.T) {
 	want := Knobs{
 		Chunks: 7, ChunkSize: 16, ChunkDelay: 5 * time.Millisecond, FirstTokenDelay: time.Second, Latency: 2 * time.Millisecond,
 		Status: 503, ErrorBody: "empty", RetryAfter: "9",
-		Fail: true, FailAfter: 3, Stall: true, StallAfter: 2, StallFor: 4 * time.Second,
+		Fail: true, FailAfter: 3, Stall: true, StallAfter: 2, StallFor: 4 * time.Second, StreamError: true, StreamErrorAfter: 6,
 		EmptyStream: true, NoDone: true, ModelSuffix: "-2024-08-06", ToolCalls: 2, forceToolCalls: true,
 	}
 	if cfg.Knobs != want {

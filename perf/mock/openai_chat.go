@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -48,17 +47,13 @@ var (
 	strRoleDeltaText    = []byte(`{"role":"assistant","content":"","refusal":null}`)
 	strRoleDeltaTools   = []byte(`{"role":"assistant","content":null}`)
 	strSSEDone          = []byte("data: [DONE]\n\n")
+	// The stream_error_after event, as OpenAI sends a mid-stream error (protocols.md §1.3):
+	// a data line with an error object and no [DONE] after it.
+	strChatStreamError = []byte(`data: {"error":{"message":"The server had an error while processing your request. ` +
+		`Sorry about that! (mock: stream_error_after)","type":"server_error","param":null,"code":null}}` + "\n\n")
 )
 
-const (
-	fillerText = "Hello from the gw mock provider. This reply is deterministic filler made of plain " +
-		"ASCII words, so tests can check every byte that streams through the gateway. "
-	argsOpen  = `{"query":"`
-	argsClose = `"}`
-
-	openAIFingerprint = "fp_mock"
-	maxToolNames      = 16
-)
+const openAIFingerprint = "fp_mock"
 
 // Messages of the 400 answers, worded as OpenAI words them.
 const (
@@ -67,7 +62,6 @@ const (
 	msgNoMessages    = "Missing required parameter: 'messages'."
 	msgBadMessages   = "Invalid type for 'messages': expected an array of objects."
 	msgEmptyMessages = "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."
-	msgTooLarge      = "mock: chunks*chunk_size (times tool_calls) exceeds 64 MiB"
 )
 
 // Errors of ParseChatRequest. Each message is that of the mock's 400 answer.
@@ -218,25 +212,12 @@ func (r *ChatRequestInfo) readTools(tools []byte) {
 // chatAnswer renders one Chat Completions answer, buffered or streamed. It is pooled; it
 // implements streamBody.
 type chatAnswer struct {
+	answerBase
 	req ChatRequestInfo // valid only between parse and prepare
 
-	k            Knobs
-	id           uint64
-	created      int64
 	stream       bool
 	includeUsage bool
-	toolCalls    int
-	promptTokens int
-	argLen       int // bytes of each tool call's arguments
-	frags        int // argument fragments per tool call
-
-	model    []byte // as echoed: requested model + escaped model_suffix
-	names    []byte // tool names, concatenated
-	nameEnds [maxToolNames]int
-	nNames   int
-	args     []byte // arguments of every tool call (raw JSON text)
-	head     []byte // chunk head: `data: {"id":...,"system_fingerprint":"fp_mock",`
-	scratch  []byte
+	head         []byte // chunk head: `data: {"id":...,"system_fingerprint":"fp_mock",`
 }
 
 var chatAnswerPool = sync.Pool{New: func() any { return new(chatAnswer) }}
@@ -244,12 +225,7 @@ var chatAnswerPool = sync.Pool{New: func() any { return new(chatAnswer) }}
 func acquireChatAnswer() *chatAnswer { return chatAnswerPool.Get().(*chatAnswer) }
 
 func (a *chatAnswer) release() {
-	if cap(a.args) > 1<<20 {
-		a.args = nil
-	}
-	if cap(a.scratch) > 1<<20 {
-		a.scratch = nil
-	}
+	a.trim()
 	chatAnswerPool.Put(a)
 }
 
@@ -293,53 +269,16 @@ func (s *Server) serveOpenAIChat(ctx *fasthttp.RequestCtx, k *Knobs) {
 // request body. It returns the message of a 400 answer, or "".
 func (a *chatAnswer) prepare(s *Server, k *Knobs, bodyLen int) string {
 	r := &a.req
-	a.k = *k
+	if msg := a.prepareBase(s, k, bodyLen, r.Model, r.HasTools, r.ToolNames()); msg != "" {
+		return msg
+	}
 	a.stream = r.Stream
 	a.includeUsage = r.Stream && r.IncludeUsage
-	a.toolCalls = 0
-	if k.ToolCalls > 0 && (k.forceToolCalls || r.HasTools) {
-		a.toolCalls = k.ToolCalls
-	}
-	size := k.Chunks * k.ChunkSize
-	if a.toolCalls > 0 {
-		size = max(size, len(argsOpen)+len(argsClose)) * a.toolCalls
-	}
-	if size > maxContentSize {
-		return msgTooLarge
-	}
-
-	a.id = s.seq.Add(1)
-	a.created = time.Now().Unix()
-	// Deterministic stand-in for tokenization: about four bytes per token.
-	a.promptTokens = max(1, bodyLen/4)
-	a.model = appendEscaped(append(a.model[:0], r.Model...), k.ModelSuffix)
-	a.names, a.nNames = a.names[:0], 0
-	for _, name := range r.ToolNames() {
-		a.names = append(a.names, name...)
-		a.nameEnds[a.nNames] = len(a.names)
-		a.nNames++
-	}
-	if a.toolCalls > 0 {
-		a.argLen = max(k.Chunks*k.ChunkSize, len(argsOpen)+len(argsClose))
-		a.frags = (a.argLen + k.ChunkSize - 1) / k.ChunkSize
-		a.args = append(a.args[:0], argsOpen...)
-		a.args = appendFiller(a.args, 0, a.argLen-len(argsOpen)-len(argsClose))
-		a.args = append(a.args, argsClose...)
-	}
 	if a.stream {
 		a.head = a.appendChunkHead(a.head[:0])
 	}
 	a.req = ChatRequestInfo{}
 	return ""
-}
-
-// completionTokens is the number of content events the answer has: content chunks, or
-// tool-call headers plus argument fragments.
-func (a *chatAnswer) completionTokens() int {
-	if a.toolCalls > 0 {
-		return a.toolCalls * (1 + a.frags)
-	}
-	return a.k.Chunks
 }
 
 func (a *chatAnswer) finishReason() string {
@@ -375,13 +314,13 @@ func (a *chatAnswer) appendCompletion(dst []byte) []byte {
 		dst = append(dst, ']')
 	} else {
 		dst = append(dst, '"')
-		dst = appendFiller(dst, 0, a.k.Chunks*a.k.ChunkSize)
+		dst = appendFiller(dst, 0, a.contentLen())
 		dst = append(dst, `","refusal":null,"annotations":[]`...)
 	}
 	dst = append(dst, `},"logprobs":null,"finish_reason":"`...)
 	dst = append(dst, a.finishReason()...)
 	dst = append(dst, `"}],"usage":`...)
-	dst = appendOpenAIUsage(dst, a.promptTokens, a.completionTokens())
+	dst = appendOpenAIUsage(dst, a.promptTokens, a.outputTokens())
 	dst = append(dst, `,"service_tier":"default","system_fingerprint":"`+openAIFingerprint+`"}`...)
 	return dst
 }
@@ -398,24 +337,7 @@ func (a *chatAnswer) appendChunkHead(dst []byte) []byte {
 }
 
 func (a *chatAnswer) appendToolCallID(dst []byte, c int) []byte {
-	dst = append(dst, "call_mock_"...)
-	dst = strconv.AppendUint(dst, a.id, 10)
-	dst = append(dst, '_')
-	return appendInt(dst, c)
-}
-
-// appendToolName names tool call c after the request's tools, round-robin, or mock_tool_<c>
-// when the request declared none.
-func (a *chatAnswer) appendToolName(dst []byte, c int) []byte {
-	if a.nNames == 0 {
-		return appendInt(append(dst, "mock_tool_"...), c)
-	}
-	i := c % a.nNames
-	start := 0
-	if i > 0 {
-		start = a.nameEnds[i-1]
-	}
-	return append(dst, a.names[start:a.nameEnds[i]]...)
+	return a.appendToolID(dst, "call_mock_", c)
 }
 
 func (a *chatAnswer) usageTail() int {
@@ -441,7 +363,7 @@ func (a *chatAnswer) events() int {
 	if a.k.EmptyStream {
 		return 0
 	}
-	return a.completionTokens()
+	return a.outputTokens()
 }
 
 func (a *chatAnswer) writeStart(w *bufio.Writer) {
@@ -465,7 +387,7 @@ func (a *chatAnswer) writeEvent(w *bufio.Writer, i int) {
 	}
 	// Tool calls: per call one header event (id, type, name, arguments:""), then the
 	// argument fragments, as in fixtures/openai_chat_parallel_tool_calls_include_usage.sse.
-	c, j := i/(1+a.frags), i%(1+a.frags)
+	c, j := a.toolEvent(i)
 	d := append(a.scratch[:0], `{"tool_calls":[{"index":`...)
 	d = appendInt(d, c)
 	if j == 0 {
@@ -475,10 +397,8 @@ func (a *chatAnswer) writeEvent(w *bufio.Writer, i int) {
 		d = a.appendToolName(d, c)
 		d = append(d, `","arguments":""}}]}`...)
 	} else {
-		cs := a.k.ChunkSize
-		from := (j - 1) * cs
 		d = append(d, `,"function":{"arguments":`...)
-		d = rawjson.AppendQuoteBytes(d, a.args[from:min(from+cs, len(a.args))])
+		d = rawjson.AppendQuoteBytes(d, a.argFragment(j-1))
 		d = append(d, `}}]}`...)
 	}
 	a.scratch = d
@@ -500,7 +420,7 @@ func (a *chatAnswer) writeEnd(w *bufio.Writer) {
 			_ = w.Flush()
 			w.Write(a.head)
 			w.Write(strChunkUsageOpen)
-			a.scratch = appendOpenAIUsage(a.scratch[:0], a.promptTokens, a.completionTokens())
+			a.scratch = appendOpenAIUsage(a.scratch[:0], a.promptTokens, a.outputTokens())
 			w.Write(a.scratch)
 			w.Write(strChunkEnd)
 		}
@@ -510,6 +430,8 @@ func (a *chatAnswer) writeEnd(w *bufio.Writer) {
 		w.Write(strSSEDone)
 	}
 }
+
+func (a *chatAnswer) writeStreamError(w *bufio.Writer) { w.Write(strChatStreamError) }
 
 func appendOpenAIUsage(dst []byte, prompt, completion int) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
@@ -550,49 +472,4 @@ func appendOpenAIError(dst []byte, status int, message string) []byte {
 		dst = append(dst, '"')
 	}
 	return append(dst, "}}"...)
-}
-
-// appendFiller appends n bytes of the endless repetition of fillerText, from offset off.
-// Chunk i of a stream is appendFiller(off=i*chunk_size, n=chunk_size), so the buffered
-// content equals the concatenated streamed content.
-func appendFiller(dst []byte, off, n int) []byte {
-	for n > 0 {
-		o := off % len(fillerText)
-		m := min(n, len(fillerText)-o)
-		dst = append(dst, fillerText[o:o+m]...)
-		off += m
-		n -= m
-	}
-	return dst
-}
-
-func writeFiller(w *bufio.Writer, off, n int) {
-	for n > 0 {
-		o := off % len(fillerText)
-		m := min(n, len(fillerText)-o)
-		w.WriteString(fillerText[o : o+m])
-		off += m
-		n -= m
-	}
-}
-
-// appendEscaped appends s escaped as the inside of a JSON string, as rawjson.AppendQuote
-// escapes it but without the quotes: the model suffix joins the requested model in one string.
-func appendEscaped(dst []byte, s string) []byte {
-	n := len(dst)
-	dst = rawjson.AppendQuote(dst, s)
-	copy(dst[n:], dst[n+1:len(dst)-1])
-	return dst[:len(dst)-2]
-}
-
-func appendInt(dst []byte, n int) []byte {
-	return strconv.AppendInt(dst, int64(n), 10)
-}
-
-// requestBody returns the request body, decompressed when it has a Content-Encoding.
-func requestBody(ctx *fasthttp.RequestCtx) ([]byte, error) {
-	if len(ctx.Request.Header.ContentEncoding()) == 0 {
-		return ctx.PostBody(), nil
-	}
-	return ctx.Request.BodyUncompressedWithLimit(maxContentSize)
 }

@@ -29,6 +29,11 @@ func benchClient(b *testing.B, cfg mock.Config) *fasthttp.HostClient {
 }
 
 func benchChat(b *testing.B, body string, wantSuffix []byte, header ...string) {
+	benchPost(b, "/v1/chat/completions", body, wantSuffix, header...)
+}
+
+// benchPost posts body to path from parallel clients and checks each answer's suffix.
+func benchPost(b *testing.B, path, body string, wantSuffix []byte, header ...string) {
 	c := benchClient(b, mock.Config{RecordLimit: -1})
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -37,7 +42,7 @@ func benchChat(b *testing.B, body string, wantSuffix []byte, header ...string) {
 		resp := fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
-		req.SetRequestURI("http://mock/v1/chat/completions")
+		req.SetRequestURI("http://mock" + path)
 		req.Header.SetMethod(fasthttp.MethodPost)
 		req.Header.SetContentType("application/json")
 		for i := 0; i+1 < len(header); i += 2 {

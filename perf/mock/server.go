@@ -154,6 +154,9 @@ type route struct {
 
 var routes = []*route{
 	&openAIChatRoute,
+	&openAIResponsesRoute,
+	&anthropicMessagesRoute,
+	&anthropicCountTokensRoute,
 	&openAIModelsRoute,
 	&openAIModelRoute,
 }
@@ -178,8 +181,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) route(ctx *fasthttp.RequestCtx, path []byte) {
 	method := ctx.Method()
-	var rt *route
-	wrongMethod := false
+	var rt, wrongMethod *route
 	for _, r := range routes {
 		if !r.match(path) {
 			continue
@@ -188,14 +190,21 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path []byte) {
 			rt = r
 			break
 		}
-		wrongMethod = true
+		if wrongMethod == nil {
+			wrongMethod = r
+		}
 	}
 	if rt == nil {
-		status := fasthttp.StatusNotFound
-		if wrongMethod {
-			status = fasthttp.StatusMethodNotAllowed
+		// In the words of the endpoint, else of the client: Anthropic's clients send
+		// anthropic-version.
+		status, format := fasthttp.StatusNotFound, errorFormat(appendOpenAIError)
+		switch {
+		case wrongMethod != nil:
+			status, format = fasthttp.StatusMethodNotAllowed, wrongMethod.appendError
+		case len(ctx.Request.Header.PeekBytes(strAnthropicVersion)) > 0:
+			format = appendAnthropicError
 		}
-		s.writeError(ctx, appendOpenAIError, status, "Invalid URL ("+string(method)+" "+string(path)+")")
+		s.writeError(ctx, format, status, "Invalid URL ("+string(method)+" "+string(path)+")")
 		return
 	}
 
@@ -225,7 +234,7 @@ func (s *Server) writeInjectedError(ctx *fasthttp.RequestCtx, format errorFormat
 	}
 	switch k.ErrorBody {
 	case "":
-		s.writeError(ctx, format, status, "mock: injected status "+strconv.Itoa(status)+" "+fasthttp.StatusMessage(status))
+		s.writeError(ctx, format, status, "mock: injected status "+strconv.Itoa(status)+" "+statusText(status))
 	case "empty":
 		s.stats.errors.Add(1)
 		ctx.SetStatusCode(status)
@@ -239,6 +248,14 @@ func (s *Server) writeInjectedError(ctx *fasthttp.RequestCtx, format errorFormat
 		}
 		ctx.SetBodyString(k.ErrorBody)
 	}
+}
+
+// statusText names status; fasthttp does not know Anthropic's 529.
+func statusText(status int) string {
+	if status == 529 {
+		return "Overloaded"
+	}
+	return fasthttp.StatusMessage(status)
 }
 
 // writeError answers with status and the error envelope of format.

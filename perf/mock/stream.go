@@ -13,15 +13,19 @@ import (
 
 // streamBody is one wire format's streaming answer. Server.drive owns pacing and fault
 // injection and calls the methods in order: writeStart, writeEvent(0..events()-1),
-// writeEnd. Every call is followed by a flush; a method writing several events flushes
-// between them itself.
+// writeEnd; stream_error_after replaces the rest of that sequence by writeStreamError.
+// Every call is followed by a flush; a method writing several events flushes between
+// them itself.
 type streamBody interface {
-	// events is the number of content events (text chunks, tool-call fragments). The
-	// fault knobs (fail_after, stall_after) count these.
+	// events is the number of content events (text chunks, tool-call headers and
+	// argument fragments). The fault knobs (fail_after, stall_after, stream_error_after)
+	// count these.
 	events() int
 	writeStart(w *bufio.Writer)
 	writeEvent(w *bufio.Writer, i int)
 	writeEnd(w *bufio.Writer)
+	// writeStreamError ends the stream with the format's mid-stream error.
+	writeStreamError(w *bufio.Writer)
 	// release returns the body to its pool after the stream ended.
 	release()
 }
@@ -100,8 +104,9 @@ func (j *streamJob) release() {
 	s.stats.inFlight.Add(-1)
 }
 
-// drive writes body to w, applying first_token_delay, chunk_delay, stall_after and
-// fail_after. It stops early when a write fails (the client left) or Shutdown began.
+// drive writes body to w, applying first_token_delay, chunk_delay, stall_after,
+// stream_error_after and fail_after. It stops early when a write fails (the client left)
+// or Shutdown began.
 func (s *Server) drive(w *bufio.Writer, k *Knobs, body streamBody) {
 	var p pacer
 	defer p.stop()
@@ -113,13 +118,24 @@ func (s *Server) drive(w *bufio.Writer, k *Knobs, body streamBody) {
 		return
 	}
 	n := body.events()
-	// A fault position at or past the last event fires before the end events.
-	failAt, stallAt := min(k.FailAfter, n), min(k.StallAfter, n)
+	// A fault position at or past the last event fires before the end events. At the
+	// same position the cut comes first, then the stall, then the error event.
+	failAt, stallAt, errAt := min(k.FailAfter, n), min(k.StallAfter, n), min(k.StreamErrorAfter, n)
 	for i := 0; i <= n; i++ {
 		if k.Fail && i == failAt {
 			return
 		}
 		if k.Stall && i == stallAt && !p.sleep(s.done, k.StallFor) {
+			return
+		}
+		if k.StreamError && i == errAt {
+			// The error takes the place of the next event, so it keeps the pace.
+			if i > 0 && !p.sleep(s.done, k.ChunkDelay) {
+				return
+			}
+			s.stats.errors.Add(1)
+			body.writeStreamError(w)
+			_ = w.Flush()
 			return
 		}
 		if i == n {
