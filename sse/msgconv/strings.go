@@ -1,0 +1,17 @@
+package msgconv
+
+// Precomputed wire tokens. They are read-only; never append to them in place.
+var (
+	strDataPrefix     = []byte("data: ")
+	strDoneEvent      = []byte("data: [DONE]\n\n")
+	strContentKey     = []byte(`"content":`)
+	strReasoningKey   = []byte(`"reasoning_content":`)
+	strEmptyObjectLit = []byte(`"{}"`)
+	strEmptyObject    = []byte(`{}`)
+	strPromptTooLong  = []byte("prompt is too long")
+	strChatcmplPrefix = []byte("chatcmpl-")
+	strMsgPrefix      = []byte("msg_")
+	strCacheControl   = []byte(`"cache_control"`)
+	strDataURL        = []byte("data:")
+	strBase64Marker   = []byte(";base64,")
+)
