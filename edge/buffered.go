@@ -6,8 +6,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/sse/transcode"
 )
 
 // buffered dispatches a non-streaming chat call through the plan's attempts:
@@ -40,6 +42,9 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 				c.observe(t, nil, c.upTTFT)
 				p.writeBuffered(ctx, c, resp)
 				fasthttp.ReleaseResponse(resp)
+				if c.errClass == "conversion" {
+					status = fasthttp.StatusBadGateway
+				}
 				p.finish(ctx, c, status)
 				return
 			}
@@ -67,19 +72,37 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 	p.finishFailed(ctx, c, &it, &fail)
 }
 
-// writeBuffered relays a successful upstream answer with the alias in `model`.
+// writeBuffered relays a successful upstream answer with the alias in
+// `model`, converted to the caller's surface when it is not chat.
 func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.Response) {
 	body := resp.Body()
-	if u, ok := openai.ExtractUsage(body); ok {
-		c.usage, c.haveUsage = u, true
-	}
-	ctx.SetStatusCode(resp.StatusCode())
-	ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
-	out := ctx.Response.BodyWriter()
 	bb := bodyBufPool.Get().(*[]byte)
-	*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
-	_, _ = out.Write(*bb)
+	defer bodyBufPool.Put(bb)
+	if c.surf.fromChat != nil {
+		out, u, err := c.surf.fromChat((*bb)[:0], body, c)
+		if err != nil {
+			WriteError(ctx, fasthttp.StatusBadGateway, "server_error", "bad_upstream_response", "cannot convert the upstream answer: "+err.Error())
+			c.errClass = "conversion"
+			return
+		}
+		*bb = out
+		c.usage, c.haveUsage = chatUsage(u), true
+		ctx.SetStatusCode(resp.StatusCode())
+		ctx.SetContentType("application/json")
+	} else {
+		if u, ok := openai.ExtractUsage(body); ok {
+			c.usage, c.haveUsage = u, true
+		}
+		*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
+		ctx.SetStatusCode(resp.StatusCode())
+		ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
+	}
+	_, _ = ctx.Response.BodyWriter().Write(*bb)
 	c.respBytes = len(*bb)
-	bodyBufPool.Put(bb)
 	c.ttfb = time.Since(c.start)
+}
+
+// chatUsage converts a transcoder's usage record.
+func chatUsage(u transcode.Usage) adapters.Usage {
+	return adapters.Usage{Prompt: u.Prompt, Completion: u.Completion, Total: u.Total, Cached: u.Cached, Reasoning: u.Reasoning}
 }

@@ -110,7 +110,7 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 func (p *Proxy) emitUsage(c *call, stream bool) {
 	ev := UsageEvent{
 		APIKeyID: c.caller.Key.ID, APIKeyName: c.caller.Key.DisplayName, TeamID: c.caller.Key.TeamID, UserID: c.caller.Key.UserID,
-		Model: c.plan.Alias, Stream: stream, InboundProtocol: "chat_completions", Operation: "chat.completions",
+		Model: c.plan.Alias, Stream: stream, InboundProtocol: c.surf.protocol, Operation: c.surf.operation,
 	}
 	n := c.nFailures
 	if n > 0 && c.status >= 400 && c.failures[n-1].target == c.target {

@@ -17,6 +17,7 @@ import (
 	"gw/admin/snapshot"
 	"gw/balancer"
 	"gw/limiter"
+	"gw/sse/respconv"
 )
 
 // Proxy serves the caller-facing endpoints from the active snapshot.
@@ -33,8 +34,9 @@ type Proxy struct {
 }
 
 var (
-	pathChat   = "/v1/chat/completions"
-	pathModels = "/v1/models"
+	pathChat      = "/v1/chat/completions"
+	pathResponses = "/v1/responses"
+	pathModels    = "/v1/models"
 )
 
 // notBuilt lists caller paths of the spec that this build does not serve yet;
@@ -56,6 +58,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			return true
 		}
 		p.chat(ctx)
+	case string(path) == pathResponses:
+		if !ctx.IsPost() {
+			methodNotAllowed(ctx, "POST")
+			return true
+		}
+		p.responses(ctx)
 	case string(path) == pathModels || (len(path) > len(pathModels)+1 && string(path[:len(pathModels)+1]) == pathModels+"/"):
 		if !ctx.IsGet() {
 			methodNotAllowed(ctx, "GET")
@@ -115,6 +123,9 @@ type call struct {
 	anyway      []int               // routing: try_anyway order (scratch)
 	ipBuf       []byte              // hash_on client_ip (scratch)
 	idBuf       []byte              // hash_on api_key (scratch)
+	surf        *surface            // the caller's wire format
+	convBuf     []byte              // the caller's body converted to chat completions
+	origBody    []byte              // the caller's body as received (converted surfaces)
 	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
@@ -164,28 +175,63 @@ func releaseCall(c *call) {
 	c.res.Reset()
 	c.keySlot.Release()
 	c.modelSlot.Release()
-	eb, hb := c.effortBuf[:0], c.hdrBuf[:0]
+	eb, hb, cb := c.effortBuf[:0], c.hdrBuf[:0], c.convBuf[:0]
 	c.start, c.upstreamDur, c.snap, c.caller, c.plan, c.target = time.Time{}, 0, nil, nil, nil, nil
 	c.cr = chatRequest{}
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures = 0, 0, false, false, 0
-	c.effortBuf, c.hdrBuf = eb, hb
+	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf = eb, hb, cb, nil, nil
 	c.breq.Reset()
 	callPool.Put(c)
 }
 
 // chat serves POST /v1/chat/completions.
 func (p *Proxy) chat(ctx *fasthttp.RequestCtx) {
+	c := p.begin(ctx, surfChat)
+	if c == nil {
+		return
+	}
+	p.serve(ctx, c, ctx.PostBody())
+}
+
+// responses serves POST /v1/responses for any model: the request is
+// converted to chat completions (stateless: previous_response_id and
+// store: true are refused with 400), dispatched like a chat call, and the
+// answer converted back — buffered or as the full Responses event sequence.
+func (p *Proxy) responses(ctx *fasthttp.RequestCtx) {
+	c := p.begin(ctx, surfResponses)
+	if c == nil {
+		return
+	}
+	orig := ctx.PostBody()
+	conv, err := respconv.ResponsesRequestToChat(c.convBuf[:0], orig, respconv.RequestOptions{})
+	if err != nil {
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return
+	}
+	c.convBuf, c.origBody = conv, orig
+	p.serve(ctx, c, conv)
+}
+
+// begin starts a proxied call: state, snapshot, authentication. It returns
+// nil after answering 401.
+func (p *Proxy) begin(ctx *fasthttp.RequestCtx, surf *surface) *call {
 	c := acquireCall()
+	c.surf = surf
 	c.start = time.Now()
 	c.snap = p.Holder.Load()
 	c.caller = authenticate(ctx, c.snap, c.start)
 	if c.caller == nil {
 		p.finish(ctx, c, fasthttp.StatusUnauthorized)
-		return
+		return nil
 	}
-	body := ctx.PostBody()
+	return c
+}
+
+// serve runs a chat-completions body through policy and dispatch.
+func (p *Proxy) serve(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 	badRole, rerr := scanChatRequest(body, &c.cr)
 	if rerr != nil {
 		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", rerr.code, rerr.msg)

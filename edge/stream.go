@@ -14,6 +14,7 @@ import (
 	"gw/adapters/upstream"
 	"gw/sse"
 	"gw/sse/rawjson"
+	"gw/sse/transcode"
 )
 
 // relayState is the per-stream state of a relayed chat stream. Pooled.
@@ -31,7 +32,9 @@ type relayState struct {
 	tmp     []byte // scratch for the usage-field removal
 	sawDone bool
 	gap     time.Duration
-	marker  string // response.stream_done_marker of the provider key
+	marker  string           // response.stream_done_marker of the provider key
+	conv    transcode.Stream // chat chunks → the caller's surface; nil for chat callers
+	convRel func(transcode.Stream)
 }
 
 var relayPool = sync.Pool{New: func() any {
@@ -47,6 +50,10 @@ func (s *relayState) release() {
 		// how a caller leaving (or a failed stream) cancels the upstream call.
 		_ = s.resp.CloseBodyStream()
 		fasthttp.ReleaseResponse(s.resp)
+	}
+	if s.conv != nil {
+		s.convRel(s.conv)
+		s.conv, s.convRel = nil, nil
 	}
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
@@ -123,6 +130,9 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			s := relayPool.Get().(*relayState)
 			s.resp, s.gap, s.marker = resp, t.StreamTimeout, up.Key.Response.StreamDoneMarker
 			s.rd = sse.AcquireReader(resp.BodyStream())
+			if c.surf.newStream != nil {
+				s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream
+			}
 			outcome, ferr := p.prefetch(c, s)
 			c.upstreamDur += time.Since(sent)
 			if outcome == preContent {
@@ -196,6 +206,17 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 // `model` becomes the alias. It reports whether s.out holds an event.
 func (s *relayState) processChunk(c *call, data []byte) bool {
 	s.out = s.out[:0]
+	if s.conv != nil {
+		out, err := s.conv.Event(s.out, nil, data)
+		s.out = out
+		if u, ok := s.conv.Usage(); ok {
+			c.usage, c.haveUsage = chatUsage(u), true
+		}
+		if err != nil {
+			c.errClass = "upstream_error_event"
+		}
+		return len(s.out) > 0
+	}
 	if openai.IsUsageOnlyChunk(data) {
 		if u, ok := openai.ExtractUsage(data); ok {
 			c.usage, c.haveUsage = u, true
@@ -301,7 +322,7 @@ func (s *relayState) end() {
 	s.done = true
 	p, c, reqBytes := s.p, s.c, s.reqBytes
 	s.release()
-	p.record(c, methodPost, []byte(pathChat), reqBytes, true)
+	p.record(c, methodPost, []byte(c.surf.path), reqBytes, true)
 	releaseCall(c)
 }
 
@@ -335,28 +356,42 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			}
 			var frame []byte
 			status := fasthttp.StatusOK
+			code := ""
 			switch {
 			case errors.Is(err, io.EOF) && s.marker == "required":
-				frame, status, c.errClass = frameNoMarker, fasthttp.StatusBadGateway, "upstream_no_done"
+				frame, status, c.errClass, code = frameNoMarker, fasthttp.StatusBadGateway, "upstream_no_done", transcode.CodeUpstreamStreamFail
 			case errors.Is(err, io.EOF):
 				frame = frameDone // marker none or optional: the caller still gets its [DONE]
 			case upstream.IsTimeout(err):
-				frame, status, c.errClass = frameTimeout, fasthttp.StatusGatewayTimeout, "stream_timeout"
+				frame, status, c.errClass, code = frameTimeout, fasthttp.StatusGatewayTimeout, "stream_timeout", transcode.CodeTimeout
 			default:
-				frame, status, c.errClass = frameBroken, fasthttp.StatusBadGateway, "upstream_stream_error"
+				frame, status, c.errClass, code = frameBroken, fasthttp.StatusBadGateway, "upstream_stream_error", transcode.CodeUpstreamStreamFail
 			}
-			s.wbuf = append(s.wbuf, frame...)
+			if s.conv != nil {
+				if code == "" {
+					s.wbuf = s.conv.End(s.wbuf)
+				} else {
+					s.wbuf = s.conv.Fail(s.wbuf, code, "the upstream stream failed")
+				}
+			} else {
+				s.wbuf = append(s.wbuf, frame...)
+			}
 			s.flush(w, c)
 			return status
 		}
 		if sse.IsDone(ev.Data) {
-			s.wbuf = append(s.wbuf, frameDone...)
+			if s.conv != nil {
+				s.wbuf, _ = s.conv.Event(s.wbuf, nil, ev.Data)
+				s.wbuf = s.conv.End(s.wbuf)
+			} else {
+				s.wbuf = append(s.wbuf, frameDone...)
+			}
 			if !s.flush(w, c) {
 				return 499
 			}
 			return fasthttp.StatusOK
 		}
-		if bytes.HasPrefix(ev.Data, errorPrefix) {
+		if bytes.HasPrefix(ev.Data, errorPrefix) && s.conv == nil {
 			s.wbuf = append(append(append(s.wbuf, "data: "...), ev.Data...), "\n\n"...)
 			c.errClass = "upstream_error_event"
 		} else if s.processChunk(c, ev.Data) {
