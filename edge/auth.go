@@ -43,23 +43,23 @@ func asciiEqualFold(a, b []byte) bool {
 
 // authenticate resolves the caller or writes the 401 and returns nil.
 // Messages never echo the presented key.
-func authenticate(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, now time.Time) *snapshot.Caller {
+func authenticate(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, now time.Time, writeError errorWriter) *snapshot.Caller {
 	key := callerKey(&ctx.Request.Header)
 	if len(key) == 0 {
-		WriteError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "missing_api_key",
+		writeError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "missing_api_key",
 			"You didn't provide an API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'.")
 		return nil
 	}
 	c := snap.Lookup(key)
 	switch {
 	case c == nil:
-		WriteError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
+		writeError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "Incorrect API key provided.")
 		return nil
 	case c.Key.Disabled:
-		WriteError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "api_key_disabled", "This API key is disabled.")
+		writeError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "api_key_disabled", "This API key is disabled.")
 		return nil
 	case !c.Key.ExpiresAt.IsZero() && !now.Before(c.Key.ExpiresAt):
-		WriteError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "api_key_expired", "This API key has expired.")
+		writeError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", "api_key_expired", "This API key has expired.")
 		return nil
 	}
 	return c

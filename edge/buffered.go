@@ -50,7 +50,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			}
 			if err == nil && !retryable(c.plan, status) {
 				c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: string(resp.Header.Peek("Retry-After"))}, 0)
-				relayError(ctx, status, resp.Body(), resp.Header.ContentType())
+				relayError(ctx, c.surf, status, resp.Body(), resp.Header.ContentType())
 				fasthttp.ReleaseResponse(resp)
 				c.errClass = "upstream_status"
 				p.finish(ctx, c, status)
@@ -81,7 +81,7 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 	if c.surf.fromChat != nil {
 		out, u, err := c.surf.fromChat((*bb)[:0], body, c)
 		if err != nil {
-			WriteError(ctx, fasthttp.StatusBadGateway, "server_error", "bad_upstream_response", "cannot convert the upstream answer: "+err.Error())
+			c.surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "bad_upstream_response", "cannot convert the upstream answer: "+err.Error())
 			c.errClass = "conversion"
 			return
 		}

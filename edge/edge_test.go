@@ -106,11 +106,11 @@ func TestAuthenticate(t *testing.T) {
 	snap := benchSnapshot(t)
 	var ctx fasthttp.RequestCtx
 	ctx.Request.Header.Set("Authorization", "Bearer caller-key")
-	if authenticate(&ctx, snap, time.Now()) == nil {
+	if authenticate(&ctx, snap, time.Now(), WriteError) == nil {
 		t.Fatal("valid key rejected")
 	}
 	ctx.Request.Header.Set("Authorization", "Bearer caller-key-x")
-	if authenticate(&ctx, snap, time.Now()) != nil || ctx.Response.StatusCode() != 401 {
+	if authenticate(&ctx, snap, time.Now(), WriteError) != nil || ctx.Response.StatusCode() != 401 {
 		t.Fatal("wrong key accepted")
 	}
 	if strings.Contains(string(ctx.Response.Body()), "caller-key") {

@@ -68,7 +68,7 @@ func BenchmarkRequestHotPath(b *testing.B) {
 	now := time.Now()
 	for b.Loop() {
 		c := acquireCall()
-		c.caller = authenticate(&ctx, snap, now)
+		c.caller = authenticate(&ctx, snap, now, WriteError)
 		if c.caller == nil {
 			b.Fatal("auth")
 		}

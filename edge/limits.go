@@ -99,7 +99,7 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, d *limiter.Decision) {
 		msg += " (limit " + strconv.FormatInt(d.Limit, 10) + ")"
 	}
 	msg += "; retry after " + strconv.FormatInt(d.RetryAfterSeconds(), 10) + "s."
-	WriteError(ctx, fasthttp.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", msg)
+	c.surf.writeError(ctx, fasthttp.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", msg)
 	c.hdrBuf = d.AppendHeaders(c.hdrBuf[:0], ctx.Response.Header.SetBytesKV)
 	c.errClass = "rate_limited"
 	p.finish(ctx, c, fasthttp.StatusTooManyRequests)

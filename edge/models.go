@@ -39,7 +39,7 @@ func serveModels(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, c *snapshot.
 func serveModel(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, c *snapshot.Caller, alias string) {
 	p := snap.Plans[alias]
 	if p == nil || !c.Allowed(p) {
-		modelNotFound(ctx, alias)
+		modelNotFound(ctx, WriteError, alias)
 		return
 	}
 	b := make([]byte, 0, 96)
@@ -54,7 +54,7 @@ func serveModel(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, c *snapshot.C
 
 // modelNotFound is the answer for an unknown alias and for one the key may
 // not use alike (as OpenAI does), so a caller cannot probe which aliases exist.
-func modelNotFound(ctx *fasthttp.RequestCtx, alias string) {
-	WriteError(ctx, fasthttp.StatusNotFound, "invalid_request_error", "model_not_found",
+func modelNotFound(ctx *fasthttp.RequestCtx, writeError errorWriter, alias string) {
+	writeError(ctx, fasthttp.StatusNotFound, "invalid_request_error", "model_not_found",
 		"The model `"+truncate(alias, 256)+"` does not exist or you do not have access to it.")
 }

@@ -70,7 +70,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			return true
 		}
 		snap := p.Holder.Load()
-		c := authenticate(ctx, snap, time.Now())
+		c := authenticate(ctx, snap, time.Now(), WriteError)
 		if c == nil {
 			return true
 		}
@@ -207,7 +207,7 @@ func (p *Proxy) responses(ctx *fasthttp.RequestCtx) {
 	orig := ctx.PostBody()
 	conv, err := respconv.ResponsesRequestToChat(c.convBuf[:0], orig, respconv.RequestOptions{})
 	if err != nil {
-		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return
 	}
@@ -222,7 +222,7 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx, surf *surface) *call {
 	c.surf = surf
 	c.start = time.Now()
 	c.snap = p.Holder.Load()
-	c.caller = authenticate(ctx, c.snap, c.start)
+	c.caller = authenticate(ctx, c.snap, c.start, surf.writeError)
 	if c.caller == nil {
 		p.finish(ctx, c, fasthttp.StatusUnauthorized)
 		return nil
@@ -234,32 +234,32 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx, surf *surface) *call {
 func (p *Proxy) serve(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 	badRole, rerr := scanChatRequest(body, &c.cr)
 	if rerr != nil {
-		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", rerr.code, rerr.msg)
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", rerr.code, rerr.msg)
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return
 	}
 	if badRole >= 0 {
-		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_value",
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_value",
 			"Invalid value for 'messages["+strconv.Itoa(badRole)+"].role': supported roles are 'system', 'developer', 'user', 'assistant' and 'tool' (lowercase).")
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return
 	}
 	c.plan = c.snap.Plans[string(c.cr.Model)]
 	if c.plan == nil || !c.caller.Allowed(c.plan) {
-		modelNotFound(ctx, string(c.cr.Model))
+		modelNotFound(ctx, c.surf.writeError, string(c.cr.Model))
 		p.finish(ctx, c, fasthttp.StatusNotFound)
 		return
 	}
 	ip, ipOK := p.RealIP.ClientIP(ctx)
 	if !cidrAllowed(c.plan.AllowedCIDRs, ip, ipOK) {
-		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
+		c.surf.writeError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
 			"Requests from this client address are not allowed for model `"+c.plan.Alias+"`.")
 		p.finish(ctx, c, fasthttp.StatusForbidden)
 		return
 	}
 	switch c.plan.Kind {
 	case resources.KindEnsemble, resources.KindSemantic:
-		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
+		c.surf.writeError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			c.plan.Kind.String()+" models are not served by this build")
 		p.finish(ctx, c, fasthttp.StatusNotImplemented)
 		return
@@ -344,30 +344,34 @@ type lastFailure struct {
 
 // writeFailure answers with the last failure: the upstream's status and body,
 // or 504 for a timeout and 502 for a transport failure.
-func writeFailure(ctx *fasthttp.RequestCtx, f *lastFailure) int {
+func writeFailure(ctx *fasthttp.RequestCtx, surf *surface, f *lastFailure) int {
 	switch f.kind {
 	case upstream.KindTimeout:
-		WriteError(ctx, fasthttp.StatusGatewayTimeout, "server_error", "upstream_timeout", "the upstream did not answer in time")
+		surf.writeError(ctx, fasthttp.StatusGatewayTimeout, "server_error", "upstream_timeout", "the upstream did not answer in time")
 		return fasthttp.StatusGatewayTimeout
 	case upstream.KindTransport, upstream.KindBusy:
-		WriteError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_unreachable", "cannot reach the upstream: "+f.reason)
+		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_unreachable", "cannot reach the upstream: "+f.reason)
 		return fasthttp.StatusBadGateway
 	case kindUnsupported:
-		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", f.reason)
+		surf.writeError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", f.reason)
 		return fasthttp.StatusNotImplemented
 	case kindNoContent:
-		WriteError(ctx, fasthttp.StatusBadGateway, "server_error", "empty_stream", f.reason)
+		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "empty_stream", f.reason)
 		return fasthttp.StatusBadGateway
 	}
-	relayError(ctx, f.status, f.body, f.ctype)
+	relayError(ctx, surf, f.status, f.body, f.ctype)
 	return f.status
 }
 
 // relayError writes an upstream error with its status. An empty body becomes
 // the envelope "upstream returned <status> <reason>".
-func relayError(ctx *fasthttp.RequestCtx, status int, body, ctype []byte) {
+func relayError(ctx *fasthttp.RequestCtx, surf *surface, status int, body, ctype []byte) {
+	if surf.relayError != nil {
+		surf.relayError(ctx, status, body)
+		return
+	}
 	if len(body) == 0 {
-		WriteError(ctx, status, errorTypeFor(status), "upstream_error",
+		surf.writeError(ctx, status, errorTypeFor(status), "upstream_error",
 			"upstream returned "+strconv.Itoa(status)+" "+fasthttp.StatusMessage(status))
 		return
 	}
@@ -623,11 +627,11 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	}
 	fasthttp.ReleaseRequest(req)
 	if errors.Is(err, adapters.ErrBody) {
-		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return nil
 	}
-	WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
+	c.surf.writeError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
 	p.finish(ctx, c, fasthttp.StatusInternalServerError)
 	return nil
 }
@@ -635,17 +639,17 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 // finishFailed answers after every attempt failed (or none was eligible).
 func (p *Proxy) finishFailed(ctx *fasthttp.RequestCtx, c *call, it *attemptIter, fail *lastFailure) {
 	if it.tried == 0 && fail.kind == kindAllUnavailable {
-		WriteError(ctx, fasthttp.StatusServiceUnavailable, "server_error", "all_targets_unavailable",
+		c.surf.writeError(ctx, fasthttp.StatusServiceUnavailable, "server_error", "all_targets_unavailable",
 			"every target of model `"+c.plan.Alias+"` is cooling down or unhealthy")
 		c.errClass = "all_targets_unavailable"
 		p.finish(ctx, c, fasthttp.StatusServiceUnavailable)
 		return
 	}
 	if it.tried == 0 {
-		WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
+		c.surf.writeError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed", "no target of this model accepts requests from this client address")
 		p.finish(ctx, c, fasthttp.StatusForbidden)
 		return
 	}
 	c.errClass = "upstream_failed"
-	p.finish(ctx, c, writeFailure(ctx, fail))
+	p.finish(ctx, c, writeFailure(ctx, c.surf, fail))
 }

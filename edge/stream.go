@@ -117,7 +117,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 				fasthttp.ReleaseResponse(resp)
 				if !retryable(c.plan, status) {
 					c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: retryAfter}, 0)
-					relayError(ctx, status, body, ctype)
+					relayError(ctx, c.surf, status, body, ctype)
 					c.errClass = "upstream_status"
 					p.finish(ctx, c, status)
 					return

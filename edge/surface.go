@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"github.com/valyala/fasthttp"
+
 	"gw/sse/respconv"
 	"gw/sse/transcode"
 )
@@ -19,6 +21,22 @@ type surface struct {
 	// (nil: native); releaseStream gives it back.
 	newStream     func(c *call) transcode.Stream
 	releaseStream func(transcode.Stream)
+	// errorEnvelope writes gw's own errors in the surface's shape (nil:
+	// OpenAI's); relayError rewrites an upstream error (nil: relayed as is).
+	errorEnvelope errorWriter
+	relayError    func(ctx *fasthttp.RequestCtx, status int, body []byte)
+}
+
+// errorWriter writes a caller-facing error.
+type errorWriter func(ctx *fasthttp.RequestCtx, status int, typ, code, message string)
+
+// writeError writes an error in the surface's envelope.
+func (s *surface) writeError(ctx *fasthttp.RequestCtx, status int, typ, code, message string) {
+	if s.errorEnvelope != nil {
+		s.errorEnvelope(ctx, status, typ, code, message)
+		return
+	}
+	WriteError(ctx, status, typ, code, message)
 }
 
 var (
