@@ -17,6 +17,8 @@ import (
 	"gw/admin/snapshot"
 	"gw/balancer"
 	"gw/limiter"
+	"gw/sse/msgconv"
+	"gw/sse/rawjson"
 	"gw/sse/respconv"
 )
 
@@ -36,6 +38,8 @@ type Proxy struct {
 var (
 	pathChat      = "/v1/chat/completions"
 	pathResponses = "/v1/responses"
+	pathMessages  = "/v1/messages"
+	pathCount     = "/v1/messages/count_tokens"
 	pathModels    = "/v1/models"
 )
 
@@ -58,6 +62,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			return true
 		}
 		p.chat(ctx)
+	case string(path) == pathMessages || string(path) == pathCount:
+		if !ctx.IsPost() {
+			methodNotAllowed(ctx, "POST")
+			return true
+		}
+		p.messages(ctx, len(path) == len(pathCount))
 	case string(path) == pathResponses:
 		if !ctx.IsPost() {
 			methodNotAllowed(ctx, "POST")
@@ -213,6 +223,53 @@ func (p *Proxy) responses(ctx *fasthttp.RequestCtx) {
 	}
 	c.convBuf, c.origBody = conv, orig
 	p.serve(ctx, c, conv)
+}
+
+// messages serves POST /v1/messages (and count_tokens) with the Anthropic
+// Messages wire format for any model: the request is converted to chat
+// completions, dispatched, and the answer converted back — buffered or as
+// the full Messages event stream. Errors use Anthropic's envelope.
+func (p *Proxy) messages(ctx *fasthttp.RequestCtx, count bool) {
+	c := p.begin(ctx, surfMessages)
+	if c == nil {
+		return
+	}
+	orig := ctx.PostBody()
+	if count {
+		p.countTokens(ctx, c, orig)
+		return
+	}
+	conv, err := msgconv.MessagesRequestToChat(c.convBuf[:0], orig, msgconv.RequestOptions{})
+	if err != nil {
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return
+	}
+	c.convBuf, c.origBody = conv, orig
+	p.serve(ctx, c, conv)
+}
+
+// countTokens answers /v1/messages/count_tokens. For chat-completions
+// upstreams (which have no counting endpoint) the count is gw's estimate,
+// the same one token limits reserve: body bytes / 4.
+func (p *Proxy) countTokens(ctx *fasthttp.RequestCtx, c *call, body []byte) {
+	m, kind, ok := rawjson.Get(body, "model")
+	if !rawjson.Valid(body) || !ok || kind != rawjson.String {
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", "model: a string is required")
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return
+	}
+	alias, _ := rawjson.AppendUnquote(nil, m)
+	c.plan = c.snap.Plans[string(alias)]
+	if c.plan == nil || !c.caller.Allowed(c.plan) {
+		modelNotFound(ctx, c.surf.writeError, string(alias))
+		p.finish(ctx, c, fasthttp.StatusNotFound)
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(strconv.AppendInt(append([]byte(nil), `{"input_tokens":`...), int64(max(1, len(body)/4)), 10))
+	ctx.Response.AppendBodyString("}")
+	p.finish(ctx, c, fasthttp.StatusOK)
 }
 
 // begin starts a proxied call: state, snapshot, authentication. It returns

@@ -78,12 +78,13 @@ type Snapshot struct {
 
 // Plan is the precomputed dispatch plan of one model alias.
 type Plan struct {
-	Index     int
-	Alias     string
-	AliasJSON []byte // the alias as a JSON string literal, for response rewriting
-	ID        string
-	Model     *resources.Model
-	Kind      resources.ModelKind
+	Index      int
+	Alias      string
+	AliasJSON  []byte // the alias as a JSON string literal, for response rewriting
+	AliasBytes []byte // the alias as bytes, for transcoders
+	ID         string
+	Model      *resources.Model
+	Kind       resources.ModelKind
 
 	// Direct models: the upstream model name and its JSON literal, and the
 	// compiled provider key (nil when Options.Pool is nil).
@@ -198,6 +199,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 			Index:        i,
 			Alias:        m.DisplayName,
 			AliasJSON:    jsonString(m.DisplayName),
+			AliasBytes:   []byte(m.DisplayName),
 			ID:           m.ID,
 			Model:        m,
 			Kind:         m.Kind,
