@@ -249,7 +249,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p99", Value: float64(g5.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "gw errors", Value: float64(g5.Errors), Unit: "requests"})
 	}
-	rep.add(Figure{Scenario: "4 transcoding", Name: "chat → messages / messages → chat", Unit: "", Note: "not measured: the anthropic adapter and transcoders are not built yet"})
+	rep.add(Figure{Scenario: "4 transcoding", Name: "chat → messages / messages → chat", Unit: "", Note: "not measured yet: the transcoders exist (Anthropic and Responses callers to chat upstreams work), but the anthropic adapter (chat caller → messages upstream) is not built and gwload speaks chat completions only"})
 
 	if err := rep.write(o.OutDir); err != nil {
 		return rep, err
