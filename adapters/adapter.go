@@ -51,6 +51,15 @@ type ChatInput struct {
 	// key (authorization or x-api-key); they are never relayed upstream even
 	// when forward_client_headers names them.
 	CallerCredential headers.Slots
+	// PromptCacheTTL is the target model's auto_prompt_caching ttl ("5m",
+	// "1h"), "" when off. Messages-protocol adapters add cache breakpoints.
+	PromptCacheTTL string
+}
+
+// Protocoler is implemented by adapters whose upstream does not answer in
+// the chat-completions wire format; the edge converts their answers.
+type Protocoler interface {
+	Protocol() string
 }
 
 // Options are deployment-wide settings for adapter construction. The zero

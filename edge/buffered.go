@@ -7,8 +7,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/admin/snapshot"
+	"gw/sse/msgconv"
 	"gw/sse/transcode"
 )
 
@@ -40,7 +43,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			if err == nil && status < 300 {
 				c.upTTFT = time.Since(sent)
 				c.observe(t, nil, c.upTTFT)
-				p.writeBuffered(ctx, c, resp)
+				p.writeBuffered(ctx, c, resp, up)
 				fasthttp.ReleaseResponse(resp)
 				if c.errClass == "conversion" {
 					status = fasthttp.StatusBadGateway
@@ -74,10 +77,23 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 
 // writeBuffered relays a successful upstream answer with the alias in
 // `model`, converted to the caller's surface when it is not chat.
-func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.Response) {
+func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.Response, up *snapshot.Upstream) {
 	body := resp.Body()
 	bb := bodyBufPool.Get().(*[]byte)
 	defer bodyBufPool.Put(bb)
+	if up.Protocol == anthropic.ProtocolMessages {
+		// A messages upstream: its answer becomes a chat completion first.
+		cb := bodyBufPool.Get().(*[]byte)
+		defer bodyBufPool.Put(cb)
+		out, _, err := msgconv.MessagesResponseToChat((*cb)[:0], body, c.plan.AliasBytes)
+		if err != nil {
+			c.surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "bad_upstream_response", "cannot convert the upstream answer: "+err.Error())
+			c.errClass = "conversion"
+			return
+		}
+		*cb = out
+		body = out
+	}
 	if c.surf.fromChat != nil {
 		out, u, err := c.surf.fromChat((*bb)[:0], body, c)
 		if err != nil {

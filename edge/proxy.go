@@ -669,6 +669,10 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	c.attempts++
 	c.in.UpstreamModel = t.Plan.UpstreamModel
 	c.in.Provider = t.Plan.Model.Provider
+	c.in.PromptCacheTTL = ""
+	if apc := t.Plan.Model.AutoPromptCaching; apc != nil && apc.Enabled {
+		c.in.PromptCacheTTL = apc.TTL
+	}
 	c.in.Body = c.body
 	if t.Plan.Effort != nil { // effort_mapping of the chosen target
 		out := t.Plan.Effort.Apply(c.effortBuf[:0], c.body)

@@ -10,9 +10,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 	"gw/sse"
+	"gw/sse/msgconv"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -35,7 +37,66 @@ type relayState struct {
 	marker  string           // response.stream_done_marker of the provider key
 	conv    transcode.Stream // chat chunks → the caller's surface; nil for chat callers
 	convRel func(transcode.Stream)
+
+	// A messages-protocol upstream: its events become chat chunks first.
+	up    *msgconv.MessagesToChatStream
+	upBuf []byte // converted chat frames not yet consumed
+	upOff int
 }
+
+// errStreamErrored ends a stream whose upstream already reported an in-band
+// error (its error frame was relayed): no further frame is written.
+var errStreamErrored = errors.New("edge: upstream stream reported an error")
+
+// next returns the next chat-completions chunk payload of the upstream
+// stream ("[DONE]" included): the upstream's own events, or — for a
+// messages upstream — the chat chunks its events convert to.
+func (s *relayState) next() ([]byte, error) {
+	if s.up == nil {
+		ev, err := s.rd.Next()
+		return ev.Data, err
+	}
+	for {
+		if s.upOff < len(s.upBuf) {
+			frame := s.upBuf[s.upOff:]
+			end := bytes.Index(frame, frameSep)
+			if end < 0 {
+				end = len(frame)
+			}
+			s.upOff += min(end+len(frameSep), len(frame))
+			return bytes.TrimPrefix(frame[:end], dataPrefix), nil
+		}
+		s.upBuf, s.upOff = s.upBuf[:0], 0
+		ev, err := s.rd.Next()
+		if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
+			if s.up.Err() != nil {
+				return nil, errStreamErrored
+			}
+			s.upBuf = s.up.End(s.upBuf)
+			if len(s.upBuf) == 0 {
+				return nil, io.EOF
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.upBuf, _ = s.up.Event(s.upBuf, ev.Name, ev.Data)
+	}
+}
+
+// ready reports whether another chunk is ready without reading.
+func (s *relayState) ready() bool {
+	if s.up != nil && s.upOff < len(s.upBuf) {
+		return true
+	}
+	return s.rd.Pending()
+}
+
+var (
+	frameSep   = []byte("\n\n")
+	dataPrefix = []byte("data: ")
+)
 
 var relayPool = sync.Pool{New: func() any {
 	return &relayState{pending: make([]byte, 0, 1024), out: make([]byte, 0, 1024), tmp: make([]byte, 0, 1024)}
@@ -55,6 +116,11 @@ func (s *relayState) release() {
 		s.convRel(s.conv)
 		s.conv, s.convRel = nil, nil
 	}
+	if s.up != nil {
+		msgconv.ReleaseMessagesToChatStream(s.up)
+		s.up = nil
+	}
+	s.upBuf, s.upOff = s.upBuf[:0], 0
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker = false, 0, ""
@@ -133,6 +199,9 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			if c.surf.newStream != nil {
 				s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream
 			}
+			if up.Protocol == anthropic.ProtocolMessages {
+				s.up = msgconv.AcquireMessagesToChatStream(c.plan.AliasBytes)
+			}
 			outcome, ferr := p.prefetch(c, s)
 			c.upstreamDur += time.Since(sent)
 			if outcome == preContent {
@@ -175,7 +244,7 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
-		ev, err := s.rd.Next()
+		data, err := s.next()
 		if err != nil {
 			if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
 				return preEmpty, prefetchErr{}
@@ -185,16 +254,16 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 			}
 			return preFailed, prefetchErr{}
 		}
-		if sse.IsDone(ev.Data) {
+		if sse.IsDone(data) {
 			return preEmpty, prefetchErr{}
 		}
-		if bytes.HasPrefix(ev.Data, errorPrefix) {
-			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: append([]byte(nil), ev.Data...)}
+		if bytes.HasPrefix(data, errorPrefix) {
+			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: append([]byte(nil), data...)}
 		}
-		if s.processChunk(c, ev.Data) {
+		if s.processChunk(c, data) {
 			s.pending = append(s.pending, s.out...)
 		}
-		if hasContent(ev.Data) {
+		if hasContent(data) {
 			return preContent, prefetchErr{}
 		}
 	}
@@ -342,14 +411,19 @@ var (
 // events already buffered together are written together.
 func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
-	if !s.rd.Pending() && !s.flush(w, c) {
+	if !s.ready() && !s.flush(w, c) {
 		return 499
 	}
 	for {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
-		ev, err := s.rd.Next()
+		data, err := s.next()
+		if errors.Is(err, errStreamErrored) {
+			c.errClass = "upstream_error_event"
+			s.flush(w, c)
+			return fasthttp.StatusBadGateway
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp) {
 				err = io.ErrUnexpectedEOF // a chunked body cut off by the peer, not its end
@@ -379,9 +453,9 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			s.flush(w, c)
 			return status
 		}
-		if sse.IsDone(ev.Data) {
+		if sse.IsDone(data) {
 			if s.conv != nil {
-				s.wbuf, _ = s.conv.Event(s.wbuf, nil, ev.Data)
+				s.wbuf, _ = s.conv.Event(s.wbuf, nil, data)
 				s.wbuf = s.conv.End(s.wbuf)
 			} else {
 				s.wbuf = append(s.wbuf, frameDone...)
@@ -391,10 +465,10 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			}
 			return fasthttp.StatusOK
 		}
-		if bytes.HasPrefix(ev.Data, errorPrefix) && s.conv == nil {
-			s.wbuf = append(append(append(s.wbuf, "data: "...), ev.Data...), "\n\n"...)
+		if bytes.HasPrefix(data, errorPrefix) && s.conv == nil {
+			s.wbuf = append(append(append(s.wbuf, "data: "...), data...), "\n\n"...)
 			c.errClass = "upstream_error_event"
-		} else if s.processChunk(c, ev.Data) {
+		} else if s.processChunk(c, data) {
 			s.wbuf = append(s.wbuf, s.out...)
 		} else {
 			continue
@@ -402,7 +476,7 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 		// Write at once unless another complete event is already buffered:
 		// events that arrived together leave in one write, and no event ever
 		// waits for a later read.
-		if !s.rd.Pending() && !s.flush(w, c) {
+		if !s.ready() && !s.flush(w, c) {
 			return 499
 		}
 	}

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"gw/adapters"
+	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/admin/resources"
 )
@@ -18,11 +19,12 @@ type Family struct {
 	DefaultBaseURL string
 }
 
-// Families lists the implemented adapter families. anthropic, bedrock and
-// vertex are not implemented yet: New reports adapters.ErrUnsupported.
+// Families lists the implemented adapter families. bedrock and vertex are
+// not implemented yet: New reports adapters.ErrUnsupported.
 var Families = map[string]Family{
 	resources.AdapterOpenAI:      {New: openai.New, DefaultBaseURL: openai.DefaultBaseURL},
 	resources.AdapterAzureOpenAI: {New: openai.NewAzure},
+	resources.AdapterAnthropic:   {New: anthropic.New, DefaultBaseURL: anthropic.DefaultBaseURL},
 }
 
 // New compiles the adapter of pk.

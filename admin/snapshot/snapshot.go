@@ -42,6 +42,9 @@ type Upstream struct {
 	Key     *resources.ProviderKey
 	Adapter adapters.Adapter // nil when Err is set
 	Client  *upstream.Client
+	// Protocol is the wire format of the upstream's answers: "" for chat
+	// completions, "messages" for the Anthropic Messages API.
+	Protocol string
 	// Err is set when the key's adapter family is not implemented in this
 	// build (adapters.ErrUnsupported); requests to its models get 501.
 	Err error
@@ -283,6 +286,9 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): api_base: " + err.Error())
 		}
 		u.Adapter, u.Client = a, c
+		if pr, ok := a.(adapters.Protocoler); ok {
+			u.Protocol = pr.Protocol()
+		}
 	}
 	return out, nil
 }

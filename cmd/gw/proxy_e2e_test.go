@@ -26,6 +26,12 @@ provider_keys:
     api_base: ${E2E_MOCK_BASE}/v1
     request:
       forward_client_headers: ["x-mock-*"]
+  - display_name: claude-key
+    provider: anthropic
+    api_key: ${E2E_OPENAI_KEY}
+    api_base: ${E2E_MOCK_BASE}/v1
+    request:
+      forward_client_headers: ["x-mock-*"]
   - display_name: strict
     api_key: ${E2E_OPENAI_KEY}
     api_base: ${E2E_MOCK_BASE}/knobs/no_done=true/v1
@@ -67,6 +73,11 @@ models:
     model_name: gpt-4o
     provider_key: dead
     timeout: 2000
+  - display_name: claude
+    provider: anthropic
+    model_name: claude-sonnet-4-5
+    provider_key: claude-key
+    auto_prompt_caching: {enabled: true, ttl: 1h}
   - display_name: effort
     provider: openai
     model_name: o3-mini
@@ -224,7 +235,7 @@ func TestProxyChatSDK(t *testing.T) {
 		for _, m := range page.Data {
 			ids = append(ids, m.ID)
 		}
-		if strings.Join(ids, ",") != "gpt,other,unreachable,effort,retrying,strict-done,no-done,group" {
+		if strings.Join(ids, ",") != "gpt,other,unreachable,claude,effort,retrying,strict-done,no-done,group" {
 			t.Fatalf("models = %v", ids)
 		}
 		narrow := openai.NewClient(option.WithBaseURL(e.base), option.WithAPIKey("narrow-key"))
