@@ -56,6 +56,16 @@ type ChatInput struct {
 	PromptCacheTTL string
 }
 
+// MessagesBuilder is implemented by adapters whose upstream speaks the
+// Anthropic Messages API natively: a /v1/messages caller's body is sent as
+// is (only `model` rewritten), so thinking blocks and their signatures,
+// cache_control and beta fields reach the upstream unchanged.
+type MessagesBuilder interface {
+	// BuildMessages writes the upstream request for a Messages body. in.Body
+	// is the caller's messages request; the rest is as for BuildChat.
+	BuildMessages(req *fasthttp.Request, in *ChatInput) error
+}
+
 // Protocoler is implemented by adapters whose upstream does not answer in
 // the chat-completions wire format; the edge converts their answers.
 type Protocoler interface {

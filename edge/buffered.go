@@ -12,6 +12,7 @@ import (
 	"gw/adapters/upstream"
 	"gw/admin/snapshot"
 	"gw/sse/msgconv"
+	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
 
@@ -81,6 +82,17 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 	body := resp.Body()
 	bb := bodyBufPool.Get().(*[]byte)
 	defer bodyBufPool.Put(bb)
+	if c.native {
+		// A Messages answer for a Messages caller: only `model` changes.
+		c.usage, c.haveUsage = messagesUsage(body)
+		*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
+		ctx.SetStatusCode(resp.StatusCode())
+		ctx.SetContentType("application/json")
+		_, _ = ctx.Response.BodyWriter().Write(*bb)
+		c.respBytes = len(*bb)
+		c.ttfb = time.Since(c.start)
+		return
+	}
 	if up.Protocol == anthropic.ProtocolMessages {
 		// A messages upstream: its answer becomes a chat completion first.
 		cb := bodyBufPool.Get().(*[]byte)
@@ -121,4 +133,39 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 // chatUsage converts a transcoder's usage record.
 func chatUsage(u transcode.Usage) adapters.Usage {
 	return adapters.Usage{Prompt: u.Prompt, Completion: u.Completion, Total: u.Total, Cached: u.Cached, Reasoning: u.Reasoning}
+}
+
+// messagesUsage reads the usage of an Anthropic message body in chat terms.
+func messagesUsage(body []byte) (adapters.Usage, bool) {
+	usage, kind, ok := rawjson.Get(body, "usage")
+	if !ok || kind != rawjson.Object {
+		return adapters.Usage{}, false
+	}
+	var u adapters.Usage
+	addMessagesUsage(&u, usage)
+	return u, true
+}
+
+// addMessagesUsage adds an Anthropic usage object's counts to u: prompt
+// tokens include cache reads and writes; total is kept consistent.
+func addMessagesUsage(u *adapters.Usage, usage []byte) {
+	num := func(k string) int64 {
+		v, kind, ok := rawjson.Get(usage, k)
+		if !ok || kind != rawjson.Number {
+			return 0
+		}
+		n, _ := rawjson.ParseInt(v)
+		return n
+	}
+	if in := num("input_tokens"); in > 0 || u.Prompt == 0 {
+		cached := num("cache_read_input_tokens")
+		if in+cached+num("cache_creation_input_tokens") > 0 {
+			u.Prompt = in + cached + num("cache_creation_input_tokens")
+			u.Cached = cached
+		}
+	}
+	if out := num("output_tokens"); out > 0 {
+		u.Completion = out
+	}
+	u.Total = u.Prompt + u.Completion
 }

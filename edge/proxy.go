@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/anthropic"
 	"gw/adapters/headers"
 	"gw/adapters/upstream"
 	"gw/admin/resources"
@@ -136,6 +137,7 @@ type call struct {
 	surf        *surface            // the caller's wire format
 	convBuf     []byte              // the caller's body converted to chat completions
 	origBody    []byte              // the caller's body as received (converted surfaces)
+	native      bool                // this attempt sends the caller's format upstream unchanged
 	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
@@ -190,7 +192,7 @@ func releaseCall(c *call) {
 	c.cr = chatRequest{}
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
-	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures = 0, 0, false, false, 0
+	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf = eb, hb, cb, nil, nil
 	c.breq.Reset()
 	callPool.Put(c)
@@ -682,7 +684,18 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 		c.in.Body = out
 	}
 	req := fasthttp.AcquireRequest()
-	err := up.Adapter.BuildChat(req, &c.in)
+	var err error
+	c.native = false
+	if mb, ok := up.Adapter.(adapters.MessagesBuilder); ok && c.surf == surfMessages && up.Protocol == anthropic.ProtocolMessages {
+		// Same wire format on both sides: the caller's body goes upstream
+		// as is (thinking signatures, cache_control, betas intact).
+		c.native = true
+		native := c.in
+		native.Body = c.origBody
+		err = mb.BuildMessages(req, &native)
+	} else {
+		err = up.Adapter.BuildChat(req, &c.in)
+	}
 	if err == nil {
 		return req
 	}

@@ -38,6 +38,8 @@ type relayState struct {
 	conv    transcode.Stream // chat chunks → the caller's surface; nil for chat callers
 	convRel func(transcode.Stream)
 
+	native bool // Messages caller and Messages upstream: events relayed as they are
+
 	// A messages-protocol upstream: its events become chat chunks first.
 	up    *msgconv.MessagesToChatStream
 	upBuf []byte // converted chat frames not yet consumed
@@ -66,7 +68,7 @@ func (s *relayState) next() ([]byte, error) {
 			s.upOff += min(end+len(frameSep), len(frame))
 			return bytes.TrimPrefix(frame[:end], dataPrefix), nil
 		}
-		s.upBuf, s.upOff = s.upBuf[:0], 0
+		s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
 		ev, err := s.rd.Next()
 		if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
 			if s.up.Err() != nil {
@@ -120,7 +122,7 @@ func (s *relayState) release() {
 		msgconv.ReleaseMessagesToChatStream(s.up)
 		s.up = nil
 	}
-	s.upBuf, s.upOff = s.upBuf[:0], 0
+	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker = false, 0, ""
@@ -196,11 +198,16 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			s := relayPool.Get().(*relayState)
 			s.resp, s.gap, s.marker = resp, t.StreamTimeout, up.Key.Response.StreamDoneMarker
 			s.rd = sse.AcquireReader(resp.BodyStream())
-			if c.surf.newStream != nil {
-				s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream
-			}
-			if up.Protocol == anthropic.ProtocolMessages {
-				s.up = msgconv.AcquireMessagesToChatStream(c.plan.AliasBytes)
+			switch {
+			case c.native:
+				s.native = true // Messages caller, Messages upstream: relay events as they are
+			default:
+				if c.surf.newStream != nil {
+					s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream
+				}
+				if up.Protocol == anthropic.ProtocolMessages {
+					s.up = msgconv.AcquireMessagesToChatStream(c.plan.AliasBytes)
+				}
 			}
 			outcome, ferr := p.prefetch(c, s)
 			c.upstreamDur += time.Since(sent)
@@ -240,6 +247,9 @@ type prefetchErr struct {
 // prefetch reads events until the first one with content, keeping the
 // rewritten events in s.pending.
 func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
+	if s.native {
+		return p.prefetchNative(c, s)
+	}
 	for {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
@@ -410,6 +420,9 @@ var (
 // (the caller left). Every w.Write is flushed to the caller as one chunk;
 // events already buffered together are written together.
 func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
+	if s.native {
+		return p.relayNative(w, c, s)
+	}
 	s.wbuf = append(s.wbuf[:0], s.pending...)
 	if !s.ready() && !s.flush(w, c) {
 		return 499

@@ -15,6 +15,7 @@ import (
 	"gw/adapters/headers"
 	"gw/admin/resources"
 	"gw/sse/msgconv"
+	"gw/sse/rawjson"
 )
 
 // DefaultBaseURL is used when a key has no api_base.
@@ -49,8 +50,9 @@ type Adapter struct {
 
 // Interface guards.
 var (
-	_ adapters.Adapter = (*Adapter)(nil)
-	_ adapters.Factory = New
+	_ adapters.Adapter         = (*Adapter)(nil)
+	_ adapters.MessagesBuilder = (*Adapter)(nil)
+	_ adapters.Factory         = New
 )
 
 // New compiles the adapter of pk.
@@ -97,6 +99,26 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 		return adapters.ErrBody
 	}
 	s.body = body
+	a.finish(req, in, s)
+	return nil
+}
+
+// BuildMessages implements adapters.MessagesBuilder: the caller's Messages
+// body goes upstream byte-for-byte with only `model` rewritten.
+func (a *Adapter) BuildMessages(req *fasthttp.Request, in *adapters.ChatInput) error {
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	body, err := rawjson.SetString(s.body[:0], in.Body, "model", in.UpstreamModel)
+	if err != nil {
+		return adapters.ErrBody
+	}
+	s.body = body
+	a.finish(req, in, s)
+	return nil
+}
+
+// finish writes URL, headers and the body built in s.
+func (a *Adapter) finish(req *fasthttp.Request, in *adapters.ChatInput, s *scratch) {
 	req.Header.SetMethodBytes(methodPost)
 	req.SetRequestURI(a.url)
 	req.Header.SetContentTypeBytes(ctJSON)
@@ -112,5 +134,4 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	}
 	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
 	req.SetBody(s.body)
-	return nil
 }

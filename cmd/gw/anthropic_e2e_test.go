@@ -104,3 +104,54 @@ func TestAnthropicUpstream(t *testing.T) {
 		t.Fatalf("responses via anthropic: err %v completed %v text %q", err, completed, text.String())
 	}
 }
+
+// TestAnthropicNativePassThrough: a /v1/messages caller on an Anthropic key
+// reaches the upstream with its body unchanged but for the model, so
+// Anthropic-only fields (thinking, cache_control, metadata) survive.
+func TestAnthropicNativePassThrough(t *testing.T) {
+	e := startE2E(t)
+	ctx := context.Background()
+	base := strings.TrimSuffix(e.base, "/v1")
+	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("caller-e2e"), aoption.WithMaxRetries(0))
+	mp := anthropic.MessageNewParams{
+		Model: "claude", MaxTokens: 2048,
+		System:   []anthropic.TextBlockParam{{Text: "Be brief.", CacheControl: anthropic.NewCacheControlEphemeralParam()}},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))},
+		Metadata: anthropic.MetadataParam{UserID: anthropic.String("user-42")},
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024),
+	}
+	msg, err := ac.Messages.New(ctx, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(msg.Model) != "claude" || msg.Content[0].Text == "" || msg.Usage.InputTokens == 0 {
+		t.Fatalf("native message: %+v", msg)
+	}
+	last := e.mock.Requests()[len(e.mock.Requests())-1]
+	for _, want := range []string{`"model":"claude-sonnet-4-5"`, `"thinking":{`, `"budget_tokens":1024`, `"cache_control":{`, `"user_id":"user-42"`} {
+		if !strings.Contains(last.Body, want) {
+			t.Fatalf("native body lacks %s: %s", want, last.Body)
+		}
+	}
+	// Streaming: events relayed with the alias in message_start.
+	st := ac.Messages.NewStreaming(ctx, mp)
+	acc := anthropic.Message{}
+	for st.Next() {
+		if err := acc.Accumulate(st.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if string(acc.Model) != "claude" || acc.Content[0].Text == "" || acc.StopReason != "end_turn" {
+		t.Fatalf("native stream: %+v", acc)
+	}
+	// An upstream error event mid-stream reaches the caller as an error.
+	st = ac.Messages.NewStreaming(ctx, mp, aoption.WithHeader("x-mock-stream-error-after", "2"))
+	for st.Next() {
+	}
+	if st.Err() == nil {
+		t.Fatal("native stream error ended cleanly")
+	}
+}
