@@ -21,8 +21,59 @@ const (
 	DefaultClosedConnections = 64
 	DefaultOpenConnections   = 10_000
 	DefaultLateThreshold     = time.Millisecond
-	DefaultModel             = "gpt-4o"
+	// DefaultModel is the model of the built-in chat and Responses bodies.
+	DefaultModel = "gpt-4o"
+	// DefaultMessagesModel is the model of the built-in Anthropic Messages body.
+	DefaultMessagesModel = "claude-sonnet-4-5"
+	// AnthropicVersion is the anthropic-version header of FormatMessages requests.
+	AnthropicVersion = "2023-06-01"
 )
+
+// Format is the wire format of a run: the endpoint requests go to, how the API key is
+// sent, the built-in body, and which stream events carry content and end the stream.
+type Format string
+
+// Formats of a run, as Config.Format and Result.Config.Format name them.
+const (
+	// FormatChat is OpenAI Chat Completions: POST <Target>/chat/completions with
+	// "Authorization: Bearer <APIKey>". Stream content: a chat.completion.chunk with a
+	// non-empty choices[].delta.content; end: data: [DONE].
+	FormatChat Format = "chat"
+	// FormatMessages is Anthropic Messages: POST <Target>/messages with
+	// "x-api-key: <APIKey>" and "anthropic-version: 2023-06-01". Stream content: a
+	// content_block_delta event with a non-empty delta.text; end: message_stop.
+	FormatMessages Format = "messages"
+	// FormatResponses is OpenAI Responses: POST <Target>/responses with
+	// "Authorization: Bearer <APIKey>". Stream content: a response.output_text.delta
+	// event with a non-empty delta; end: response.completed.
+	FormatResponses Format = "responses"
+)
+
+// Formats lists the formats Config.Format accepts.
+var Formats = []Format{FormatChat, FormatMessages, FormatResponses}
+
+// formatSpec is what a run needs to know about its Format.
+type formatSpec struct {
+	path       string // appended to a base URL
+	body       []byte // built-in body
+	model      string // model of the built-in body
+	terminator string // the stream's end event, as the markdown names it
+	classify   func(data []byte) eventKind
+}
+
+var formatSpecs = map[Format]*formatSpec{
+	FormatChat:      {path: "/chat/completions", body: DefaultBody, model: DefaultModel, terminator: "[DONE]", classify: classifyChat},
+	FormatMessages:  {path: "/messages", body: DefaultMessagesBody, model: DefaultMessagesModel, terminator: "message_stop", classify: classifyMessages},
+	FormatResponses: {path: "/responses", body: DefaultResponsesBody, model: DefaultModel, terminator: "response.completed", classify: classifyResponses},
+}
+
+// spec returns the spec of f; the empty Format is FormatChat. Nil for an unknown format.
+func (f Format) spec() *formatSpec {
+	if f == "" {
+		f = FormatChat
+	}
+	return formatSpecs[f]
+}
 
 // MaxLatency is the largest value the histograms hold (1 µs to 60 s at 3 significant
 // digits); longer values are recorded as MaxLatency.
@@ -30,17 +81,22 @@ const MaxLatency = 60 * time.Second
 
 // Config describes one load run. The zero value of every field but Target has a default.
 type Config struct {
-	// Target is an OpenAI-compatible base URL such as http://127.0.0.1:8080/v1; requests go
-	// to Target + "/chat/completions". A Target that already ends in /chat/completions is
-	// used as is.
+	// Target is a base URL such as http://127.0.0.1:8080/v1; requests go to Target +
+	// "/chat/completions", "/messages" or "/responses" by Format. A Target that already
+	// ends in that path is used as is.
 	Target string
-	// APIKey, when set, is sent as "Authorization: Bearer <APIKey>".
+	// Format is the wire format: FormatChat (the default when empty), FormatMessages or
+	// FormatResponses.
+	Format Format
+	// APIKey, when set, is sent as "Authorization: Bearer <APIKey>", or for FormatMessages
+	// as "x-api-key: <APIKey>".
 	APIKey string
-	// Model replaces the body's "model". Empty keeps the body's model, or DefaultModel for
-	// the built-in body.
+	// Model replaces the body's "model". Empty keeps the body's model (the built-in bodies:
+	// DefaultModel, or DefaultMessagesModel for FormatMessages).
 	Model string
-	// Body is the JSON object sent as the request body. Nil means the built-in ~1 KB chat
-	// request (DefaultBody). Its "stream" member is set to match Stream.
+	// Body is the JSON object sent as the request body. Nil means the format's built-in
+	// ~1 KB request (DefaultBody, DefaultMessagesBody, DefaultResponsesBody). Its "stream"
+	// member is set to match Stream.
 	Body []byte
 	// Headers are extra request headers, e.g. {"x-mock-chunks", "200"}, sent in order.
 	Headers []Header
@@ -96,6 +152,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Connections < 0 {
 		return cfg, fmt.Errorf("`connections`: must be >= 0, got %d", cfg.Connections)
 	}
+	if cfg.Format == "" {
+		cfg.Format = FormatChat
+	}
+	if cfg.Format.spec() == nil {
+		return cfg, fmt.Errorf("`format`: must be chat, messages or responses, got %q", cfg.Format)
+	}
 	if cfg.Duration < 0 || cfg.Warmup < 0 || cfg.Timeout < 0 || cfg.LateThreshold < 0 {
 		return cfg, errors.New("`duration`, `warmup`, `timeout` and `late_threshold` must be >= 0")
 	}
@@ -133,10 +195,8 @@ type target struct {
 	uri   string // full request URI
 }
 
-// chatPath is appended to a base URL.
-const chatPath = "/chat/completions"
-
-func parseTarget(s string) (target, error) {
+// parseTarget parses a Target whose requests go to path (appended to a base URL).
+func parseTarget(s, path string) (target, error) {
 	if s == "" {
 		return target{}, errors.New("`target`: missing")
 	}
@@ -164,8 +224,8 @@ func parseTarget(s string) (target, error) {
 		}
 		t.addr = net.JoinHostPort(u.Hostname(), port)
 	}
-	if !strings.HasSuffix(u.Path, chatPath) {
-		u.Path = strings.TrimRight(u.Path, "/") + chatPath
+	if !strings.HasSuffix(u.Path, path) {
+		u.Path = strings.TrimRight(u.Path, "/") + path
 		u.RawPath = ""
 	}
 	t.uri = u.String()
@@ -198,7 +258,8 @@ func newClient(cfg *Config, t target, dial fasthttp.DialFunc) *fasthttp.HostClie
 
 // newRequestTemplate builds the request every worker copies once.
 func newRequestTemplate(cfg *Config, t target) (*fasthttp.Request, error) {
-	body, err := prepareBody(cfg.Body, cfg.Model, cfg.Stream)
+	spec := cfg.Format.spec()
+	body, err := prepareBody(cfg.Body, spec, cfg.Model, cfg.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +273,15 @@ func newRequestTemplate(cfg *Config, t target) (*fasthttp.Request, error) {
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	if cfg.APIKey != "" {
+	if cfg.Format == FormatMessages {
+		// Headers named in cfg.Headers replace these two.
+		if cfg.APIKey != "" && !hasHeader(cfg.Headers, "x-api-key") {
+			req.Header.Set("x-api-key", cfg.APIKey)
+		}
+		if !hasHeader(cfg.Headers, "anthropic-version") {
+			req.Header.Set("anthropic-version", AnthropicVersion)
+		}
+	} else if cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
 	for _, h := range cfg.Headers {
@@ -222,14 +291,24 @@ func newRequestTemplate(cfg *Config, t target) (*fasthttp.Request, error) {
 	return req, nil
 }
 
-// prepareBody returns body (or DefaultBody) with its model and stream members set: model
-// to model when not empty, stream to true for streams. A buffered run turns an existing
-// "stream":true off and drops stream_options, which OpenAI rejects without stream.
-func prepareBody(body []byte, model string, stream bool) ([]byte, error) {
+func hasHeader(hs []Header, name string) bool {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareBody returns body (or the built-in body of spec) with its model and stream
+// members set: model to model when not empty, stream to true for streams. A buffered run
+// turns an existing "stream":true off and drops stream_options, which OpenAI rejects
+// without stream.
+func prepareBody(body []byte, spec *formatSpec, model string, stream bool) ([]byte, error) {
 	if body == nil {
-		body = DefaultBody
+		body = spec.body
 		if model == "" {
-			model = DefaultModel
+			model = spec.model
 		}
 	}
 	if !rawjson.Valid(body) || rawjson.KindOf(trimSpace(body)) != rawjson.Object {

@@ -1,8 +1,8 @@
-// Package load is gw's load generator: it drives any OpenAI-compatible endpoint (gw or
-// the mock of gw/perf/mock) with chat completion requests and reports latency
-// percentiles, error classes and, for streams, time to first byte, time to first token
-// and the gaps between chunks. Command gwload (perf/cmd/gwload) wraps it; a scenario
-// runner calls Run in-process.
+// Package load is gw's load generator: it drives gw, the mock of gw/perf/mock or any
+// compatible endpoint with OpenAI chat completion, Anthropic Messages or OpenAI Responses
+// requests (Config.Format) and reports latency percentiles, error classes and, for
+// streams, time to first byte, time to first token and the gaps between chunks. Command
+// gwload (perf/cmd/gwload) wraps it; a scenario runner calls Run in-process.
 //
 // # Modes
 //
@@ -19,7 +19,8 @@
 // figure of merit is Result.RateAchievedRPS.
 //
 // Streaming (Config.Stream) works in both modes: the body gets "stream":true, and each
-// response is read as Server-Sent Events while it arrives.
+// response is read as Server-Sent Events while it arrives. The format says which events
+// carry content (the first one is the TTFT) and which one ends the stream.
 //
 // # Cost
 //

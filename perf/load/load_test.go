@@ -123,6 +123,88 @@ func TestStream(t *testing.T) {
 	f("open", load.Config{Rate: 100})
 }
 
+// TestFormats runs the Anthropic Messages and OpenAI Responses formats against the mock,
+// buffered and streaming, and checks what the mock received.
+func TestFormats(t *testing.T) {
+	t.Parallel()
+	m := mock.New(mock.Config{RecordLimit: 8})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = m.Serve(ln) }()
+	t.Cleanup(func() { _ = m.Shutdown() })
+	target := "http://" + ln.Addr().String() + "/v1"
+
+	// perStream: the data events of a 20-chunk stream, the terminator excluded.
+	f := func(format load.Format, stream bool, wantModel, wantPath string, perStream int64, wantHeaders map[string]string) {
+		t.Helper()
+		name := string(format)
+		if stream {
+			name += " stream"
+		}
+		res := run(t, load.Config{Target: target, Format: format, APIKey: "sk-test", Stream: stream, Connections: 2,
+			Duration: 200 * time.Millisecond, Headers: []load.Header{{Name: "x-mock-chunks", Value: "20"}}})
+		if res.Successes == 0 || res.Errors != 0 {
+			t.Fatalf("%s: %d ok, %d errors %v %v; want all ok", name, res.Successes, res.Errors, res.ErrorsByClass, res.ErrorSamples)
+		}
+		if res.Config.Format != format || res.Config.Model != wantModel {
+			t.Fatalf("%s: config echo %+v; want format %s and the built-in body's model %s", name, res.Config, format, wantModel)
+		}
+		if md := res.Markdown(); !strings.Contains(md, " "+string(format)+",") {
+			t.Fatalf("%s: markdown title lacks the format:\n%s", name, md)
+		}
+		reqs := m.Requests()
+		last := reqs[len(reqs)-1]
+		if last.Path != wantPath || !strings.Contains(last.Body, `"model":"`+wantModel+`"`) ||
+			strings.Contains(last.Body, `"stream":true`) != stream {
+			t.Fatalf("%s: the mock got %s %s; want %s, model %s, stream %v", name, last.Path, last.Body, wantPath, wantModel, stream)
+		}
+		for k, v := range wantHeaders {
+			if got := last.Header.Get(k); got != v {
+				t.Fatalf("%s: the mock got %s: %q; want %q (headers %v)", name, k, got, v, last.Header)
+			}
+		}
+		st := res.Streams
+		if !stream {
+			if st != nil || res.LatencyUS.Count != res.Successes {
+				t.Fatalf("%s: streams %+v, latency %+v; want no stream figures", name, st, res.LatencyUS)
+			}
+			return
+		}
+		n := st.Streams
+		if st.ChunksPerStream != (load.MinMean{Min: 20, Mean: 20, Max: 20}) || st.Events != perStream*n || st.Completed != n ||
+			st.NoToken != 0 {
+			t.Fatalf("%s: chunks %+v, events %d, completed %d, no token %d; want 20 chunks and %d events each, all completed",
+				name, st.ChunksPerStream, st.Events, st.Completed, st.NoToken, perStream)
+		}
+		if st.TTFTUS.Count != n || st.ChunkGapUS.Count != (perStream-1)*n || st.TTFTUS.P50 < st.TTFBUS.P50 ||
+			res.LatencyUS.P50 < st.TTFTUS.P50 {
+			t.Fatalf("%s: TTFB %+v, TTFT %+v, %d gaps; want one TTFT per stream, TTFB <= TTFT <= total, %d gaps each",
+				name, st.TTFBUS, st.TTFTUS, st.ChunkGapUS.Count, perStream-1)
+		}
+	}
+	anthropic := map[string]string{"X-Api-Key": "sk-test", "Anthropic-Version": "2023-06-01", "Authorization": ""}
+	openai := map[string]string{"Authorization": "Bearer sk-test", "X-Api-Key": "", "Anthropic-Version": ""}
+	// message_start, content_block_start, ping, 20 deltas, content_block_stop, message_delta.
+	f(load.FormatMessages, false, "claude-sonnet-4-5", "/v1/messages", 0, anthropic)
+	f(load.FormatMessages, true, "claude-sonnet-4-5", "/v1/messages", 25, anthropic)
+	// created, in_progress, output_item.added, content_part.added, 20 deltas, output_text.done,
+	// content_part.done, output_item.done.
+	f(load.FormatResponses, false, "gpt-4o", "/v1/responses", 0, openai)
+	f(load.FormatResponses, true, "gpt-4o", "/v1/responses", 27, openai)
+
+	// Without its terminator a stream succeeds but does not count as completed.
+	for _, format := range []load.Format{load.FormatMessages, load.FormatResponses} {
+		res := run(t, load.Config{Target: target, Format: format, Stream: true, Connections: 1, Duration: 50 * time.Millisecond,
+			Headers: []load.Header{{Name: "x-mock-no-done", Value: "true"}}})
+		if st := res.Streams; res.Successes == 0 || res.Errors != 0 || st.Completed != 0 || st.Chunks != 5*st.Streams {
+			t.Fatalf("%s no terminator: %d ok, %d errors, streams %+v; want ok streams of 5 chunks, none completed",
+				format, res.Successes, res.Errors, st)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	t.Parallel()
 	target := startMock(t)
@@ -161,6 +243,13 @@ func TestErrors(t *testing.T) {
 	f("timeout", load.Config{Timeout: 50 * time.Millisecond, Duration: 100 * time.Millisecond,
 		Headers: []load.Header{{Name: "x-mock-latency", Value: "2s"}}}, "timeout", "timeout")
 	f("refused", load.Config{Target: closedPort(t), Duration: 50 * time.Millisecond}, "transport", "")
+	// The Anthropic error envelope, and a Messages stream cut after 2 chunks.
+	f("messages status", load.Config{Format: load.FormatMessages, Stream: true,
+		Headers: []load.Header{{Name: "x-mock-status", Value: "529"}}}, "status_529", "overloaded_error")
+	f("messages cut stream", load.Config{Format: load.FormatMessages, Stream: true,
+		Headers: []load.Header{{Name: "x-mock-fail-after", Value: "2"}}}, "transport", "")
+	f("responses cut stream", load.Config{Format: load.FormatResponses, Stream: true,
+		Headers: []load.Header{{Name: "x-mock-fail-after", Value: "2"}}}, "transport", "")
 }
 
 func TestInterrupt(t *testing.T) {
@@ -189,6 +278,7 @@ func TestConfigErrors(t *testing.T) {
 	f(load.Config{}, "`target`: missing")
 	f(load.Config{Target: "ftp://x/v1"}, "scheme must be http or https")
 	f(load.Config{Target: "http://x/v1", Rate: -1}, "`rate`")
+	f(load.Config{Target: "http://x/v1", Format: "gemini"}, "`format`")
 	f(load.Config{Target: "http://x/v1", Body: []byte(`[1]`)}, "`body`")
 	f(load.Config{Target: "http://x/v1", Body: []byte(`{"model":`)}, "`body`")
 	f(load.Config{Target: "http://x/v1", Timeout: 2 * time.Minute}, "`timeout`")

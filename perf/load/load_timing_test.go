@@ -61,9 +61,31 @@ func BenchmarkRequest(b *testing.B) {
 			b.Fatalf("%d of %d requests failed", s.requests-s.successes, s.requests)
 		}
 	})
-	for _, chunks := range []int{20, 200} {
-		b.Run("stream/chunks="+strconv.Itoa(chunks), func(b *testing.B) {
-			r := benchRunner(b, Config{Stream: true, Headers: []Header{{"x-mock-chunks", strconv.Itoa(chunks)}}})
+	for _, format := range []Format{FormatMessages, FormatResponses} {
+		b.Run("buffered/"+string(format), func(b *testing.B) {
+			r := benchRunner(b, Config{Format: format})
+			w := r.newWorker()
+			defer w.release()
+			b.ReportAllocs()
+			for b.Loop() {
+				w.do(r.clk.now(), true)
+			}
+			if s := w.shard; s.successes != s.requests {
+				b.Fatalf("%d of %d requests failed", s.requests-s.successes, s.requests)
+			}
+		})
+	}
+	for _, bc := range []struct {
+		format Format
+		chunks int
+	}{{FormatChat, 20}, {FormatChat, 200}, {FormatMessages, 200}, {FormatResponses, 200}} {
+		name := "stream/chunks=" + strconv.Itoa(bc.chunks)
+		if bc.format != FormatChat {
+			name = "stream/" + string(bc.format) + "/chunks=" + strconv.Itoa(bc.chunks)
+		}
+		chunks := bc.chunks
+		b.Run(name, func(b *testing.B) {
+			r := benchRunner(b, Config{Format: bc.format, Stream: true, Headers: []Header{{"x-mock-chunks", strconv.Itoa(chunks)}}})
 			w := r.newWorker()
 			defer w.release()
 			b.ReportAllocs()
@@ -72,6 +94,34 @@ func BenchmarkRequest(b *testing.B) {
 			}
 			if s := w.shard; s.successes != s.requests || s.chunks != int64(chunks)*s.requests {
 				b.Fatalf("%d of %d streams failed, %d chunks", s.requests-s.successes, s.requests, s.chunks)
+			}
+		})
+	}
+}
+
+func BenchmarkClassify(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		classify func([]byte) eventKind
+		data     string
+	}{
+		{"chat", classifyChat, `{"id":"chatcmpl-C4HqHBe4xca0k0EzsCnf1t6V3YFXp","object":"chat.completion.chunk","created":1755137933,` +
+			`"model":"gpt-5-nano-2025-08-07","service_tier":"default","system_fingerprint":null,` +
+			`"choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}],"obfuscation":"LcdzdJdMMgDHt6"}`},
+		{"messages", classifyMessages, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" there"}}`},
+		{"responses", classifyResponses, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_68a0f1",` +
+			`"output_index":0,"content_index":0,"delta":" there","logprobs":[],"obfuscation":"LcdzdJdMMgDHt6"}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			data := []byte(bc.data)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			var sink eventKind
+			for b.Loop() {
+				sink = bc.classify(data)
+			}
+			if sink != evContent {
+				b.Fatal("no content")
 			}
 		})
 	}

@@ -54,9 +54,9 @@ type sample struct {
 	// Streams only.
 	headers time.Duration // response headers read
 	token   time.Duration // first content chunk; < 0 if none
-	events  int64         // data events, [DONE] excluded
-	chunks  int64         // data events with non-empty choices[].delta.content
-	sawDone bool          // data: [DONE] arrived
+	events  int64         // data events, the terminator excluded
+	chunks  int64         // data events with content (chat: non-empty choices[].delta.content)
+	sawDone bool          // the terminator ([DONE], message_stop, response.completed) arrived
 }
 
 // shard is one lock's worth of figures. Workers are spread over a few shards so that

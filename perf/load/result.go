@@ -57,6 +57,7 @@ type Result struct {
 // ResultConfig echoes the run's configuration, defaults applied. The API key is left out.
 type ResultConfig struct {
 	Target          string   `json:"target"`
+	Format          Format   `json:"format"`
 	Model           string   `json:"model,omitempty"`
 	BodyBytes       int      `json:"body_bytes"`
 	Headers         []string `json:"headers,omitempty"` // "name: value"; credentials redacted
@@ -92,11 +93,15 @@ type LateSends struct {
 
 // StreamResult holds the figures of successful streams.
 type StreamResult struct {
-	Streams   int64 `json:"streams"`
-	Completed int64 `json:"completed"` // ended with data: [DONE]
-	NoToken   int64 `json:"no_token"`  // never carried content, so no TTFT
-	// Events counts data events ([DONE] excluded); Chunks those with non-empty
-	// choices[].delta.content.
+	Streams int64 `json:"streams"`
+	// Completed counts the streams that ended with the format's terminator: data: [DONE]
+	// (chat), message_stop (messages), response.completed (responses).
+	Completed int64 `json:"completed"`
+	NoToken   int64 `json:"no_token"` // never carried content, so no TTFT
+	// Events counts data events (the terminator excluded); Chunks those that carry
+	// content: a non-empty choices[].delta.content (chat), a content_block_delta with a
+	// non-empty delta.text (messages), a response.output_text.delta with a non-empty delta
+	// (responses).
 	Events          int64   `json:"events"`
 	Chunks          int64   `json:"chunks"`
 	ChunksPerStream MinMean `json:"chunks_per_stream"`
@@ -164,6 +169,7 @@ func (r *runner) result(started time.Time, wall time.Duration, cpu cpuTime, inte
 		LatencyUS:   percentiles(s.latency),
 		Config: ResultConfig{
 			Target:      cfg.Target,
+			Format:      cfg.Format,
 			Model:       cfg.Model,
 			BodyBytes:   len(r.tmpl.Body()),
 			Connections: cfg.Connections,
@@ -292,6 +298,9 @@ func (r *Result) Markdown() string {
 	if r.Stream {
 		kind = "streaming"
 	}
+	if f := r.Config.Format; f != "" && f != FormatChat {
+		kind += " " + string(f)
+	}
 	load := fmt.Sprintf("%d connections", r.Config.Connections)
 	if r.Mode == OpenLoop {
 		load = fmt.Sprintf("%s req/s", fmtFloat(r.RateTargetRPS))
@@ -349,8 +358,12 @@ func (r *Result) Markdown() string {
 			"(latencies still count from the due times).\n", 100*ls.Fraction, fmtUS(float64(ls.ThresholdUS)))
 	}
 	if st := r.Streams; st != nil {
-		fmt.Fprintf(&b, "\nStreams: %d ok, %d with [DONE], %d without content; chunks/stream min %d, mean %.1f, max %d; %d events.\n",
-			st.Streams, st.Completed, st.NoToken, st.ChunksPerStream.Min, st.ChunksPerStream.Mean,
+		terminator := "[DONE]"
+		if spec := r.Config.Format.spec(); spec != nil {
+			terminator = spec.terminator
+		}
+		fmt.Fprintf(&b, "\nStreams: %d ok, %d with %s, %d without content; chunks/stream min %d, mean %.1f, max %d; %d events.\n",
+			st.Streams, st.Completed, terminator, st.NoToken, st.ChunksPerStream.Min, st.ChunksPerStream.Mean,
 			st.ChunksPerStream.Max, st.Events)
 	}
 	if len(r.ErrorsByClass) > 0 {

@@ -92,6 +92,7 @@ func TestJSONSchema(t *testing.T) {
 	f("mode")
 	f("stream")
 	f("config", "target")
+	f("config", "format")
 	f("config", "rate")
 	f("config", "connections")
 	f("config", "duration_s")

@@ -32,6 +32,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // runner is the state of one run, shared read-only by its workers.
 type runner struct {
 	cfg  Config // defaults applied
+	spec *formatSpec
 	hc   *fasthttp.HostClient
 	tmpl *fasthttp.Request
 	clk  clock
@@ -53,7 +54,8 @@ func newRunner(cfg Config, dial fasthttp.DialFunc) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot run load: %w", err)
 	}
-	t, err := parseTarget(cfg.Target)
+	spec := cfg.Format.spec()
+	t, err := parseTarget(cfg.Target, spec.path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run load: %w", err)
 	}
@@ -71,6 +73,7 @@ func newRunner(cfg Config, dial fasthttp.DialFunc) (*runner, error) {
 	}
 	return &runner{
 		cfg:    cfg,
+		spec:   spec,
 		hc:     newClient(&cfg, t, dial),
 		tmpl:   tmpl,
 		rec:    newRecorder(cfg.Mode() == OpenLoop, cfg.Stream),
@@ -232,7 +235,7 @@ func (w *worker) readStream(smp *sample) {
 		_, err = io.Copy(io.Discard, body)
 	} else {
 		w.sr.Reset(body)
-		w.gaps, err = readEvents(w.sr, w.r.clk, smp, w.gaps)
+		w.gaps, err = readEvents(w.sr, w.r.clk, w.r.spec.classify, smp, w.gaps)
 		w.sr.Reset(nil)
 		if err == nil && peerClosed(&w.resp) {
 			err = errStreamCut

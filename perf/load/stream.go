@@ -37,12 +37,76 @@ func deltaHasContent(data []byte) bool {
 	return found
 }
 
+// eventKind is what a stream event means to the figures.
+type eventKind uint8
+
+const (
+	evOther   eventKind = iota // counted as an event, no token
+	evContent                  // a token: counted as an event and a chunk
+	evEnd                      // the stream's terminator: not counted as an event
+)
+
+// classifyChat reads a chat.completion.chunk: content by deltaHasContent, end [DONE].
+func classifyChat(data []byte) eventKind {
+	if sse.IsDone(data) {
+		return evEnd
+	}
+	if deltaHasContent(data) {
+		return evContent
+	}
+	return evOther
+}
+
+// keysTypeDelta are the members ScanTop reads from a Messages or Responses event.
+var keysTypeDelta = []string{"type", "delta"}
+
+// classifyMessages reads an Anthropic Messages stream event by its JSON type (which equals
+// its `event:` line): content is a content_block_delta whose delta.text is a non-empty
+// string (a text_delta; input_json_delta and thinking_delta carry no text), the end is
+// message_stop. It does not allocate.
+func classifyMessages(data []byte) eventKind {
+	var vals [2][]byte
+	if rawjson.ScanTop(data, keysTypeDelta, vals[:]) != nil {
+		return evOther
+	}
+	switch typ := vals[0]; {
+	case rawjson.StringEquals(typ, "content_block_delta"):
+		text, kind, ok := rawjson.Get(vals[1], "text")
+		// A string span keeps its quotes: `""` is empty.
+		if ok && kind == rawjson.String && len(text) > 2 {
+			return evContent
+		}
+	case rawjson.StringEquals(typ, "message_stop"):
+		return evEnd
+	}
+	return evOther
+}
+
+// classifyResponses reads an OpenAI Responses stream event by its JSON type: content is a
+// response.output_text.delta whose delta is a non-empty string, the end is
+// response.completed. It does not allocate.
+func classifyResponses(data []byte) eventKind {
+	var vals [2][]byte
+	if rawjson.ScanTop(data, keysTypeDelta, vals[:]) != nil {
+		return evOther
+	}
+	switch typ := vals[0]; {
+	case rawjson.StringEquals(typ, "response.output_text.delta"):
+		if rawjson.KindOf(vals[1]) == rawjson.String && len(vals[1]) > 2 {
+			return evContent
+		}
+	case rawjson.StringEquals(typ, "response.completed"):
+		return evEnd
+	}
+	return evOther
+}
+
 // readEvents reads the SSE events of one stream from r until EOF or an error, and
-// records their figures into smp: events and chunks counted, the time of the first
-// content chunk in smp.token (smp.token must be < 0 on entry), and [DONE]. The gaps
-// between consecutive data events are appended to gaps in µs. The error is nil at a
-// clean EOF.
-func readEvents(r *sse.Reader, clk clock, smp *sample, gaps []int64) ([]int64, error) {
+// records their figures into smp: events and chunks counted (classify tells which events
+// carry content), the time of the first content chunk in smp.token (smp.token must be < 0
+// on entry), and the terminator. The gaps between consecutive data events (the
+// terminator excluded) are appended to gaps in µs. The error is nil at a clean EOF.
+func readEvents(r *sse.Reader, clk clock, classify func([]byte) eventKind, smp *sample, gaps []int64) ([]int64, error) {
 	var last time.Duration
 	for {
 		ev, err := r.Next()
@@ -53,7 +117,8 @@ func readEvents(r *sse.Reader, clk clock, smp *sample, gaps []int64) ([]int64, e
 			return gaps, err
 		}
 		t := clk.now()
-		if sse.IsDone(ev.Data) {
+		kind := classify(ev.Data)
+		if kind == evEnd {
 			smp.sawDone = true
 			continue
 		}
@@ -62,7 +127,7 @@ func readEvents(r *sse.Reader, clk clock, smp *sample, gaps []int64) ([]int64, e
 		}
 		last = t
 		smp.events++
-		if deltaHasContent(ev.Data) {
+		if kind == evContent {
 			smp.chunks++
 			if smp.token < 0 {
 				smp.token = t

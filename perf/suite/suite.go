@@ -161,6 +161,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.add(Figure{Scenario: "3 streaming", Name: "gw RSS peak (VmHWM)", Value: hwm, Unit: "MiB", Budget: b(bud.RSSStreamsMB), Max: true})
 
+	// Scenario 4 on a fresh gw too, with scenario 3's layout at a lighter load.
+	o.Log("scenario 4: transcoding streams, %d streams/s (~%d concurrent) of %d chunks at 10 ms", transcodeRate, transcodeStreams, streamChunks)
+	gw, err = StartGW(o.GWBin, o.GWCore, basic, env)
+	if err != nil {
+		return nil, err
+	}
+	err = transcoding(ctx, o, rep, &bud, gw, run, mockBase+streamPath+"/v1")
+	gw.Stop()
+	if err != nil {
+		return nil, err
+	}
+
 	// Scenarios 1, 2, 6 on one gw.
 	gw, err = StartGW(o.GWBin, o.GWCore, basic, env)
 	if err != nil {
@@ -249,12 +261,156 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p99", Value: float64(g5.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "gw errors", Value: float64(g5.Errors), Unit: "requests"})
 	}
-	rep.add(Figure{Scenario: "4 transcoding", Name: "chat → messages / messages → chat", Unit: "", Note: "not measured yet: the transcoders exist (Anthropic and Responses callers to chat upstreams work), but the anthropic adapter (chat caller → messages upstream) is not built and gwload speaks chat completions only"})
-
 	if err := rep.write(o.OutDir); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// Scenario 4's load: about transcodeStreams concurrent streams, started in open loop at
+// transcodeRate streams/s (each lasts about 2 s). Scenario 3's 1,000 streams (100,000
+// chunks/s) saturate gw's core on the 2-core VM, so its added figures measure the
+// saturation; 200 streams (20,000 chunks/s) leave headroom. Open loop, because
+// closed-loop workers all start at once and, their streams being equally long, stay in
+// step: every 2 s, 200 streams would start in the same millisecond and TTFT would
+// measure that burst's queue.
+const (
+	transcodeStreams = 200
+	transcodeRate    = transcodeStreams / 2
+)
+
+// transcoding runs scenario 4 against gw: the same stream (streamChunks chunks at 10 ms)
+// read straight from the mock in the caller's format (the baseline), then through gw
+// where the upstream speaks the other format:
+//
+//   - 4a: an OpenAI chat caller on claude-stream, a model of an `adapter: anthropic` key;
+//     gw converts chat → messages upstream and the messages stream back to chat chunks.
+//   - 4b: an Anthropic Messages caller (POST /v1/messages) on gpt-stream, a model of an
+//     OpenAI key; gw converts messages → chat upstream and chat chunks → Anthropic events.
+//
+// A reference run relays the chat stream through gw without conversion (gpt-stream),
+// against 4a's baseline, so that the conversion's share of the figures shows.
+// mockStream is the mock's base URL with the stream knobs.
+func transcoding(ctx context.Context, o Options, rep *Report, bud *Budgets, gw *Proc,
+	run func(string, load.Config) (*load.Result, error), mockStream string) error {
+	cfg := func(target string, format load.Format, model string) load.Config {
+		return load.Config{Target: target, Format: format, APIKey: "perf-caller", Model: model, Stream: true,
+			Rate: transcodeRate, Connections: 5 * transcodeStreams, Duration: o.Duration, Warmup: o.Warmup, Timeout: 30 * time.Second}
+	}
+	gwBase := "http://" + gw.Addr + "/v1" // gw serves /v1/chat/completions and /v1/messages
+	loadNote := fmt.Sprintf("open loop, %d streams/s of %d chunks at 10 ms: ~%d concurrent streams, %d chunks/s; lighter than "+
+		"scenario 3's 1,000 streams, which saturate gw's core on this 2-core VM, and open loop so that streams do not start in bursts",
+		transcodeRate, streamChunks, transcodeStreams, transcodeStreams*100)
+	var direct *load.Result
+	for _, sc := range []struct {
+		tag, name     string
+		direct, viaGW load.Config // direct.Target "": the previous baseline
+		note          string
+	}{
+		{"s4a-chat-to-messages", "4a transcoding stream chat → messages",
+			cfg(mockStream, load.FormatChat, "gpt-4o"), cfg(gwBase, load.FormatChat, "claude-stream"),
+			loadNote + "; baseline: chat stream straight from the mock; gw: chat caller on an adapter: anthropic key"},
+		{"s4-chat-relay", "4 reference: chat relay, no conversion",
+			load.Config{}, cfg(gwBase, load.FormatChat, "gpt-stream"),
+			"4a's baseline; gw: chat caller on an OpenAI key, the same load"},
+		{"s4b-messages-to-chat", "4b transcoding stream messages → chat",
+			cfg(mockStream, load.FormatMessages, "claude-sonnet-4-5"), cfg(gwBase, load.FormatMessages, "gpt-stream"),
+			"baseline: messages stream straight from the mock's /v1/messages; gw: /v1/messages caller on an OpenAI key"},
+	} {
+		if sc.direct.Target != "" {
+			d, err := run(sc.tag+"-direct", sc.direct)
+			if err != nil {
+				return err
+			}
+			direct = d
+		}
+		cpu := cpuWindow(ctx, gw, o.Warmup, o.Duration)
+		g, err := run(sc.tag+"-gw", sc.viaGW)
+		gwCPU, cpuOK := cpu()
+		if err != nil {
+			return err
+		}
+		ds, gs := direct.Streams, g.Streams
+		if ds == nil || gs == nil || ds.Streams == 0 || gs.Streams == 0 {
+			rep.add(Figure{Scenario: sc.name, Name: "streams", Note: fmt.Sprintf("no successful streams: direct %d errors %v, gw %d errors %v",
+				direct.Errors, direct.ErrorsByClass, g.Errors, g.ErrorsByClass)})
+			continue
+		}
+		rep.add(Figure{Scenario: sc.name, Name: "added TTFT p50", Value: float64(gs.TTFTUS.P50 - ds.TTFTUS.P50), Unit: "µs", Note: sc.note})
+		rep.add(Figure{Scenario: sc.name, Name: "added TTFT p99", Value: float64(gs.TTFTUS.P99 - ds.TTFTUS.P99), Unit: "µs",
+			Budget: b(bud.StreamAddedTTFTP99), Max: true})
+		// The formats' streams differ in event count (the mock's Anthropic stream has a
+		// ping gw does not send), so the mean gaps are compared over the same span: mean gap
+		// × gaps per stream is the time from a stream's first event to its last; its
+		// difference is spread over the chunks.
+		spanD, spanG := streamSpanUS(ds), streamSpanUS(gs)
+		rep.add(Figure{Scenario: sc.name, Name: "added per chunk (mean gap × gaps / chunks)", Value: (spanG - spanD) / float64(streamChunks),
+			Unit: "µs", Budget: b(bud.StreamAddedPerChunk), Max: true,
+			Note: fmt.Sprintf("mean gap gw %.1f µs over %.1f events/stream, direct %.1f µs over %.1f events/stream",
+				gs.ChunkGapUS.Mean, float64(gs.Events)/float64(gs.Streams), ds.ChunkGapUS.Mean, float64(ds.Events)/float64(ds.Streams))})
+		if cpuOK && gs.Chunks > 0 {
+			rep.add(Figure{Scenario: sc.name, Name: "gw CPU per 1,000 chunks", Value: gwCPU / float64(gs.Chunks) * 1e6, Unit: "ms",
+				Note: fmt.Sprintf("gw CPU %.2f s in the %s measured window; %d chunks in the streams started in it", gwCPU, o.Duration, gs.Chunks)})
+		}
+		// Late sends mean the generator's core was busy (another process, or the mock):
+		// the run's figures then measure that, not gw.
+		rep.add(Figure{Scenario: sc.name, Name: "streams completed (gw / direct)", Value: float64(gs.Completed), Unit: "streams",
+			Note: fmt.Sprintf("direct %d; errors gw %d, direct %d; late sends (> 1 ms) gw %d, direct %d of %d",
+				ds.Completed, g.Errors, direct.Errors, lateSends(g), lateSends(direct), g.Requests)})
+	}
+	return nil
+}
+
+func lateSends(r *load.Result) int64 {
+	if r.LateSends == nil {
+		return 0
+	}
+	return r.LateSends.Count
+}
+
+// streamSpanUS is the mean time from a stream's first data event to its last (the
+// terminator excluded), in µs: the mean gap times the gaps per stream.
+func streamSpanUS(st *load.StreamResult) float64 {
+	return st.ChunkGapUS.Mean * float64(st.ChunkGapUS.Count) / float64(st.Streams)
+}
+
+// cpuWindow reads p's CPU time after warmup and again after duration more, in the
+// background: started with a load run of the same warmup and duration, it measures the
+// run's measured window only. The returned function waits for the second reading; ok is
+// false when a reading failed or ctx ended first.
+func cpuWindow(ctx context.Context, p *Proc, warmup, duration time.Duration) func() (seconds float64, ok bool) {
+	type reading struct {
+		s  float64
+		ok bool
+	}
+	ch := make(chan reading, 1)
+	go func() {
+		sleep := func(d time.Duration) bool {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-t.C:
+				return true
+			}
+		}
+		if !sleep(warmup) {
+			ch <- reading{}
+			return
+		}
+		c0, err0 := p.CPUSeconds()
+		if !sleep(duration) {
+			ch <- reading{}
+			return
+		}
+		c1, err1 := p.CPUSeconds()
+		ch <- reading{c1 - c0, err0 == nil && err1 == nil}
+	}()
+	return func() (float64, bool) {
+		r := <-ch
+		return r.s, r.ok
+	}
 }
 
 func machine() map[string]string {
@@ -284,6 +440,10 @@ provider_keys:
   - display_name: mock-stream
     api_key: ${PERF_UPSTREAM_KEY}
     api_base: ${PERF_MOCK}` + streamPath + `/v1
+  - display_name: mock-stream-anthropic
+    adapter: anthropic
+    api_key: ${PERF_UPSTREAM_KEY}
+    api_base: ${PERF_MOCK}` + streamPath + `/v1
 api_keys:
   - display_name: perf
     key_env: PERF_CALLER_KEY
@@ -291,6 +451,7 @@ api_keys:
 models:
   - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: mock}
   - {display_name: gpt-stream, provider: openai, model_name: gpt-4o, provider_key: mock-stream, stream_timeout: 30000}
+  - {display_name: claude-stream, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: mock-stream-anthropic, stream_timeout: 30000}
 `
 }
 

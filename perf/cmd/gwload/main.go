@@ -1,11 +1,12 @@
-// Command gwload drives an OpenAI-compatible endpoint (gw, or gw mock) with chat
-// completion requests and prints latency percentiles as a markdown table; see package
-// gw/perf/load.
+// Command gwload drives an LLM endpoint (gw, or gw mock) with OpenAI chat completion,
+// Anthropic Messages or OpenAI Responses requests and prints latency percentiles as a
+// markdown table; see package gw/perf/load.
 //
 //	gwload --target http://127.0.0.1:8080/v1 --rate 2000 --duration 10s     # open loop
 //	gwload --target http://127.0.0.1:8090/v1 --connections 64 --duration 10s # closed loop
 //	gwload --target http://127.0.0.1:8090/v1 --stream --concurrency 1000 \
 //	       --header 'x-mock-chunks: 200' --header 'x-mock-chunk-delay: 5ms' --json out.json
+//	gwload --target http://127.0.0.1:8080/v1 --format messages --stream      # POST /v1/messages
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -85,6 +87,9 @@ func describe(cfg *load.Config) string {
 		}
 		fmt.Fprintf(&b, "closed loop on %d connections", conns)
 	}
+	if cfg.Format != "" && cfg.Format != load.FormatChat {
+		b.WriteString(", " + string(cfg.Format))
+	}
 	if cfg.Stream {
 		b.WriteString(", streaming")
 	}
@@ -138,11 +143,14 @@ func parseFlags(args []string, out io.Writer) (cfg load.Config, opts options, er
 	fs := flag.NewFlagSet("gwload", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Target, "target", "http://127.0.0.1:8080/v1",
-		"OpenAI-compatible base `URL`; requests go to <URL>/chat/completions (a URL ending in it is used as is)")
+		"base `URL`; requests go to <URL>/chat/completions, /messages or /responses by --format (a URL ending in it is used as is)")
+	format := fs.String("format", string(load.FormatChat),
+		"wire `format`: chat (OpenAI chat completions), messages (Anthropic Messages) or responses (OpenAI Responses)")
 	fs.StringVar(&cfg.APIKey, "api-key", os.Getenv("GWLOAD_API_KEY"),
-		"API `key`, sent as Authorization: Bearer <key>; defaults to $GWLOAD_API_KEY")
-	fs.StringVar(&cfg.Model, "model", "", "model of every request; empty keeps the body's (built-in body: "+load.DefaultModel+")")
-	bodyFile := fs.String("body-file", "", "`file` holding the JSON request body; empty uses the built-in ~1 KB chat request")
+		"API `key`, sent as Authorization: Bearer <key> (messages: x-api-key: <key>); defaults to $GWLOAD_API_KEY")
+	fs.StringVar(&cfg.Model, "model", "", "model of every request; empty keeps the body's (built-in bodies: "+load.DefaultModel+
+		", messages "+load.DefaultMessagesModel+")")
+	bodyFile := fs.String("body-file", "", "`file` holding the JSON request body; empty uses the format's built-in ~1 KB request")
 	fs.Func("header", "extra request `header` 'name: value'; repeatable, e.g. --header 'x-mock-chunks: 200'", func(v string) error {
 		name, value, ok := strings.Cut(v, ":")
 		name = strings.TrimSpace(name)
@@ -168,8 +176,9 @@ func parseFlags(args []string, out io.Writer) (cfg load.Config, opts options, er
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write the generator's CPU profile to this `file` (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprint(out, "Usage: gwload [flags]\n\n"+
-			"Load generator for OpenAI-compatible endpoints. Open loop with --rate (latency counted from each\n"+
-			"request's due time, so stalls are not hidden), closed loop otherwise. Prints a markdown table.\n\n")
+			"Load generator for OpenAI chat completions, Anthropic Messages and OpenAI Responses endpoints.\n"+
+			"Open loop with --rate (latency counted from each request's due time, so stalls are not hidden),\n"+
+			"closed loop otherwise. Prints a markdown table.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -177,6 +186,10 @@ func parseFlags(args []string, out io.Writer) (cfg load.Config, opts options, er
 	}
 	if fs.NArg() > 0 {
 		return cfg, opts, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	cfg.Format = load.Format(*format)
+	if !slices.Contains(load.Formats, cfg.Format) {
+		return cfg, opts, fmt.Errorf("`--format` must be chat, messages or responses, got %q", *format)
 	}
 	if *bodyFile != "" {
 		body, err := os.ReadFile(*bodyFile)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -80,10 +81,58 @@ func TestRun(t *testing.T) {
 		t.Fatalf("result: %s", data)
 	}
 
+	// The Anthropic Messages format, to the mock's /v1/messages.
+	stdout.Reset()
+	code = run(context.Background(), []string{"--target", "http://" + ln.Addr().String() + "/v1", "--format", "messages",
+		"--connections", "2", "--duration", "200ms", "--stream", "--header", "x-mock-chunks: 3", "--json", jsonPath},
+		&stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "### gwload: closed-loop, streaming messages, 2 connections") ||
+		!strings.Contains(stdout.String(), "with message_stop") {
+		t.Fatalf("messages: exit code %d; stdout:\n%s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if data, err = os.ReadFile(jsonPath); err != nil {
+		t.Fatal(err)
+	}
+	res = load.Result{}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Config.Format != load.FormatMessages || res.Errors != 0 || res.Streams == nil || res.Streams.ChunksPerStream.Max != 3 ||
+		res.Streams.Completed != res.Streams.Streams {
+		t.Fatalf("messages result: %s", data)
+	}
+
 	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("-h: exit code %d", code)
 	}
 	if code := run(context.Background(), []string{"--rate", "x"}, &stdout, &stderr); code != 2 {
 		t.Fatalf("bad flag: exit code %d; want 2", code)
+	}
+}
+
+func TestParseFlagsFormat(t *testing.T) {
+	f := func(args []string, want load.Format, wantErr string) {
+		t.Helper()
+		cfg, _, err := parseFlags(args, io.Discard)
+		if wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Fatalf("parseFlags(%q): got %v; want an error containing %q", args, err, wantErr)
+			}
+			return
+		}
+		if err != nil || cfg.Format != want {
+			t.Fatalf("parseFlags(%q): format %q, err %v; want %q", args, cfg.Format, err, want)
+		}
+	}
+	f(nil, load.FormatChat, "")
+	f([]string{"--format", "messages", "--stream"}, load.FormatMessages, "")
+	f([]string{"--format=responses"}, load.FormatResponses, "")
+	f([]string{"--format", "anthropic"}, "", "`--format`")
+}
+
+func TestDescribe(t *testing.T) {
+	got := describe(&load.Config{Target: "http://gw/v1", Format: load.FormatMessages, Stream: true, Connections: 200})
+	if want := "closed loop on 200 connections, messages, streaming for 10s → http://gw/v1"; got != want {
+		t.Fatalf("describe = %q; want %q", got, want)
 	}
 }
