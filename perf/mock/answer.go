@@ -238,3 +238,49 @@ func requestBody(ctx *fasthttp.RequestCtx) ([]byte, error) {
 	}
 	return ctx.Request.BodyUncompressedWithLimit(maxContentSize)
 }
+
+// formatAnswer is one wire format's pooled answer, served by serveFormat.
+type formatAnswer interface {
+	streamBody
+	// load parses the request body and prepares the answer; it returns the
+	// message of a 400 answer, or "".
+	load(s *Server, k *Knobs, body []byte) string
+	// streaming reports whether the caller asked for a stream.
+	streaming() bool
+	// appendBuffered renders the buffered answer.
+	appendBuffered(dst []byte) []byte
+	// requestID is the answer's number, for the request-id header.
+	requestID() uint64
+}
+
+// serveFormat is the handler shared by every wire format: decode, parse,
+// answer (buffered or streamed), honouring the fault knobs.
+func (s *Server) serveFormat(ctx *fasthttp.RequestCtx, k *Knobs, a formatAnswer, errFormat errorFormat, setID func(*fasthttp.RequestCtx, uint64)) {
+	body, err := requestBody(ctx)
+	if err != nil {
+		a.release()
+		s.writeError(ctx, errFormat, fasthttp.StatusBadRequest, "mock: cannot decode the request body: "+err.Error())
+		return
+	}
+	if msg := a.load(s, k, body); msg != "" {
+		a.release()
+		s.writeError(ctx, errFormat, fasthttp.StatusBadRequest, msg)
+		return
+	}
+	setID(ctx, a.requestID())
+	if a.streaming() {
+		s.stream(ctx, k, a)
+		return
+	}
+	if k.Fail {
+		a.release()
+		s.hangUp(ctx)
+		return
+	}
+	bp := acquireBuf()
+	*bp = a.appendBuffered((*bp)[:0])
+	ctx.SetContentTypeBytes(strJSON)
+	ctx.SetBody(*bp)
+	releaseBuf(bp)
+	a.release()
+}

@@ -228,40 +228,19 @@ func (s *Server) serveAnthropicMessages(ctx *fasthttp.RequestCtx, k *Knobs) {
 	if !s.checkAnthropicVersion(ctx) {
 		return
 	}
-	body, err := requestBody(ctx)
-	if err != nil {
-		s.writeError(ctx, appendAnthropicError, fasthttp.StatusBadRequest, "mock: cannot decode the request body: "+err.Error())
-		return
-	}
-	a := acquireMessagesAnswer()
-	var msg string
-	if err := a.req.parse(body, false); err != nil {
-		msg = err.Error()
-	} else {
-		msg = a.prepare(s, k, len(body))
-	}
-	if msg != "" {
-		a.release()
-		s.writeError(ctx, appendAnthropicError, fasthttp.StatusBadRequest, msg)
-		return
-	}
-	setAnthropicRequestID(ctx, a.id)
-	if a.stream {
-		s.stream(ctx, k, a)
-		return
-	}
-	if k.Fail {
-		a.release()
-		s.hangUp(ctx)
-		return
-	}
-	bp := acquireBuf()
-	*bp = a.appendMessage((*bp)[:0])
-	ctx.SetContentTypeBytes(strJSON)
-	ctx.SetBody(*bp)
-	releaseBuf(bp)
-	a.release()
+	s.serveFormat(ctx, k, acquireMessagesAnswer(), appendAnthropicError, setAnthropicRequestID)
 }
+
+func (a *messagesAnswer) load(s *Server, k *Knobs, body []byte) string {
+	if err := a.req.parse(body, false); err != nil {
+		return err.Error()
+	}
+	return a.prepare(s, k, len(body))
+}
+
+func (a *messagesAnswer) streaming() bool                  { return a.stream }
+func (a *messagesAnswer) appendBuffered(dst []byte) []byte { return a.appendMessage(dst) }
+func (a *messagesAnswer) requestID() uint64                { return a.id }
 
 // serveAnthropicCountTokens answers {"input_tokens":N}, N estimated as chat's
 // prompt_tokens: max(1, len(body)/4).

@@ -230,40 +230,19 @@ func (a *chatAnswer) release() {
 }
 
 func (s *Server) serveOpenAIChat(ctx *fasthttp.RequestCtx, k *Knobs) {
-	body, err := requestBody(ctx)
-	if err != nil {
-		s.writeError(ctx, appendOpenAIError, fasthttp.StatusBadRequest, "mock: cannot decode the request body: "+err.Error())
-		return
-	}
-	a := acquireChatAnswer()
-	var msg string
-	if err := a.req.parse(body); err != nil {
-		msg = err.Error()
-	} else {
-		msg = a.prepare(s, k, len(body))
-	}
-	if msg != "" {
-		a.release()
-		s.writeError(ctx, appendOpenAIError, fasthttp.StatusBadRequest, msg)
-		return
-	}
-	setRequestID(ctx, a.id)
-	if a.stream {
-		s.stream(ctx, k, a)
-		return
-	}
-	if k.Fail {
-		a.release()
-		s.hangUp(ctx)
-		return
-	}
-	bp := acquireBuf()
-	*bp = a.appendCompletion((*bp)[:0])
-	ctx.SetContentTypeBytes(strJSON)
-	ctx.SetBody(*bp)
-	releaseBuf(bp)
-	a.release()
+	s.serveFormat(ctx, k, acquireChatAnswer(), appendOpenAIError, setRequestID)
 }
+
+func (a *chatAnswer) load(s *Server, k *Knobs, body []byte) string {
+	if err := a.req.parse(body); err != nil {
+		return err.Error()
+	}
+	return a.prepare(s, k, len(body))
+}
+
+func (a *chatAnswer) streaming() bool                  { return a.stream }
+func (a *chatAnswer) appendBuffered(dst []byte) []byte { return a.appendCompletion(dst) }
+func (a *chatAnswer) requestID() uint64                { return a.id }
 
 // prepare copies what the answer needs out of a.req, so that the answer outlives the
 // request body. It returns the message of a 400 answer, or "".

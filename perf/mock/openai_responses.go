@@ -187,40 +187,21 @@ func (a *responsesAnswer) release() {
 }
 
 func (s *Server) serveOpenAIResponses(ctx *fasthttp.RequestCtx, k *Knobs) {
-	body, err := requestBody(ctx)
-	if err != nil {
-		s.writeError(ctx, appendOpenAIError, fasthttp.StatusBadRequest, "mock: cannot decode the request body: "+err.Error())
-		return
-	}
-	a := acquireResponsesAnswer()
-	var msg string
-	if err := a.req.parse(body); err != nil {
-		msg = err.Error()
-	} else {
-		msg = a.prepare(s, k, len(body))
-	}
-	if msg != "" {
-		a.release()
-		s.writeError(ctx, appendOpenAIError, fasthttp.StatusBadRequest, msg)
-		return
-	}
-	setRequestID(ctx, a.id)
-	if a.stream {
-		s.stream(ctx, k, a)
-		return
-	}
-	if k.Fail {
-		a.release()
-		s.hangUp(ctx)
-		return
-	}
-	bp := acquireBuf()
-	*bp = a.appendResponse((*bp)[:0], respCompleted)
-	ctx.SetContentTypeBytes(strJSON)
-	ctx.SetBody(*bp)
-	releaseBuf(bp)
-	a.release()
+	s.serveFormat(ctx, k, acquireResponsesAnswer(), appendOpenAIError, setRequestID)
 }
+
+func (a *responsesAnswer) load(s *Server, k *Knobs, body []byte) string {
+	if err := a.req.parse(body); err != nil {
+		return err.Error()
+	}
+	return a.prepare(s, k, len(body))
+}
+
+func (a *responsesAnswer) streaming() bool { return a.stream }
+func (a *responsesAnswer) appendBuffered(dst []byte) []byte {
+	return a.appendResponse(dst, respCompleted)
+}
+func (a *responsesAnswer) requestID() uint64 { return a.id }
 
 // prepare copies what the answer needs out of a.req, so that the answer outlives the
 // request body. It returns the message of a 400 answer, or "".
