@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"gw/limiter/redistest"
@@ -172,5 +173,26 @@ func TestRateLimitsSharedRedis(t *testing.T) {
 	}
 	if passed != 5 {
 		t.Fatalf("%d requests passed across two replicas; want exactly 5 (rpm 5)", passed)
+	}
+}
+
+// TestRateCountersSurviveReload: counters are keyed by derived IDs and live
+// outside the snapshot, so a SIGHUP does not reset a window.
+func TestRateCountersSurviveReload(t *testing.T) {
+	g, _ := startLimitsGW(t)
+	for i := 0; i < 3; i++ {
+		if st, _, body := chatStatus(t, g.addr, "caller-e2e", "gpt"); st != 200 {
+			t.Fatalf("request %d: %d %s", i, st, body)
+		}
+	}
+	g.cmd.Process.Signal(syscall.SIGHUP)
+	waitStatus(t, g.addr, func(s configStatus) bool { return s.ApplySeq == 2 })
+	for i := 3; i < 5; i++ {
+		if st, _, body := chatStatus(t, g.addr, "caller-e2e", "gpt"); st != 200 {
+			t.Fatalf("request %d after reload: %d %s", i, st, body)
+		}
+	}
+	if st, _, _ := chatStatus(t, g.addr, "caller-e2e", "gpt"); st != 429 {
+		t.Fatalf("sixth request after reload: %d; the reload reset the rpm window", st)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,6 +76,12 @@ func TestRoutingFailoverCooldownRecovery(t *testing.T) {
 	// While b cools down it is skipped: a serves at once.
 	if st, _, _ := chatStatus(t, g.addr, "caller-e2e", "failover"); st != 200 || count(b) != 1 || count(a) != 2 {
 		t.Fatalf("cooling target not skipped: status %d, b %d, a %d", st, count(b), count(a))
+	}
+	// Cooldown state is keyed by the model's derived ID: it survives a reload.
+	g.cmd.Process.Signal(syscall.SIGHUP)
+	waitStatus(t, g.addr, func(s configStatus) bool { return s.ApplySeq == 2 })
+	if st, _, _ := chatStatus(t, g.addr, "caller-e2e", "failover"); st != 200 || count(b) != 1 {
+		t.Fatalf("cooldown lost on reload: status %d, b %d", st, count(b))
 	}
 	// when_all_unavailable: fail (default) → 503 while the only target cools down.
 	if st, _, body := chatStatus(t, g.addr, "caller-e2e", "only-b"); st != 503 {
