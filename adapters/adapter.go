@@ -56,14 +56,32 @@ type ChatInput struct {
 	PromptCacheTTL string
 }
 
-// MessagesBuilder is implemented by adapters whose upstream speaks the
-// Anthropic Messages API natively: a /v1/messages caller's body is sent as
-// is (only `model` rewritten), so thinking blocks and their signatures,
-// cache_control and beta fields reach the upstream unchanged.
-type MessagesBuilder interface {
-	// BuildMessages writes the upstream request for a Messages body. in.Body
-	// is the caller's messages request; the rest is as for BuildChat.
-	BuildMessages(req *fasthttp.Request, in *ChatInput) error
+// Surface is a caller-facing wire format other than chat completions that a
+// provider key's endpoint may serve natively.
+type Surface uint8
+
+// Surfaces. The zero value is chat completions (never "native": every
+// adapter builds chat calls with BuildChat).
+const (
+	SurfaceChat        Surface = iota
+	SurfaceResponses           // POST /v1/responses
+	SurfaceMessages            // POST /v1/messages
+	SurfaceCountTokens         // POST /v1/messages/count_tokens (native with messages)
+	NumSurfaces
+)
+
+// NativeBuilder is implemented by adapters whose endpoint serves some caller
+// surfaces in the caller's own wire format (the `apis` rules of provider
+// keys): the caller's body goes upstream unchanged but for `model`, so
+// thinking blocks and their signatures, cache_control, encrypted reasoning
+// and beta fields reach the upstream as sent.
+type NativeBuilder interface {
+	// NativeBase returns the base URL of surface s when the key serves it
+	// natively, "" when s is converted to chat completions.
+	NativeBase(s Surface) string
+	// BuildNative writes the upstream request for a body in surface s's
+	// wire format (in.Body). The rest of in is as for BuildChat.
+	BuildNative(req *fasthttp.Request, in *ChatInput, s Surface) error
 }
 
 // Protocoler is implemented by adapters whose upstream does not answer in

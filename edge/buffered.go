@@ -24,7 +24,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 	it := p.newAttemptIter(c, ip, ipOK, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
-			req := p.buildRequest(ctx, c, t, up)
+			req, client := p.buildRequest(ctx, c, t, up)
 			if req == nil {
 				return
 			}
@@ -34,7 +34,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			if st != nil {
 				st.Acquire() // in-flight count for least_busy
 			}
-			err := up.Client.Do(req, resp, t.Timeout)
+			err := client.Do(req, resp, t.Timeout)
 			if st != nil {
 				st.Release()
 			}
@@ -83,8 +83,10 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 	bb := bodyBufPool.Get().(*[]byte)
 	defer bodyBufPool.Put(bb)
 	if c.native {
-		// A Messages answer for a Messages caller: only `model` changes.
-		c.usage, c.haveUsage = messagesUsage(body)
+		// The upstream speaks the caller's format: only `model` changes.
+		if c.surf.nativeUsage != nil {
+			c.usage, c.haveUsage = c.surf.nativeUsage(body)
+		}
 		*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.SetContentType("application/json")

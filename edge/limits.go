@@ -64,7 +64,7 @@ func (p *Proxy) admit(ctx *fasthttp.RequestCtx, c *call) bool {
 	}
 	var est int64
 	if tokens {
-		est = estimateTokens(c.body)
+		est = estimateTokens(c.body, max(len(c.body), len(c.origBody)))
 	}
 	if r.Len() > 0 {
 		c.limited = true
@@ -126,16 +126,16 @@ func (p *Proxy) settleLimits(c *call) {
 }
 
 // estimateTokens is the token reservation of a request: the prompt size
-// (body bytes / 4, an upper bound for text) plus the completion budget
-// (max_completion_tokens, else max_tokens, else defaultOutputEstimate).
-func estimateTokens(body []byte) int64 {
-	est := int64(len(body)/4) + defaultOutputEstimate
+// (promptBytes / 4, an upper bound for text; the caller's body size) plus
+// the completion budget of the chat body (max_completion_tokens, else
+// max_tokens, else defaultOutputEstimate).
+func estimateTokens(body []byte, promptBytes int) int64 {
 	for _, k := range [...]string{"max_completion_tokens", "max_tokens"} {
 		if v, kind, ok := rawjson.Get(body, k); ok && kind == rawjson.Number {
 			if n, ok := rawjson.ParseInt(v); ok && n > 0 {
-				return int64(len(body)/4) + n
+				return int64(promptBytes/4) + n
 			}
 		}
 	}
-	return est
+	return int64(promptBytes/4) + defaultOutputEstimate
 }

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"time"
@@ -10,12 +11,26 @@ import (
 	"gw/adapters/upstream"
 	"gw/sse"
 	"gw/sse/rawjson"
+	"gw/sse/respconv"
+	"gw/sse/transcode"
 )
 
-// Native Messages streams: a /v1/messages caller on an Anthropic key gets
-// the upstream's events as they are — thinking blocks, signatures and
-// unknown event types included — with only message_start's model set to
-// the alias.
+// Native streams: the caller's surface is one the upstream serves natively
+// (a /v1/messages caller on an Anthropic key, a /v1/responses caller on a
+// key whose `apis` include responses). The upstream's events are relayed as
+// they are — thinking blocks, signatures, encrypted reasoning and unknown
+// event types included — with only the model set to the alias. Each surface
+// supplies how to read one event (nativeEvent) and how to end a stream gw
+// has to cut short (nativeFail).
+
+// evFlags is what the relay needs to know about one native event.
+type evFlags uint8
+
+const (
+	evContent evFlags = 1 << iota // caller-visible content: the commit point
+	evEnd                         // the stream's last event
+	evFailed                      // the upstream reported an error in-band
+)
 
 var (
 	evMessageStart = []byte("message_start")
@@ -29,11 +44,11 @@ var (
 	nativeBroken  = []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"the upstream stream failed\"}}\n\n")
 )
 
-// nativeEvent appends one upstream event to s.out, rewriting the model of
-// message_start and recording usage. It reports whether the event carries
-// content (the commit point) and whether it ends the stream.
-func (s *relayState) nativeEvent(c *call, ev sse.Event) (content, end bool) {
+// messagesEvent appends one Messages event to s.out, rewriting the model of
+// message_start and recording usage.
+func messagesEvent(s *relayState, c *call, ev sse.Event) evFlags {
 	data := ev.Data
+	var f evFlags
 	switch {
 	case bytesEq(ev.Name, evMessageStart):
 		if msg, kind, ok := rawjson.Get(data, "message"); ok && kind == rawjson.Object {
@@ -41,13 +56,7 @@ func (s *relayState) nativeEvent(c *call, ev sse.Event) (content, end bool) {
 				addMessagesUsage(&c.usage, usage)
 				c.haveUsage = true
 			}
-			if m, err := rawjson.Set(s.tmp[:0], msg, "model", c.plan.AliasJSON); err == nil {
-				s.tmp = m
-				if d, err := rawjson.Set(s.upBuf[:0], data, "message", m); err == nil {
-					s.upBuf = d
-					data = d
-				}
-			}
+			data = s.setModel(data, "message", msg, c)
 		}
 	case bytesEq(ev.Name, evMessageDelta):
 		if usage, kind, ok := rawjson.Get(data, "usage"); ok && kind == rawjson.Object {
@@ -55,20 +64,137 @@ func (s *relayState) nativeEvent(c *call, ev sse.Event) (content, end bool) {
 			c.haveUsage = true
 		}
 	case bytesEq(ev.Name, evBlockStart), bytesEq(ev.Name, evBlockDelta):
-		content = true
+		f = evContent
 	case bytesEq(ev.Name, evMessageStop):
-		end = true
+		f = evEnd
 	case bytesEq(ev.Name, evError):
 		c.errClass = "upstream_error_event"
-		end = true
+		f = evEnd | evFailed
 	}
 	s.out = sse.AppendEvent(s.out[:0], ev.Name, data)
-	return content, end
+	return f
+}
+
+// messagesFail ends a native Messages stream with an `error` event.
+func messagesFail(dst []byte, _ *relayState, _ *call, code string) []byte {
+	if code == transcode.CodeTimeout {
+		return append(dst, nativeTimeout...)
+	}
+	return append(dst, nativeBroken...)
+}
+
+// messagesErrBody is the body of a failed attempt whose stream opened with an
+// `error` event: the event is already the Messages error envelope.
+func messagesErrBody(data []byte) []byte { return append([]byte(nil), data...) }
+
+var (
+	respPrefix     = []byte("response.")
+	evRespCreated  = []byte("response.created")
+	evRespProgress = []byte("response.in_progress")
+	evRespQueued   = []byte("response.queued")
+	evRespDone     = []byte("response.completed")
+	evRespPartial  = []byte("response.incomplete")
+	evRespFailed   = []byte("response.failed")
+)
+
+// responsesEvent appends one Responses event to s.out: the model of every
+// event carrying the response object becomes the alias; usage, the
+// response's id and created_at and the last sequence_number are kept (a
+// failure gw appends continues them). `error` marks the stream failed but
+// does not end it: the API follows it with response.failed.
+func responsesEvent(s *relayState, c *call, ev sse.Event) evFlags {
+	data := ev.Data
+	typ := ev.Name
+	if len(typ) == 0 { // data-only framing: the type is in the payload
+		if t, kind, ok := rawjson.Get(data, "type"); ok && kind == rawjson.String {
+			typ = t[1 : len(t)-1]
+		}
+	}
+	if seq, kind, ok := rawjson.Get(data, "sequence_number"); ok && kind == rawjson.Number {
+		if n, ok := rawjson.ParseInt(seq); ok {
+			s.seq = n
+		}
+	}
+	var f evFlags
+	switch {
+	case bytesEq(typ, evError):
+		c.errClass = "upstream_error_event"
+		f = evFailed
+	case bytesEq(typ, evRespCreated), bytesEq(typ, evRespProgress), bytesEq(typ, evRespQueued),
+		bytesEq(typ, evRespDone), bytesEq(typ, evRespPartial), bytesEq(typ, evRespFailed):
+		if resp, kind, ok := rawjson.Get(data, "response"); ok && kind == rawjson.Object {
+			if len(s.respID) == 0 {
+				if id, kind, ok := rawjson.Get(resp, "id"); ok && kind == rawjson.String {
+					s.respID = append(s.respID[:0], id...)
+				}
+				if ca, kind, ok := rawjson.Get(resp, "created_at"); ok && kind == rawjson.Number {
+					s.respCreated = append(s.respCreated[:0], ca...)
+				}
+			}
+			if usage, kind, ok := rawjson.Get(resp, "usage"); ok && kind == rawjson.Object {
+				if u, ok := respconv.ParseUsage(usage); ok {
+					c.usage, c.haveUsage = chatUsage(u), true
+				}
+			}
+			data = s.setModel(data, "response", resp, c)
+		}
+		switch {
+		case bytesEq(typ, evRespFailed):
+			c.errClass = "upstream_error_event"
+			f = evEnd | evFailed
+		case bytesEq(typ, evRespDone), bytesEq(typ, evRespPartial):
+			f = evEnd
+		}
+	case bytes.HasPrefix(typ, respPrefix): // output items, parts, deltas
+		f = evContent
+	}
+	s.out = sse.AppendEvent(s.out[:0], ev.Name, data)
+	return f
+}
+
+// responsesFail ends a native Responses stream with response.failed,
+// continuing the upstream's sequence numbers and response id.
+func responsesFail(dst []byte, s *relayState, c *call, code string) []byte {
+	msg := "the upstream stream failed"
+	if code == transcode.CodeTimeout {
+		msg = "the upstream stream stalled longer than stream_timeout"
+	}
+	return respconv.AppendFailed(dst, s.seq+1, s.respID, s.respCreated, c.plan.AliasJSON, code, msg)
+}
+
+// responsesErrBody turns an `error` or `response.failed` event that opened a
+// stream into the error envelope of a failed attempt.
+func responsesErrBody(data []byte) []byte {
+	obj := data
+	if e, kind, ok := rawjson.Get(data, "error"); ok && kind == rawjson.Object {
+		obj = e
+	} else if e, kind, ok := rawjson.GetPath(data, "response", "error"); ok && kind == rawjson.Object {
+		obj = e
+	}
+	b := append(make([]byte, 0, len(obj)+12), `{"error":`...)
+	b = append(b, obj...)
+	return append(b, '}')
+}
+
+// setModel returns data with obj (the value of data's key) carrying the
+// alias as `model`; data is returned unchanged if the edit fails.
+func (s *relayState) setModel(data []byte, key string, obj []byte, c *call) []byte {
+	m, err := rawjson.Set(s.tmp[:0], obj, "model", c.plan.AliasJSON)
+	if err != nil {
+		return data
+	}
+	s.tmp = m
+	d, err := rawjson.Set(s.upBuf[:0], data, key, m)
+	if err != nil {
+		return data
+	}
+	s.upBuf = d
+	return d
 }
 
 func bytesEq(a, b []byte) bool { return string(a) == string(b) }
 
-// prefetchNative reads events until the first content block, keeping them.
+// prefetchNative reads events until the first content event, keeping them.
 func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 	for {
 		if s.gap > 0 {
@@ -84,21 +210,21 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 			}
 			return preFailed, prefetchErr{}
 		}
-		if bytesEq(ev.Name, evError) {
-			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: append([]byte(nil), ev.Data...)}
+		f := c.surf.nativeEvent(s, c, ev)
+		if f&evFailed != 0 {
+			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: c.surf.nativeErrBody(ev.Data)}
 		}
-		content, end := s.nativeEvent(c, ev)
 		s.pending = append(s.pending, s.out...)
-		if content {
+		if f&evContent != 0 {
 			return preContent, prefetchErr{}
 		}
-		if end {
+		if f&evEnd != 0 {
 			return preEmpty, prefetchErr{}
 		}
 	}
 }
 
-// relayNative copies the rest of a native Messages stream.
+// relayNative copies the rest of a native stream.
 func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
 	if !s.rd.Pending() && !s.flush(w, c) {
@@ -110,19 +236,23 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 		}
 		ev, err := s.rd.Next()
 		if err != nil {
-			status := fasthttp.StatusBadGateway
+			status, code := fasthttp.StatusBadGateway, transcode.CodeUpstreamStreamFail
 			switch {
 			case upstream.IsTimeout(err):
-				s.wbuf, status, c.errClass = append(s.wbuf, nativeTimeout...), fasthttp.StatusGatewayTimeout, "stream_timeout"
-			default: // EOF before message_stop, or a transport failure
-				s.wbuf, c.errClass = append(s.wbuf, nativeBroken...), "upstream_stream_error"
+				status, code, c.errClass = fasthttp.StatusGatewayTimeout, transcode.CodeTimeout, "stream_timeout"
+			case c.errClass == "upstream_error_event": // the upstream's own error event was relayed
+			default: // EOF before the final event, or a transport failure
+				c.errClass = "upstream_stream_error"
+			}
+			if c.errClass != "upstream_error_event" {
+				s.wbuf = c.surf.nativeFail(s.wbuf, s, c, code)
 			}
 			s.flush(w, c)
 			return status
 		}
-		_, end := s.nativeEvent(c, ev)
+		f := c.surf.nativeEvent(s, c, ev)
 		s.wbuf = append(s.wbuf, s.out...)
-		if end {
+		if f&evEnd != 0 {
 			if !s.flush(w, c) {
 				return 499
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
-	"gw/adapters/anthropic"
 	"gw/adapters/headers"
 	"gw/adapters/upstream"
 	"gw/admin/resources"
@@ -138,6 +137,7 @@ type call struct {
 	convBuf     []byte              // the caller's body converted to chat completions
 	origBody    []byte              // the caller's body as received (converted surfaces)
 	native      bool                // this attempt sends the caller's format upstream unchanged
+	convErr     string              // why the caller's body has no chat form (native targets only)
 	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
@@ -193,7 +193,7 @@ func releaseCall(c *call) {
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
-	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf = eb, hb, cb, nil, nil
+	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	callPool.Put(c)
 }
@@ -207,10 +207,12 @@ func (p *Proxy) chat(ctx *fasthttp.RequestCtx) {
 	p.serve(ctx, c, ctx.PostBody())
 }
 
-// responses serves POST /v1/responses for any model: the request is
-// converted to chat completions (stateless: previous_response_id and
-// store: true are refused with 400), dispatched like a chat call, and the
-// answer converted back — buffered or as the full Responses event sequence.
+// responses serves POST /v1/responses for any model. On an upstream that
+// serves Responses natively (the `apis` rules) the body goes upstream as is
+// and the events come back as they are; otherwise the request is converted
+// to chat completions (stateless: previous_response_id and store: true are
+// refused with 400), dispatched like a chat call, and the answer converted
+// back — buffered or as the full Responses event sequence.
 func (p *Proxy) responses(ctx *fasthttp.RequestCtx) {
 	c := p.begin(ctx, surfResponses)
 	if c == nil {
@@ -218,17 +220,12 @@ func (p *Proxy) responses(ctx *fasthttp.RequestCtx) {
 	}
 	orig := ctx.PostBody()
 	conv, err := respconv.ResponsesRequestToChat(c.convBuf[:0], orig, respconv.RequestOptions{})
-	if err != nil {
-		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
-		p.finish(ctx, c, fasthttp.StatusBadRequest)
-		return
-	}
-	c.convBuf, c.origBody = conv, orig
-	p.serve(ctx, c, conv)
+	p.serveConverted(ctx, c, orig, conv, err, "max_output_tokens")
 }
 
 // messages serves POST /v1/messages (and count_tokens) with the Anthropic
-// Messages wire format for any model: the request is converted to chat
+// Messages wire format for any model: native on upstreams that serve
+// Messages (Anthropic keys, `apis.messages`), otherwise converted to chat
 // completions, dispatched, and the answer converted back — buffered or as
 // the full Messages event stream. Errors use Anthropic's envelope.
 func (p *Proxy) messages(ctx *fasthttp.RequestCtx, count bool) {
@@ -238,22 +235,62 @@ func (p *Proxy) messages(ctx *fasthttp.RequestCtx, count bool) {
 	}
 	orig := ctx.PostBody()
 	if count {
+		c.surf = surfCount
 		p.countTokens(ctx, c, orig)
 		return
 	}
 	conv, err := msgconv.MessagesRequestToChat(c.convBuf[:0], orig, msgconv.RequestOptions{})
+	p.serveConverted(ctx, c, orig, conv, err, "max_tokens")
+}
+
+// serveConverted serves a caller body of a non-chat surface whose chat
+// conversion is conv (err when it failed). A body that does not convert
+// may still be fine for an upstream that serves the surface natively (a
+// previous_response_id, a server tool, a block type chat has no form for):
+// policy then decides on a minimal chat body (model, stream, the output
+// budget from maxKey) and the conversion error is answered, 400, only if a
+// converted target is chosen.
+func (p *Proxy) serveConverted(ctx *fasthttp.RequestCtx, c *call, orig, conv []byte, err error, maxKey string) {
 	if err != nil {
-		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
-		p.finish(ctx, c, fasthttp.StatusBadRequest)
-		return
+		pb, ok := policyBody(c.convBuf[:0], orig, maxKey)
+		if !ok {
+			c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
+			p.finish(ctx, c, fasthttp.StatusBadRequest)
+			return
+		}
+		conv, c.convErr = pb, err.Error()
 	}
 	c.convBuf, c.origBody = conv, orig
 	p.serve(ctx, c, conv)
 }
 
-// countTokens answers /v1/messages/count_tokens. For chat-completions
-// upstreams (which have no counting endpoint) the count is gw's estimate,
-// the same one token limits reserve: body bytes / 4.
+// policyBody writes the minimal chat body policy needs for a caller body of
+// another surface: {"model","stream","messages":[],"max_completion_tokens"}.
+// It reports false when orig is not a JSON object with a string model.
+func policyBody(dst, orig []byte, maxKey string) ([]byte, bool) {
+	if !rawjson.Valid(orig) || rawjson.KindOf(orig) != rawjson.Object {
+		return dst, false
+	}
+	m, kind, ok := rawjson.Get(orig, "model")
+	if !ok || kind != rawjson.String {
+		return dst, false
+	}
+	dst = append(append(dst, `{"model":`...), m...)
+	if st, kind, ok := rawjson.Get(orig, "stream"); ok && kind == rawjson.True {
+		dst = append(dst, `,"stream":`...)
+		dst = append(dst, st...)
+	}
+	if n, kind, ok := rawjson.Get(orig, maxKey); ok && kind == rawjson.Number {
+		dst = append(append(dst, `,"max_completion_tokens":`...), n...)
+	}
+	return append(dst, `,"messages":[]}`...), true
+}
+
+// countTokens answers /v1/messages/count_tokens. The chosen target's
+// upstream counts when it serves Messages natively (Anthropic keys, keys
+// with `apis.messages`), through the same attempts, failover and cooldown as
+// any buffered call; otherwise gw answers with its estimate (countLocally).
+// Rate limits are not applied: counting generates no tokens.
 func (p *Proxy) countTokens(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 	m, kind, ok := rawjson.Get(body, "model")
 	if !rawjson.Valid(body) || !ok || kind != rawjson.String {
@@ -261,16 +298,34 @@ func (p *Proxy) countTokens(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return
 	}
-	alias, _ := rawjson.AppendUnquote(nil, m)
-	c.plan = c.snap.Plans[string(alias)]
+	c.cr.Model, _ = rawjson.AppendUnquote(c.cr.Model[:0], m)
+	c.plan = c.snap.Plans[string(c.cr.Model)]
 	if c.plan == nil || !c.caller.Allowed(c.plan) {
-		modelNotFound(ctx, c.surf.writeError, string(alias))
+		modelNotFound(ctx, c.surf.writeError, string(c.cr.Model))
 		p.finish(ctx, c, fasthttp.StatusNotFound)
 		return
 	}
+	ip, ipOK := p.RealIP.ClientIP(ctx)
+	if !cidrAllowed(c.plan.AllowedCIDRs, ip, ipOK) {
+		c.surf.writeError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
+			"Requests from this client address are not allowed for model `"+c.plan.Alias+"`.")
+		p.finish(ctx, c, fasthttp.StatusForbidden)
+		return
+	}
+	c.body, c.origBody = body, body
+	c.in.ClientHeaders = &ctx.Request.Header
+	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
+	fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
+	p.buffered(ctx, c, ip, ipOK)
+}
+
+// countLocally answers count_tokens with gw's estimate, the one token
+// limits reserve with: body bytes / 4 (at least 1).
+func (p *Proxy) countLocally(ctx *fasthttp.RequestCtx, c *call) {
 	ctx.SetContentType("application/json")
-	ctx.SetBody(strconv.AppendInt(append([]byte(nil), `{"input_tokens":`...), int64(max(1, len(body)/4)), 10))
-	ctx.Response.AppendBodyString("}")
+	b := append(make([]byte, 0, 40), `{"input_tokens":`...)
+	b = strconv.AppendInt(b, int64(max(1, len(c.body)/4)), 10)
+	ctx.SetBody(append(b, '}'))
 	p.finish(ctx, c, fasthttp.StatusOK)
 }
 
@@ -664,9 +719,11 @@ func (c *call) observe(t *snapshot.Target, f *lastFailure, ttfb time.Duration) {
 	st.Trip(time.Now(), bf, t.Plan.Cooldown)
 }
 
-// buildRequest builds the upstream request of one attempt. On failure it
+// buildRequest builds the upstream request of one attempt and returns it
+// with the client to send it with. On failure, or when gw answers the call
+// itself (count_tokens on an upstream without a counting endpoint), it
 // answers the caller, finishes c and returns nil.
-func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Target, up *snapshot.Upstream) *fasthttp.Request {
+func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Target, up *snapshot.Upstream) (*fasthttp.Request, *upstream.Client) {
 	c.target = t.Plan
 	c.attempts++
 	c.in.UpstreamModel = t.Plan.UpstreamModel
@@ -675,8 +732,18 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	if apc := t.Plan.Model.AutoPromptCaching; apc != nil && apc.Enabled {
 		c.in.PromptCacheTTL = apc.TTL
 	}
+	c.native = c.surf.native != adapters.SurfaceChat && up.Native[c.surf.native] != nil
+	if !c.native && c.surf == surfCount {
+		p.countLocally(ctx, c)
+		return nil, nil
+	}
+	if !c.native && c.convErr != "" {
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", c.convErr)
+		p.finish(ctx, c, fasthttp.StatusBadRequest)
+		return nil, nil
+	}
 	c.in.Body = c.body
-	if t.Plan.Effort != nil { // effort_mapping of the chosen target
+	if t.Plan.Effort != nil && !c.native { // effort_mapping of the chosen target
 		out := t.Plan.Effort.Apply(c.effortBuf[:0], c.body)
 		if len(out) > 0 && len(c.body) > 0 && &out[0] != &c.body[0] {
 			c.effortBuf = out // keep our own buffer, never the caller's body
@@ -685,29 +752,30 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	}
 	req := fasthttp.AcquireRequest()
 	var err error
-	c.native = false
-	if mb, ok := up.Adapter.(adapters.MessagesBuilder); ok && c.surf == surfMessages && up.Protocol == anthropic.ProtocolMessages {
+	client := up.Client
+	if c.native {
 		// Same wire format on both sides: the caller's body goes upstream
-		// as is (thinking signatures, cache_control, betas intact).
-		c.native = true
+		// as is (thinking signatures, cache_control, encrypted reasoning,
+		// betas intact).
 		native := c.in
 		native.Body = c.origBody
-		err = mb.BuildMessages(req, &native)
+		client = up.Native[c.surf.native]
+		err = up.Adapter.(adapters.NativeBuilder).BuildNative(req, &native, c.surf.native)
 	} else {
 		err = up.Adapter.BuildChat(req, &c.in)
 	}
 	if err == nil {
-		return req
+		return req, client
 	}
 	fasthttp.ReleaseRequest(req)
 	if errors.Is(err, adapters.ErrBody) {
 		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
-		return nil
+		return nil, nil
 	}
 	c.surf.writeError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
 	p.finish(ctx, c, fasthttp.StatusInternalServerError)
-	return nil
+	return nil, nil
 }
 
 // finishFailed answers after every attempt failed (or none was eligible).

@@ -38,7 +38,11 @@ type relayState struct {
 	conv    transcode.Stream // chat chunks → the caller's surface; nil for chat callers
 	convRel func(transcode.Stream)
 
-	native bool // Messages caller and Messages upstream: events relayed as they are
+	native bool // the upstream serves the caller's surface: events relayed as they are
+	// Native Responses streams: what a response.failed gw appends continues.
+	seq         int64  // the last sequence_number seen
+	respID      []byte // the response's id (JSON literal)
+	respCreated []byte // its created_at (JSON literal)
 
 	// A messages-protocol upstream: its events become chat chunks first.
 	up    *msgconv.MessagesToChatStream
@@ -68,7 +72,7 @@ func (s *relayState) next() ([]byte, error) {
 			s.upOff += min(end+len(frameSep), len(frame))
 			return bytes.TrimPrefix(frame[:end], dataPrefix), nil
 		}
-		s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
+		s.upBuf, s.upOff = s.upBuf[:0], 0
 		ev, err := s.rd.Next()
 		if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
 			if s.up.Err() != nil {
@@ -126,6 +130,7 @@ func (s *relayState) release() {
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker = false, 0, ""
+	s.seq, s.respID, s.respCreated = 0, s.respID[:0], s.respCreated[:0]
 	relayPool.Put(s)
 }
 
@@ -156,14 +161,14 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 	it := p.newAttemptIter(c, ip, ipOK, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
-			req := p.buildRequest(ctx, c, t, up)
+			req, client := p.buildRequest(ctx, c, t, up)
 			if req == nil {
 				return
 			}
 			resp := fasthttp.AcquireResponse()
 			sent := time.Now()
 			c.holdBusy(t.Plan.State) // in-flight until the stream ends (least_busy)
-			err := up.Client.DoStream(req, resp, t.StreamTimeout)
+			err := client.DoStream(req, resp, t.StreamTimeout)
 			fasthttp.ReleaseRequest(req)
 			if err != nil {
 				c.upstreamDur += time.Since(sent)
@@ -200,7 +205,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			s.rd = sse.AcquireReader(resp.BodyStream())
 			switch {
 			case c.native:
-				s.native = true // Messages caller, Messages upstream: relay events as they are
+				s.native = true // the upstream speaks the caller's format: relay events as they are
 			default:
 				if c.surf.newStream != nil {
 					s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream

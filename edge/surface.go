@@ -1,10 +1,12 @@
 package edge
 
 import (
-	"github.com/valyala/fasthttp"
-
 	"strconv"
 
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/sse"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
 	"gw/sse/respconv"
@@ -13,8 +15,9 @@ import (
 
 // surface is a caller-facing wire format. Chat completions is native: the
 // upstream speaks it and bodies pass through with `model` rewritten. Other
-// surfaces convert the request to chat completions on the way in and the
-// answer back on the way out.
+// surfaces are native on upstreams that serve them (the `apis` rules,
+// snapshot.Upstream.Native) and otherwise convert the request to chat
+// completions on the way in and the answer back on the way out.
 type surface struct {
 	path      string // for the access log
 	protocol  string // usage events: inbound_protocol
@@ -29,6 +32,20 @@ type surface struct {
 	// OpenAI's); relayError rewrites an upstream error (nil: relayed as is).
 	errorEnvelope errorWriter
 	relayError    func(ctx *fasthttp.RequestCtx, status int, body []byte)
+
+	// native is the surface an upstream may serve natively
+	// (adapters.SurfaceChat: none). On such an upstream the caller's body
+	// goes upstream as is and the answer comes back as is, but for `model`.
+	native adapters.Surface
+	// nativeUsage reads a native buffered answer's usage (nil: none).
+	nativeUsage func(body []byte) (adapters.Usage, bool)
+	// nativeEvent reads one event of a native stream into s.out;
+	// nativeFail ends a native stream gw cuts short (code: transcode.Code*);
+	// nativeErrBody turns an error event that opened a stream into the
+	// error body of a failed attempt.
+	nativeEvent   func(s *relayState, c *call, ev sse.Event) evFlags
+	nativeFail    func(dst []byte, s *relayState, c *call, code string) []byte
+	nativeErrBody func(data []byte) []byte
 }
 
 // errorWriter writes a caller-facing error.
@@ -58,6 +75,11 @@ var (
 			return s
 		},
 		releaseStream: respconv.ReleaseStream,
+		native:        adapters.SurfaceResponses,
+		nativeUsage:   responsesUsage,
+		nativeEvent:   responsesEvent,
+		nativeFail:    responsesFail,
+		nativeErrBody: responsesErrBody,
 	}
 
 	surfMessages = &surface{
@@ -73,8 +95,32 @@ var (
 		},
 		errorEnvelope: writeAnthropicError,
 		relayError:    relayAnthropicError,
+		native:        adapters.SurfaceMessages,
+		nativeUsage:   messagesUsage,
+		nativeEvent:   messagesEvent,
+		nativeFail:    messagesFail,
+		nativeErrBody: messagesErrBody,
+	}
+
+	// surfCount is /v1/messages/count_tokens: forwarded to upstreams that
+	// serve Messages natively, answered with gw's estimate otherwise.
+	surfCount = &surface{
+		path: pathCount, protocol: "messages", operation: "messages.count_tokens",
+		errorEnvelope: writeAnthropicError,
+		relayError:    relayAnthropicError,
+		native:        adapters.SurfaceCountTokens,
 	}
 )
+
+// responsesUsage reads the usage of a Responses body in chat terms.
+func responsesUsage(body []byte) (adapters.Usage, bool) {
+	raw, kind, ok := rawjson.Get(body, "usage")
+	if !ok || kind != rawjson.Object {
+		return adapters.Usage{}, false
+	}
+	u, ok := respconv.ParseUsage(raw)
+	return chatUsage(u), ok
+}
 
 // anthropicErrorType maps a status to Anthropic's error.type.
 func anthropicErrorType(status int) string {

@@ -6,23 +6,22 @@
 package anthropic
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
 	"gw/adapters/headers"
+	"gw/adapters/native"
 	"gw/admin/resources"
 	"gw/sse/msgconv"
-	"gw/sse/rawjson"
 )
 
 // DefaultBaseURL is used when a key has no api_base.
 const DefaultBaseURL = "https://api.anthropic.com/v1"
 
 // Version is the anthropic-version gw sends.
-const Version = "2023-06-01"
+const Version = native.AnthropicVersion
 
 // ProtocolMessages is what Protocol reports: the upstream answers in the
 // Messages wire format.
@@ -31,9 +30,6 @@ const ProtocolMessages = "messages"
 var (
 	owned       = []string{"x-api-key", "anthropic-version", "content-type", "content-length", "host", "accept-encoding"}
 	hdrAPIKey   = []byte("x-api-key")
-	hdrVersion  = []byte("anthropic-version")
-	hdrBeta     = []byte("anthropic-beta")
-	valVersion  = []byte(Version)
 	hdrAccEnc   = []byte("Accept-Encoding")
 	valIdentity = []byte("identity")
 	ctJSON      = []byte("application/json")
@@ -42,17 +38,18 @@ var (
 
 // Adapter is the compiled messages adapter of one provider key.
 type Adapter struct {
-	name  string
-	url   string
-	key   resources.Secret
-	rules *headers.Rules
+	name   string
+	url    string
+	key    resources.Secret
+	rules  *headers.Rules
+	native *native.Endpoints
 }
 
 // Interface guards.
 var (
-	_ adapters.Adapter         = (*Adapter)(nil)
-	_ adapters.MessagesBuilder = (*Adapter)(nil)
-	_ adapters.Factory         = New
+	_ adapters.Adapter       = (*Adapter)(nil)
+	_ adapters.NativeBuilder = (*Adapter)(nil)
+	_ adapters.Factory       = New
 )
 
 // New compiles the adapter of pk.
@@ -65,7 +62,15 @@ func New(pk *resources.ProviderKey, _ adapters.Options) (adapters.Adapter, error
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{name: pk.DisplayName, url: strings.TrimSuffix(base, "/") + "/messages", key: pk.APIKey, rules: rules}, nil
+	url, err := adapters.JoinURL(base, "/messages")
+	if err != nil {
+		return nil, err
+	}
+	nat, err := native.Compile(pk, base, native.AuthXAPIKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Adapter{name: pk.DisplayName, url: url, key: pk.APIKey, rules: rules, native: nat}, nil
 }
 
 // Protocol reports the upstream wire format of the answers.
@@ -75,6 +80,7 @@ func (a *Adapter) String() string { return "anthropic adapter of provider key " 
 
 type scratch struct {
 	body []byte
+	key  []byte
 	hdr  []byte
 }
 
@@ -103,18 +109,14 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	return nil
 }
 
-// BuildMessages implements adapters.MessagesBuilder: the caller's Messages
-// body goes upstream byte-for-byte with only `model` rewritten.
-func (a *Adapter) BuildMessages(req *fasthttp.Request, in *adapters.ChatInput) error {
-	s := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(s)
-	body, err := rawjson.SetString(s.body[:0], in.Body, "model", in.UpstreamModel)
-	if err != nil {
-		return adapters.ErrBody
-	}
-	s.body = body
-	a.finish(req, in, s)
-	return nil
+// NativeBase implements adapters.NativeBuilder: messages and count_tokens
+// always; responses when `apis.responses` says so.
+func (a *Adapter) NativeBase(s adapters.Surface) string { return a.native.Base(s) }
+
+// BuildNative implements adapters.NativeBuilder: the caller's body goes
+// upstream byte-for-byte with only `model` rewritten.
+func (a *Adapter) BuildNative(req *fasthttp.Request, in *adapters.ChatInput, s adapters.Surface) error {
+	return a.native.Build(req, in, s)
 }
 
 // finish writes URL, headers and the body built in s.
@@ -123,14 +125,10 @@ func (a *Adapter) finish(req *fasthttp.Request, in *adapters.ChatInput, s *scrat
 	req.SetRequestURI(a.url)
 	req.Header.SetContentTypeBytes(ctJSON)
 	req.Header.SetCanonical(hdrAccEnc, valIdentity)
-	req.Header.SetBytesKV(hdrVersion, valVersion)
+	native.SetMessagesHeaders(&req.Header, in.ClientHeaders)
 	if a.key.IsSet() {
-		req.Header.SetBytesKV(hdrAPIKey, []byte(a.key.Reveal()))
-	}
-	if in.ClientHeaders != nil {
-		if beta := in.ClientHeaders.PeekBytes(hdrBeta); len(beta) > 0 {
-			req.Header.SetBytesKV(hdrBeta, beta) // beta features pass through to Anthropic
-		}
+		s.key = append(s.key[:0], a.key.Reveal()...)
+		req.Header.SetBytesKV(hdrAPIKey, s.key)
 	}
 	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
 	req.SetBody(s.body)

@@ -16,6 +16,7 @@ import (
 
 	"gw/adapters"
 	"gw/adapters/headers"
+	"gw/adapters/native"
 	"gw/admin/resources"
 )
 
@@ -44,7 +45,8 @@ type Adapter struct {
 	authPrefix string           // "Bearer " or ""
 	key        resources.Secret // revealed only into the request being built
 
-	rules *headers.Rules
+	rules  *headers.Rules
+	native *native.Endpoints // nil on Azure (no native surfaces there)
 
 	renames []resources.KV
 	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
@@ -63,6 +65,7 @@ type Adapter struct {
 // Interface guards.
 var (
 	_ adapters.Adapter             = (*Adapter)(nil)
+	_ adapters.NativeBuilder       = (*Adapter)(nil)
 	_ adapters.Factory             = New
 	_ adapters.Factory             = NewAzure
 	_ interface{ String() string } = (*Adapter)(nil)
@@ -133,6 +136,9 @@ func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*
 			return nil, err
 		}
 		a.authKey, a.authPrefix = strAuthorization, strBearer
+		if a.native, err = native.Compile(pk, base, native.AuthBearer); err != nil {
+			return nil, err
+		}
 	}
 	a.key = pk.APIKey
 	rules, err := headers.Compile(&pk.Request, owned)
@@ -192,6 +198,25 @@ func (a *Adapter) String() string {
 
 // GoString is String, so %#v never prints the credential.
 func (a *Adapter) GoString() string { return a.String() }
+
+// NativeBase implements adapters.NativeBuilder (see resources.ProviderKey.Native).
+func (a *Adapter) NativeBase(s adapters.Surface) string {
+	if a.native == nil {
+		return ""
+	}
+	return a.native.Base(s)
+}
+
+// BuildNative implements adapters.NativeBuilder: the caller's Responses or
+// Messages body goes upstream with only `model` rewritten; chat-only body
+// rules (param_renames, temperature bounds, default_body_fields) do not
+// apply to other wire formats.
+func (a *Adapter) BuildNative(req *fasthttp.Request, in *adapters.ChatInput, s adapters.Surface) error {
+	if a.native == nil {
+		return adapters.ErrUnsupported
+	}
+	return a.native.Build(req, in, s)
+}
 
 // BuildChat implements adapters.Adapter.
 func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error {

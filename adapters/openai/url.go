@@ -7,35 +7,8 @@ import (
 	"gw/adapters"
 )
 
-// splitBase splits an absolute base URL into the part before the query (with
-// trailing slashes removed) and the query (without '?'). User-info, host and
-// path are kept exactly as written.
-func splitBase(base string) (pre, query string, err error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", "", adapters.ErrConfig
-	}
-	pre, query, _ = strings.Cut(base, "?")
-	if i := strings.IndexByte(pre, '#'); i >= 0 {
-		pre = pre[:i]
-	}
-	if i := strings.IndexByte(query, '#'); i >= 0 {
-		query = query[:i]
-	}
-	return strings.TrimRight(pre, "/"), query, nil
-}
-
 // chatURL is base + "/chat/completions", the query of base kept after it.
-func chatURL(base string) (string, error) {
-	pre, query, err := splitBase(base)
-	if err != nil {
-		return "", err
-	}
-	if query != "" {
-		return pre + "/chat/completions?" + query, nil
-	}
-	return pre + "/chat/completions", nil
-}
+func chatURL(base string) (string, error) { return adapters.JoinURL(base, "/chat/completions") }
 
 // azureURLs decides the Azure OpenAI surface from api_base:
 //
@@ -51,7 +24,7 @@ func chatURL(base string) (string, error) {
 // V is the api-version in api_base's query if present (the query is kept as
 // written), else version.
 func azureURLs(base, version string) (fixed, prefix, suffix string, err error) {
-	pre, query, err := splitBase(base)
+	pre, query, err := adapters.SplitBase(base)
 	if err != nil {
 		return "", "", "", err
 	}

@@ -49,6 +49,44 @@ type Surface struct {
 	Base string
 }
 
+// Native surface names, as written under `apis`.
+const (
+	SurfaceResponses = "responses"
+	SurfaceMessages  = "messages"
+)
+
+// Native reports whether the key's endpoint serves surface natively (the
+// caller's body goes upstream in its own wire format) and the base URL
+// override for it ("" means the key's own base URL).
+//
+// The rules (docs/CONFIG.md, "Native surfaces"): with `apis` present, a
+// surface is native exactly when it is listed — except that adapter
+// anthropic always serves messages. Without `apis`, the surfaces follow
+// from provider and adapter: adapter anthropic serves messages; provider
+// openai on the openai adapter (OpenAI's own API) serves responses;
+// everything else is chat completions only.
+func (pk *ProviderKey) Native(surface string) (base string, ok bool) {
+	var s *Surface
+	if pk.APIs != nil {
+		switch surface {
+		case SurfaceResponses:
+			s = pk.APIs.Responses
+		case SurfaceMessages:
+			s = pk.APIs.Messages
+		}
+	}
+	if s != nil {
+		return s.Base, true
+	}
+	switch surface {
+	case SurfaceMessages:
+		return "", pk.Adapter == AdapterAnthropic
+	case SurfaceResponses:
+		return "", pk.APIs == nil && pk.Adapter == AdapterOpenAI && strings.EqualFold(pk.Provider, "openai")
+	}
+	return "", false
+}
+
 // TLSSettings is a provider key's `tls` block.
 type TLSSettings struct {
 	CACert string         // PEM as written

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math"
 	"net/netip"
+	"net/url"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -42,9 +43,13 @@ type Upstream struct {
 	Key     *resources.ProviderKey
 	Adapter adapters.Adapter // nil when Err is set
 	Client  *upstream.Client
-	// Protocol is the wire format of the upstream's answers: "" for chat
-	// completions, "messages" for the Anthropic Messages API.
+	// Protocol is the wire format of the upstream's answers to chat calls:
+	// "" for chat completions, "messages" for the Anthropic Messages API.
 	Protocol string
+	// Native holds, per caller surface the key serves natively (the `apis`
+	// rules), the client of that surface's base URL; nil means the surface
+	// is converted to chat completions.
+	Native [adapters.NumSurfaces]*upstream.Client
 	// Err is set when the key's adapter family is not implemented in this
 	// build (adapters.ErrUnsupported); requests to its models get 501.
 	Err error
@@ -289,8 +294,32 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 		if pr, ok := a.(adapters.Protocoler); ok {
 			u.Protocol = pr.Protocol()
 		}
+		if nb, ok := a.(adapters.NativeBuilder); ok {
+			for s := adapters.SurfaceResponses; s < adapters.NumSurfaces; s++ {
+				nbase := nb.NativeBase(s)
+				if nbase == "" {
+					continue
+				}
+				if u.Native[s], err = opt.Pool.Client(nativeTarget(pk, base, nbase)); err != nil {
+					return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): apis base: " + err.Error())
+				}
+			}
+		}
 	}
 	return out, nil
+}
+
+// nativeTarget is the client target of a native surface's base URL.
+// resolve_addresses belong to api_base's host: they carry over only when the
+// surface's base has that same scheme, host and port.
+func nativeTarget(pk *resources.ProviderKey, base, nbase string) upstream.Target {
+	t := upstream.TargetOf(pk, nbase)
+	a, errA := url.Parse(base)
+	b, errB := url.Parse(nbase)
+	if errA != nil || errB != nil || a.Scheme != b.Scheme || a.Host != b.Host {
+		t.ResolveAddresses = nil
+	}
+	return t
 }
 
 // resolveTimeout applies the own → group → deployment chain; 0 disables.

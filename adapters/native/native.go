@@ -1,0 +1,175 @@
+// Package native builds upstream requests for the caller surfaces a provider
+// key serves in the caller's own wire format (POST /v1/responses,
+// /v1/messages, /v1/messages/count_tokens): the caller's body goes upstream
+// unchanged but for `model`, with the key's credential and header rules.
+//
+// Which surfaces are native, and at which base URL, is the `apis` rule of
+// the provider key (resources.ProviderKey.Native). Endpoints are compiled
+// once per key when a snapshot is compiled; Build allocates nothing in
+// steady state.
+package native
+
+import (
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/adapters/headers"
+	"gw/admin/resources"
+	"gw/sse/rawjson"
+)
+
+// AnthropicVersion is the anthropic-version gw sends on Messages surfaces.
+const AnthropicVersion = "2023-06-01"
+
+// Auth selects the credential headers of a key's native requests.
+type Auth uint8
+
+const (
+	// AuthBearer sends `Authorization: Bearer <api_key>` (OpenAI family).
+	AuthBearer Auth = 1 << iota
+	// AuthXAPIKey sends `x-api-key: <api_key>` (Anthropic). Messages
+	// surfaces always carry it: it is the Messages API's own credential,
+	// and Anthropic-compatible endpoints of OpenAI-style providers read it.
+	AuthXAPIKey
+)
+
+// owned are the headers Build sets itself; no default or forwarded header
+// replaces them (see package headers for the precedence).
+var owned = []string{"authorization", "x-api-key", "anthropic-version", "content-type", "content-length", "host", "accept-encoding"}
+
+var (
+	hdrAuthorization = []byte("Authorization")
+	hdrAPIKey        = []byte("x-api-key")
+	hdrVersion       = []byte("anthropic-version")
+	hdrBeta          = []byte("anthropic-beta")
+	hdrAccEnc        = []byte("Accept-Encoding")
+	valVersion       = []byte(AnthropicVersion)
+	valIdentity      = []byte("identity")
+	ctJSON           = []byte("application/json")
+	methodPost       = []byte("POST")
+	bearer           = "Bearer "
+)
+
+// paths are appended to a surface's base URL.
+var paths = [adapters.NumSurfaces]string{
+	adapters.SurfaceResponses:   "/responses",
+	adapters.SurfaceMessages:    "/messages",
+	adapters.SurfaceCountTokens: "/messages/count_tokens",
+}
+
+// Endpoints are the native surfaces of one provider key. Immutable.
+type Endpoints struct {
+	bases [adapters.NumSurfaces]string // "" when the surface is converted
+	urls  [adapters.NumSurfaces]string
+	auth  Auth
+	key   resources.Secret
+	rules *headers.Rules
+}
+
+// Compile resolves the native surfaces of pk. base is the key's chat base
+// URL (api_base or the adapter family's default); `apis.<surface>.base`
+// replaces it for that surface.
+func Compile(pk *resources.ProviderKey, base string, auth Auth) (*Endpoints, error) {
+	e := &Endpoints{auth: auth, key: pk.APIKey}
+	set := func(s adapters.Surface, b string) error {
+		if b == "" {
+			b = base
+		}
+		u, err := adapters.JoinURL(b, paths[s])
+		if err != nil {
+			return err
+		}
+		e.bases[s], e.urls[s] = b, u
+		return nil
+	}
+	if b, ok := pk.Native(resources.SurfaceResponses); ok {
+		if err := set(adapters.SurfaceResponses, b); err != nil {
+			return nil, err
+		}
+	}
+	if b, ok := pk.Native(resources.SurfaceMessages); ok {
+		if err := set(adapters.SurfaceMessages, b); err != nil {
+			return nil, err
+		}
+		if err := set(adapters.SurfaceCountTokens, b); err != nil {
+			return nil, err
+		}
+	}
+	rules, err := headers.Compile(&pk.Request, owned)
+	if err != nil {
+		return nil, err
+	}
+	e.rules = rules
+	return e, nil
+}
+
+// Base returns the base URL of surface s, "" when s is not native.
+func (e *Endpoints) Base(s adapters.Surface) string {
+	if s >= adapters.NumSurfaces {
+		return ""
+	}
+	return e.bases[s]
+}
+
+type scratch struct {
+	body []byte
+	auth []byte
+	key  []byte
+	hdr  []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// Build writes the request of a native call: in.Body with `model` set to
+// in.UpstreamModel, POSTed to the surface's URL with the key's credential,
+// anthropic-version and the caller's anthropic-beta on Messages surfaces,
+// then the key's default and forwarded headers.
+func (e *Endpoints) Build(req *fasthttp.Request, in *adapters.ChatInput, s adapters.Surface) error {
+	if e.Base(s) == "" {
+		return adapters.ErrUnsupported
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	body, err := rawjson.SetString(sc.body[:0], in.Body, "model", in.UpstreamModel)
+	if err != nil {
+		return adapters.ErrBody
+	}
+	sc.body = body
+	req.Header.SetMethodBytes(methodPost)
+	req.SetRequestURI(e.urls[s])
+	req.URI().DisablePathNormalizing = true // the path exactly as the base spells it
+	req.Header.SetContentTypeBytes(ctJSON)
+	req.Header.SetCanonical(hdrAccEnc, valIdentity)
+	auth := e.auth
+	if s == adapters.SurfaceMessages || s == adapters.SurfaceCountTokens {
+		auth |= AuthXAPIKey
+		SetMessagesHeaders(&req.Header, in.ClientHeaders)
+	}
+	if e.key.IsSet() {
+		if auth&AuthBearer != 0 {
+			sc.auth = append(append(sc.auth[:0], bearer...), e.key.Reveal()...)
+			req.Header.SetCanonical(hdrAuthorization, sc.auth)
+		}
+		if auth&AuthXAPIKey != 0 {
+			sc.key = append(sc.key[:0], e.key.Reveal()...)
+			req.Header.SetBytesKV(hdrAPIKey, sc.key)
+		}
+	}
+	sc.hdr = e.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, sc.hdr)
+	req.SetBody(sc.body)
+	return nil
+}
+
+// SetMessagesHeaders sets what every Messages API request carries besides
+// its credential: gw's anthropic-version, and the caller's anthropic-beta
+// (beta features pass through; the caller's anthropic-version does not).
+func SetMessagesHeaders(h *fasthttp.RequestHeader, client *fasthttp.RequestHeader) {
+	h.SetBytesKV(hdrVersion, valVersion)
+	if client != nil {
+		if beta := client.PeekBytes(hdrBeta); len(beta) > 0 {
+			h.SetBytesKV(hdrBeta, beta)
+		}
+	}
+}

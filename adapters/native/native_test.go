@@ -1,0 +1,126 @@
+package native
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/admin/resources"
+)
+
+func TestNativeRules(t *testing.T) {
+	type want struct{ responses, messages string }
+	cases := []struct {
+		name string
+		pk   resources.ProviderKey
+		base string
+		want want
+	}{
+		{"openai first-party derives responses", resources.ProviderKey{Provider: "openai", Adapter: resources.AdapterOpenAI}, "https://api.openai.com/v1",
+			want{responses: "https://api.openai.com/v1"}},
+		{"openai-compatible without provider is chat only", resources.ProviderKey{Adapter: resources.AdapterOpenAI}, "https://llm.internal/v1", want{}},
+		{"apis present is authoritative", resources.ProviderKey{Provider: "openai", Adapter: resources.AdapterOpenAI, APIs: &resources.APIs{}}, "https://api.openai.com/v1", want{}},
+		{"apis.messages with its own base", resources.ProviderKey{Adapter: resources.AdapterOpenAI,
+			APIs: &resources.APIs{Messages: &resources.Surface{Base: "https://api.deepseek.com/anthropic/v1"}}}, "https://api.deepseek.com/v1",
+			want{messages: "https://api.deepseek.com/anthropic/v1"}},
+		{"anthropic always serves messages", resources.ProviderKey{Adapter: resources.AdapterAnthropic, APIs: &resources.APIs{}}, "https://api.anthropic.com/v1",
+			want{messages: "https://api.anthropic.com/v1"}},
+		{"anthropic plus apis.responses", resources.ProviderKey{Adapter: resources.AdapterAnthropic, APIs: &resources.APIs{Responses: &resources.Surface{}}}, "https://gw.example/v1",
+			want{responses: "https://gw.example/v1", messages: "https://gw.example/v1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Compile(&c.pk, c.base, AuthBearer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{e.Base(adapters.SurfaceResponses), e.Base(adapters.SurfaceMessages)}
+			if got != c.want || e.Base(adapters.SurfaceCountTokens) != c.want.messages || e.Base(adapters.SurfaceChat) != "" {
+				t.Fatalf("bases %+v (count_tokens %q); want %+v", got, e.Base(adapters.SurfaceCountTokens), c.want)
+			}
+		})
+	}
+}
+
+func TestBuild(t *testing.T) {
+	pk := &resources.ProviderKey{DisplayName: "k", APIKey: resources.NewSecret("sk-up"), Adapter: resources.AdapterOpenAI,
+		APIs: &resources.APIs{Responses: &resources.Surface{}, Messages: &resources.Surface{Base: "https://m.example/anthropic/v1/?tenant=7"}},
+		Request: resources.RequestSettings{
+			DefaultHeaders:       []resources.HeaderTemplate{{Name: "x-api-key", Parts: []resources.TemplatePart{{Literal: "spoof"}}}, {Name: "x-team", Parts: []resources.TemplatePart{{Literal: "blue"}}}},
+			ForwardClientHeaders: []string{"x-trace-*"},
+		}}
+	e, err := Compile(pk, "https://api.example/v1/", AuthBearer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client fasthttp.RequestHeader
+	client.Set("anthropic-beta", "context-1m-2025-08-07")
+	client.Set("anthropic-version", "2099-01-01")
+	client.Set("x-trace-id", "t1")
+	client.Set("authorization", "Bearer caller")
+	in := &adapters.ChatInput{Body: []byte(`{"model":"alias","input":"hi","previous_response_id":"resp_1"}`), UpstreamModel: "gpt-5",
+		ClientHeaders: &client, CallerCredential: 1}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	h := func(k string) string { return string(req.Header.Peek(k)) }
+
+	if err := e.Build(req, in, adapters.SurfaceResponses); err != nil {
+		t.Fatal(err)
+	}
+	if u := string(req.URI().FullURI()); u != "https://api.example/v1/responses" {
+		t.Fatalf("responses url %s", u)
+	}
+	if h("Authorization") != "Bearer sk-up" || h("x-api-key") != "" || h("anthropic-version") != "" || h("x-team") != "blue" || h("x-trace-id") != "t1" {
+		t.Fatalf("responses headers: %s", req.Header.String())
+	}
+	if b := string(req.Body()); b != `{"model":"gpt-5","input":"hi","previous_response_id":"resp_1"}` {
+		t.Fatalf("body %s", b)
+	}
+
+	req.Reset()
+	in.Body = []byte(`{"model":"alias","max_tokens":10,"messages":[]}`)
+	if err := e.Build(req, in, adapters.SurfaceCountTokens); err != nil {
+		t.Fatal(err)
+	}
+	if u := string(req.URI().FullURI()); u != "https://m.example/anthropic/v1/messages/count_tokens?tenant=7" {
+		t.Fatalf("count_tokens url %s", u)
+	}
+	if h("x-api-key") != "sk-up" || h("Authorization") != "Bearer sk-up" || h("anthropic-version") != AnthropicVersion ||
+		h("anthropic-beta") != "context-1m-2025-08-07" {
+		t.Fatalf("messages headers: %s", req.Header.String())
+	}
+	if strings.Contains(req.Header.String(), "caller") || strings.Contains(req.Header.String(), "spoof") {
+		t.Fatalf("caller credential or a default over an owned header reached the upstream: %s", req.Header.String())
+	}
+
+	req.Reset()
+	if err := e.Build(req, in, adapters.SurfaceChat); err != adapters.ErrUnsupported {
+		t.Fatalf("chat through Build: %v", err)
+	}
+	in.Body = []byte(`[1]`)
+	if err := e.Build(req, in, adapters.SurfaceMessages); err != adapters.ErrBody {
+		t.Fatalf("bad body: %v", err)
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	pk := &resources.ProviderKey{APIKey: resources.NewSecret("sk-up"), Adapter: resources.AdapterAnthropic}
+	e, err := Compile(pk, "https://api.anthropic.com/v1", AuthXAPIKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var client fasthttp.RequestHeader
+	client.Set("anthropic-beta", "interleaved-thinking-2025-05-14")
+	in := &adapters.ChatInput{Body: []byte(`{"model":"alias","max_tokens":1024,"messages":[{"role":"user","content":"hello"}],"stream":true}`),
+		UpstreamModel: "claude-sonnet-4-5", ClientHeaders: &client}
+	req := fasthttp.AcquireRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		req.Reset()
+		if err := e.Build(req, in, adapters.SurfaceMessages); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
