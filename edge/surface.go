@@ -88,7 +88,9 @@ var (
 			return msgconv.ChatResponseToMessages(dst, body, c.plan.AliasBytes)
 		},
 		newStream: func(c *call) transcode.Stream {
-			return msgconv.AcquireChatToMessagesStream(c.plan.AliasBytes)
+			s := msgconv.AcquireChatToMessagesStream(c.plan.AliasBytes)
+			s.SetInputEstimate(int64(max(1, len(c.origBody)/4))) // exact counts follow in message_delta
+			return s
 		},
 		releaseStream: func(s transcode.Stream) {
 			msgconv.ReleaseChatToMessagesStream(s.(*msgconv.ChatToMessagesStream))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -92,5 +93,42 @@ func TestMessagesSurfaceSDK(t *testing.T) {
 	}
 	if st.Err() == nil {
 		t.Fatal("mid-stream failure ended cleanly")
+	}
+}
+
+// TestMessagesStartUsage: on a chat-completions upstream, message_start
+// carries gw's input estimate (the upstream reports usage only at the end)
+// and message_delta the upstream's exact counts.
+func TestMessagesStartUsage(t *testing.T) {
+	e := startE2E(t)
+	body := `{"model":"gpt","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"Say hello to everyone in the room"}]}`
+	raw := postRaw(t, e.base+"/messages", body)
+	events := strings.Split(strings.TrimSpace(raw), "\n\n")
+	var start struct {
+		Message struct {
+			Usage struct {
+				InputTokens int `json:"input_tokens"`
+			} `json:"usage"`
+		} `json:"message"`
+	}
+	var delta struct {
+		Usage struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	for _, ev := range events {
+		switch {
+		case strings.HasPrefix(ev, "event: message_start\n"):
+			json.Unmarshal([]byte(dataOf(ev)), &start)
+		case strings.HasPrefix(ev, "event: message_delta\n"):
+			json.Unmarshal([]byte(dataOf(ev)), &delta)
+		}
+	}
+	if start.Message.Usage.InputTokens != len(body)/4 {
+		t.Fatalf("message_start input_tokens %d; want the estimate %d (%s)", start.Message.Usage.InputTokens, len(body)/4, raw)
+	}
+	if delta.Usage.InputTokens == 0 || delta.Usage.OutputTokens == 0 {
+		t.Fatalf("message_delta usage %+v", delta.Usage)
 	}
 }

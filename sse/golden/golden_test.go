@@ -50,10 +50,9 @@ var (
 		"openai_responses_function_call_legacy_no_seq.sse",
 		"openai_responses_reasoning_then_function_call.sse",
 		"openai_responses_reasoning_summary_multi_request.jsonl",
-		// Its responses_to_chat golden records the current error frame,
-		// whose type is under review: "rate_limit_error" for the upstream's
-		// insufficient_quota (the upstream type and msgconv both say
-		// "insufficient_quota"), and no "param" member.
+		// An `error` event (insufficient_quota) then response.failed: chat
+		// callers get one error frame typed insufficient_quota, as OpenAI
+		// types it.
 		"openai_responses_error_then_failed.jsonl",
 	}
 )

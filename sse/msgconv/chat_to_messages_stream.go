@@ -67,6 +67,7 @@ type ChatToMessagesStream struct {
 
 	usage     transcode.Usage
 	usageSeen bool
+	inputEst  int64 // message_start's input_tokens until the upstream reports usage
 
 	begun   bool
 	started bool
@@ -140,7 +141,7 @@ func (s *ChatToMessagesStream) Reset(model []byte) {
 	s.tools = s.tools[:0]
 	s.queue = s.queue[:0]
 	s.stop = ""
-	s.usage, s.usageSeen = transcode.Usage{}, false
+	s.usage, s.usageSeen, s.inputEst = transcode.Usage{}, false, 0
 	s.begun, s.started, s.ended = false, false, false
 	s.err = nil
 }
@@ -211,10 +212,10 @@ func (s *ChatToMessagesStream) Event(dst, _, data []byte) ([]byte, error) {
 	if choice == nil && !hasUsage {
 		return dst, nil // Azure's prompt_filter_results chunk and the like
 	}
-	dst = s.begin(dst, s.vals[3])
 	if hasUsage {
-		s.readUsage(usage)
+		s.readUsage(usage) // before begin: a first chunk with usage gives message_start exact counts
 	}
+	dst = s.begin(dst, s.vals[3])
 	if choice != nil {
 		dst = s.choice(dst)
 	}
@@ -305,8 +306,32 @@ func (s *ChatToMessagesStream) begin(dst, id []byte) []byte {
 	dst = append(dst, s.msgID...)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
 	dst = append(dst, s.model...)
-	return append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}}`+"\n\n"...)
+	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
+	u := &s.usage
+	if !s.usageSeen {
+		u = &transcode.Usage{Prompt: s.inputEst}
+	}
+	return append(s.appendUsageTail(dst, u, 0), "}}}\n\n"...)
 }
+
+// appendUsageTail appends input_tokens' value and the rest of a Messages
+// usage object but its closing brace.
+func (s *ChatToMessagesStream) appendUsageTail(dst []byte, u *transcode.Usage, output int64) []byte {
+	dst = strconv.AppendInt(dst, anthropicInput(u), 10)
+	dst = append(dst, `,"cache_creation_input_tokens":`...)
+	dst = strconv.AppendInt(dst, u.CacheCreation, 10)
+	dst = append(dst, `,"cache_read_input_tokens":`...)
+	dst = strconv.AppendInt(dst, u.Cached, 10)
+	dst = append(dst, `,"output_tokens":`...)
+	return strconv.AppendInt(dst, output, 10)
+}
+
+// SetInputEstimate sets the input_tokens message_start reports when the
+// upstream has not reported usage by then. Chat-completions upstreams report
+// usage only in their last chunk, after message_start must be sent; the
+// edge passes its estimate of the prompt (the one count_tokens answers
+// without a native upstream) and message_delta carries the exact counts.
+func (s *ChatToMessagesStream) SetInputEstimate(n int64) { s.inputEst = n }
 
 // textDelta appends a text or thinking fragment, opening a block of that
 // kind first if needed.
@@ -622,18 +647,10 @@ func (s *ChatToMessagesStream) finish(dst []byte) []byte {
 		}
 	}
 	s.ended = true
-	u := &s.usage
 	dst = append(dst, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\""...)
 	dst = append(dst, stop...)
 	dst = append(dst, `","stop_sequence":null},"usage":{"input_tokens":`...)
-	dst = strconv.AppendInt(dst, anthropicInput(u), 10)
-	dst = append(dst, `,"cache_creation_input_tokens":`...)
-	dst = strconv.AppendInt(dst, u.CacheCreation, 10)
-	dst = append(dst, `,"cache_read_input_tokens":`...)
-	dst = strconv.AppendInt(dst, u.Cached, 10)
-	dst = append(dst, `,"output_tokens":`...)
-	dst = strconv.AppendInt(dst, u.Completion, 10)
-	dst = append(dst, "}}\n\n"...)
+	dst = append(s.appendUsageTail(dst, &s.usage, s.usage.Completion), "}}\n\n"...)
 	return append(dst, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 

@@ -389,3 +389,45 @@ func TestChatToMessagesStreamErrors(t *testing.T) {
 		t.Fatalf("started without content")
 	}
 }
+
+// TestMessageStartInputUsage: message_start reports the estimate while the
+// upstream has not reported usage, the exact counts when the first chunk
+// carries them; message_delta always has the exact counts.
+func TestMessageStartInputUsage(t *testing.T) {
+	first := `{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}`
+	last := `{"id":"chatcmpl-1","choices":[],"usage":{"prompt_tokens":120,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":100}}}`
+	withUsage := `{"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":{"prompt_tokens":33,"completion_tokens":1}}`
+	cases := []struct {
+		name       string
+		chunks     []string
+		start, end string
+	}{
+		{"estimate then exact", []string{first, last, "[DONE]"},
+			`"usage":{"input_tokens":250,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}}`,
+			`"usage":{"input_tokens":20,"cache_creation_input_tokens":0,"cache_read_input_tokens":100,"output_tokens":7}}`},
+		{"usage in the first chunk", []string{withUsage, "[DONE]"},
+			`"usage":{"input_tokens":33,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}}`,
+			`"usage":{"input_tokens":33,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := msgconv.AcquireChatToMessagesStream([]byte("m"))
+			defer msgconv.ReleaseChatToMessagesStream(s)
+			s.SetInputEstimate(250)
+			var out []byte
+			for _, ch := range c.chunks {
+				var err error
+				if out, err = s.Event(out, nil, []byte(ch)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			evs := strings.Split(string(out), "\n\n")
+			if !strings.HasPrefix(evs[0], "event: message_start") || !strings.HasSuffix(evs[0], c.start) {
+				t.Fatalf("message_start %s; want suffix %s", evs[0], c.start)
+			}
+			if !strings.Contains(string(out), c.end) {
+				t.Fatalf("message_delta lacks %s: %s", c.end, out)
+			}
+		})
+	}
+}

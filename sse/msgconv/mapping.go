@@ -82,20 +82,13 @@ func isUpstreamCode(code string) bool {
 	return false
 }
 
-// chatErrorType is the chat error envelope's type for a failure code.
+// chatErrorType is the chat error envelope's type for a failure code;
+// unknown codes are gateway rejections (spec errors 4).
 func chatErrorType(code string) string {
-	switch code {
-	case transcode.CodeRateLimit, transcode.CodeSlowDown:
-		return "rate_limit_error"
-	case transcode.CodeInsufficientQuota:
-		return "insufficient_quota"
-	case transcode.CodeContextLength, transcode.CodeInvalidPrompt:
-		return "invalid_request_error"
-	case transcode.CodeServerError, transcode.CodeTimeout, transcode.CodeOverloaded,
-		transcode.CodeUpstreamStreamFail:
-		return "server_error"
+	if t := transcode.ChatErrorType(code); t != "" {
+		return t
 	}
-	return "invalid_request_error" // a gateway rejection (spec errors 4)
+	return "invalid_request_error"
 }
 
 // anthropicErrorType is the Anthropic error event's type for a failure code.

@@ -55,7 +55,7 @@ func ChatResponseToResponses(dst, body []byte, opt ResponseOptions) ([]byte, tra
 	}
 	r := respObj{created: createdOrNow(v[1])}
 	var baseBuf [64]byte
-	r.base = appendIDBase(baseBuf[:0], v[0], "chatcmpl-")
+	r.base = appendIDBase(baseBuf[:0], v[0])
 
 	status, incomplete := finishStatus(finish)
 	orig := len(dst)

@@ -251,7 +251,7 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 	}
 	if !s.header {
 		if len(s.base) == 0 && nonEmptyStr(v[3]) {
-			s.base = appendIDBase(s.base, v[3], "chatcmpl-")
+			s.base = appendIDBase(s.base, v[3])
 		}
 		if !found && !s.haveUsage {
 			return dst, nil // Azure's prompt-filter chunk and the like
@@ -390,7 +390,7 @@ func (s *ChatToResponses) finishStream(dst []byte) []byte {
 // start writes response.created and response.in_progress.
 func (s *ChatToResponses) start(dst []byte) []byte {
 	if len(s.base) == 0 {
-		s.base = appendIDBase(s.base, nil, "")
+		s.base = appendIDBase(s.base, nil)
 	}
 	if s.r.created == 0 {
 		s.r.created = createdOrNow(nil)

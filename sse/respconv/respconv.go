@@ -234,14 +234,11 @@ func ResponsesErrorCode(code string) string {
 	return transcode.CodeOverloaded
 }
 
-// chatErrorType is the error.type a chat caller sees for a failure code,
-// following the edge's errorTypeFor.
+// chatErrorType is the error.type a chat caller sees for a failure code;
+// unknown codes come from the upstream and are server errors.
 func chatErrorType(code string) string {
-	switch code {
-	case transcode.CodeContextLength, transcode.CodeInvalidPrompt:
-		return "invalid_request_error"
-	case transcode.CodeRateLimit, transcode.CodeInsufficientQuota, transcode.CodeSlowDown:
-		return "rate_limit_error"
+	if t := transcode.ChatErrorType(code); t != "" {
+		return t
 	}
 	return "server_error"
 }
@@ -379,17 +376,20 @@ func appendCompact(dst, raw []byte) []byte {
 }
 
 // appendIDBase appends the id-safe part of the string literal lit ([A-Za-z0-9_-],
-// at most 48 bytes) with the prefix strip ("chatcmpl-", "resp_") removed; when
-// nothing is left it appends 16 random hex digits, so ids stay non-empty.
-func appendIDBase(dst, lit []byte, strip string) []byte {
+// at most 96 bytes) without its format prefix ("chatcmpl-", "resp_", or
+// "msg_" for ids that began as Anthropic message ids); when nothing is left
+// it appends 16 random hex digits, so ids stay non-empty.
+func appendIDBase(dst, lit []byte) []byte {
 	orig := len(dst)
 	if len(lit) >= 2 && lit[0] == '"' {
 		body := lit[1 : len(lit)-1]
-		if len(body) > len(strip) && string(body[:len(strip)]) == strip {
-			body = body[len(strip):]
+		for _, strip := range [...]string{"chatcmpl-", "resp_", "msg_"} {
+			if len(body) > len(strip) && string(body[:len(strip)]) == strip {
+				body = body[len(strip):] // "chatcmpl-msg_…" loses both
+			}
 		}
 		for _, c := range body {
-			if len(dst)-orig >= 48 {
+			if len(dst)-orig >= 96 {
 				break
 			}
 			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {

@@ -41,7 +41,7 @@ func ResponsesResponseToChat(dst, body []byte, opt ResponseOptions) ([]byte, tra
 	u, haveUsage := parseUsage(v[6], false)
 
 	dst = append(dst, `{"id":"chatcmpl-`...)
-	dst = appendIDBase(dst, v[0], "resp_")
+	dst = appendIDBase(dst, v[0])
 	dst = append(dst, `","object":"chat.completion","created":`...)
 	dst = strconv.AppendInt(dst, createdOrNow(v[1]), 10)
 	dst = append(dst, `,"model":`...)

@@ -294,7 +294,7 @@ func (s *ResponsesToChat) begin(dst, resp []byte) []byte {
 	var r [3][]byte // id, created_at, model
 	_ = rawjson.ScanTop(resp, beginKeys, r[:])
 	s.head = append(s.head[:0], `{"id":"chatcmpl-`...)
-	s.head = appendIDBase(s.head, r[0], "resp_")
+	s.head = appendIDBase(s.head, r[0])
 	s.head = append(s.head, `","object":"chat.completion.chunk","created":`...)
 	s.head = strconv.AppendInt(s.head, createdOrNow(r[1]), 10)
 	s.head = append(s.head, `,"model":`...)

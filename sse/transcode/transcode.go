@@ -65,3 +65,21 @@ const (
 	CodeSlowDown           = "slow_down"
 	CodeUpstreamStreamFail = "upstream_stream_error"
 )
+
+// ChatErrorType is the chat-completions error envelope's `type` for a
+// failure code, as OpenAI types them; "" for a code it does not know (the
+// caller picks: server_error for upstream codes, invalid_request_error for
+// gateway rejections).
+func ChatErrorType(code string) string {
+	switch code {
+	case CodeRateLimit, CodeSlowDown:
+		return "rate_limit_error"
+	case CodeInsufficientQuota:
+		return "insufficient_quota"
+	case CodeContextLength, CodeInvalidPrompt:
+		return "invalid_request_error"
+	case CodeServerError, CodeTimeout, CodeOverloaded, CodeUpstreamStreamFail:
+		return "server_error"
+	}
+	return ""
+}
