@@ -18,3 +18,17 @@ func TestRelayChunkAllocs(t *testing.T) {
 		t.Fatalf("hasContent allocates %.1f; want 0", n)
 	}
 }
+
+// TestNativeEventAllocs: native Messages and Responses events are relayed
+// without allocating, the model-carrying ones included.
+func TestNativeEventAllocs(t *testing.T) {
+	snap := benchSnapshot(t)
+	c := &call{plan: snap.Plans["gpt"]}
+	s := relayPool.Get().(*relayState)
+	for _, b := range nativeBenchEvents {
+		b.read(s, c, b.ev) // warm the buffers
+		if n := testing.AllocsPerRun(1000, func() { b.read(s, c, b.ev) }); n != 0 {
+			t.Fatalf("%s allocates %.1f per event; want 0", b.name, n)
+		}
+	}
+}

@@ -87,7 +87,10 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		if c.surf.nativeUsage != nil {
 			c.usage, c.haveUsage = c.surf.nativeUsage(body)
 		}
-		*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
+		*bb = append((*bb)[:0], body...)
+		if _, _, ok := rawjson.Get(body, "model"); ok { // count_tokens answers carry none
+			*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
+		}
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.SetContentType("application/json")
 		_, _ = ctx.Response.BodyWriter().Write(*bb)

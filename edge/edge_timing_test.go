@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"gw/sse"
 	"testing"
 	"time"
 
@@ -123,4 +124,37 @@ func BenchmarkRelayChunkCallerUsage(b *testing.B) {
 	for b.Loop() {
 		s.processChunk(c, benchChunk)
 	}
+}
+
+// BenchmarkNativeEvent is the per-event work of a native stream (the
+// upstream speaks the caller's format): event classification, usage, and
+// the model rewrite of the events that carry it.
+func BenchmarkNativeEvent(b *testing.B) {
+	snap := benchSnapshot(b)
+	c := &call{plan: snap.Plans["gpt"]}
+	s := relayPool.Get().(*relayState)
+	for _, e := range nativeBenchEvents {
+		b.Run(e.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				e.read(s, c, e.ev)
+			}
+		})
+	}
+}
+
+// nativeBenchEvents are typical events of native streams.
+var nativeBenchEvents = []struct {
+	name string
+	read func(*relayState, *call, sse.Event) evFlags
+	ev   sse.Event
+}{
+	{"messages text delta", messagesEvent, sse.Event{Name: []byte("content_block_delta"),
+		Data: []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" Hello"}}`)}},
+	{"messages message_start", messagesEvent, sse.Event{Name: []byte("message_start"),
+		Data: []byte(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`)}},
+	{"responses text delta", responsesEvent, sse.Event{Name: []byte("response.output_text.delta"),
+		Data: []byte(`{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_01","output_index":0,"content_index":0,"delta":" Hello","logprobs":[]}`)}},
+	{"responses completed", responsesEvent, sse.Event{Name: []byte("response.completed"),
+		Data: []byte(`{"type":"response.completed","sequence_number":9,"response":{"id":"resp_01","object":"response","created_at":1731000000,"status":"completed","model":"gpt-5","output":[],"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":0},"output_tokens":5,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":17}}}`)}},
 }
