@@ -298,7 +298,7 @@ func (p *Proxy) countTokens(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return
 	}
-	c.cr.Model, _ = rawjson.AppendUnquote(c.cr.Model[:0], m)
+	c.cr.Model, _ = rawjson.AppendUnquote(c.cr.modelBuf[:0], m)
 	c.plan = c.snap.Plans[string(c.cr.Model)]
 	if c.plan == nil || !c.caller.Allowed(c.plan) {
 		modelNotFound(ctx, c.surf.writeError, string(c.cr.Model))
