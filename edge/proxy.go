@@ -299,17 +299,8 @@ func (p *Proxy) countTokens(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 		return
 	}
 	c.cr.Model, _ = rawjson.AppendUnquote(c.cr.modelBuf[:0], m)
-	c.plan = c.snap.Plans[string(c.cr.Model)]
-	if c.plan == nil || !c.caller.Allowed(c.plan) {
-		modelNotFound(ctx, c.surf.writeError, string(c.cr.Model))
-		p.finish(ctx, c, fasthttp.StatusNotFound)
-		return
-	}
-	ip, ipOK := p.RealIP.ClientIP(ctx)
-	if !cidrAllowed(c.plan.AllowedCIDRs, ip, ipOK) {
-		c.surf.writeError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
-			"Requests from this client address are not allowed for model `"+c.plan.Alias+"`.")
-		p.finish(ctx, c, fasthttp.StatusForbidden)
+	ip, ipOK, ok := p.resolvePlan(ctx, c)
+	if !ok {
 		return
 	}
 	c.body, c.origBody = body, body
@@ -317,6 +308,26 @@ func (p *Proxy) countTokens(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
 	fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
 	p.buffered(ctx, c, ip, ipOK)
+}
+
+// resolvePlan finds the plan of c.cr.Model for the caller and checks the
+// client address against its allowed_cidrs. It returns false after
+// answering 404 or 403.
+func (p *Proxy) resolvePlan(ctx *fasthttp.RequestCtx, c *call) (netip.Addr, bool, bool) {
+	c.plan = c.snap.Plans[string(c.cr.Model)]
+	if c.plan == nil || !c.caller.Allowed(c.plan) {
+		modelNotFound(ctx, c.surf.writeError, string(c.cr.Model))
+		p.finish(ctx, c, fasthttp.StatusNotFound)
+		return netip.Addr{}, false, false
+	}
+	ip, ipOK := p.RealIP.ClientIP(ctx)
+	if !cidrAllowed(c.plan.AllowedCIDRs, ip, ipOK) {
+		c.surf.writeError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
+			"Requests from this client address are not allowed for model `"+c.plan.Alias+"`.")
+		p.finish(ctx, c, fasthttp.StatusForbidden)
+		return netip.Addr{}, false, false
+	}
+	return ip, ipOK, true
 }
 
 // countLocally answers count_tokens with gw's estimate, the one token
@@ -358,17 +369,8 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx, c *call, body []byte) {
 		p.finish(ctx, c, fasthttp.StatusBadRequest)
 		return
 	}
-	c.plan = c.snap.Plans[string(c.cr.Model)]
-	if c.plan == nil || !c.caller.Allowed(c.plan) {
-		modelNotFound(ctx, c.surf.writeError, string(c.cr.Model))
-		p.finish(ctx, c, fasthttp.StatusNotFound)
-		return
-	}
-	ip, ipOK := p.RealIP.ClientIP(ctx)
-	if !cidrAllowed(c.plan.AllowedCIDRs, ip, ipOK) {
-		c.surf.writeError(ctx, fasthttp.StatusForbidden, "permission_error", "ip_not_allowed",
-			"Requests from this client address are not allowed for model `"+c.plan.Alias+"`.")
-		p.finish(ctx, c, fasthttp.StatusForbidden)
+	ip, ipOK, ok := p.resolvePlan(ctx, c)
+	if !ok {
 		return
 	}
 	switch c.plan.Kind {

@@ -2,7 +2,6 @@ package msgconv
 
 import (
 	"bytes"
-	"strconv"
 
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
@@ -169,14 +168,7 @@ func (c *respScratch) chatToMessages(dst, body, model []byte, u *transcode.Usage
 	}
 	dst = append(dst, stop...)
 	dst = append(dst, `","stop_sequence":null,"usage":{"input_tokens":`...)
-	dst = strconv.AppendInt(dst, anthropicInput(u), 10)
-	dst = append(dst, `,"cache_creation_input_tokens":`...)
-	dst = strconv.AppendInt(dst, u.CacheCreation, 10)
-	dst = append(dst, `,"cache_read_input_tokens":`...)
-	dst = strconv.AppendInt(dst, u.Cached, 10)
-	dst = append(dst, `,"output_tokens":`...)
-	dst = strconv.AppendInt(dst, u.Completion, 10)
-	return append(dst, "}}"...), nil
+	return append(appendUsageTail(dst, u, u.Completion), "}}"...), nil
 }
 
 // appendInput appends the input object for a tool call's arguments string:

@@ -311,12 +311,12 @@ func (s *ChatToMessagesStream) begin(dst, id []byte) []byte {
 	if !s.usageSeen {
 		u = &transcode.Usage{Prompt: s.inputEst}
 	}
-	return append(s.appendUsageTail(dst, u, 0), "}}}\n\n"...)
+	return append(appendUsageTail(dst, u, 0), "}}}\n\n"...)
 }
 
 // appendUsageTail appends input_tokens' value and the rest of a Messages
 // usage object but its closing brace.
-func (s *ChatToMessagesStream) appendUsageTail(dst []byte, u *transcode.Usage, output int64) []byte {
+func appendUsageTail(dst []byte, u *transcode.Usage, output int64) []byte {
 	dst = strconv.AppendInt(dst, anthropicInput(u), 10)
 	dst = append(dst, `,"cache_creation_input_tokens":`...)
 	dst = strconv.AppendInt(dst, u.CacheCreation, 10)
@@ -650,7 +650,7 @@ func (s *ChatToMessagesStream) finish(dst []byte) []byte {
 	dst = append(dst, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\""...)
 	dst = append(dst, stop...)
 	dst = append(dst, `","stop_sequence":null},"usage":{"input_tokens":`...)
-	dst = append(s.appendUsageTail(dst, &s.usage, s.usage.Completion), "}}\n\n"...)
+	dst = append(appendUsageTail(dst, &s.usage, s.usage.Completion), "}}\n\n"...)
 	return append(dst, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
