@@ -58,16 +58,7 @@ type anthropicMessage struct {
 
 func bufferedMessage(t *testing.T, c *http.Client, url, body string, header ...string) anthropicMessage {
 	t.Helper()
-	resp := postAnthropic(t, c, url, body, header...)
-	b, err := readAll(resp)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("got status %d, err %v: %s", resp.StatusCode, err, b)
-	}
-	var m anthropicMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("cannot decode %s: %s", b, err)
-	}
-	return m
+	return decodeOK[anthropicMessage](t, postAnthropic(t, c, url, body, header...))
 }
 
 func streamMessages(t *testing.T, c *http.Client, url, body string, header ...string) ([]event, *http.Response) {

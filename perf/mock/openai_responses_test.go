@@ -59,16 +59,21 @@ type response struct {
 
 func bufferedResponse(t *testing.T, c *http.Client, url, body string, header ...string) response {
 	t.Helper()
-	resp := post(t, c, url, body, header...)
+	return decodeOK[response](t, post(t, c, url, body, header...))
+}
+
+// decodeOK reads a 200 answer's JSON body into a T, failing the test otherwise.
+func decodeOK[T any](t *testing.T, resp *http.Response) T {
+	t.Helper()
 	b, err := readAll(resp)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("got status %d, err %v: %s", resp.StatusCode, err, b)
 	}
-	var r response
-	if err := json.Unmarshal(b, &r); err != nil {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatalf("cannot decode %s: %s", b, err)
 	}
-	return r
+	return v
 }
 
 func streamResponses(t *testing.T, c *http.Client, url, body string, header ...string) ([]event, *http.Response) {
