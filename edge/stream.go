@@ -24,7 +24,7 @@ type relayState struct {
 	p        *Proxy
 	c        *call
 	reqBytes int
-	done     bool
+	wrote    bool   // WriteTo ran (see CloseWithError)
 	wbuf     []byte // events waiting for one chunked write
 
 	rd      *sse.Reader
@@ -129,7 +129,7 @@ func (s *relayState) release() {
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
-	s.sawDone, s.gap, s.marker = false, 0, ""
+	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
 	s.seq, s.respID, s.respCreated = 0, s.respID[:0], s.respCreated[:0]
 	relayPool.Put(s)
 }
@@ -362,6 +362,13 @@ func hasContent(data []byte) bool {
 // connection's own goroutine through relayState.WriteTo — each Write is one
 // flushed chunk — so no pipe or extra goroutine sits between the upstream
 // and the caller.
+//
+// Lifetime: from here on s (and c) belong to fasthttp's response until its
+// one closing call, CloseWithError, which comes after WriteTo returns (or
+// instead of it when the response is never written). Only that call may
+// record the stream and return s and c to their pools: fasthttp still holds
+// s between WriteTo and the close, and a pooled s reused by another stream
+// in that gap would be ended by this stream's close.
 func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.Response.Header.SetContentTypeBytes(streamCT)
@@ -369,7 +376,7 @@ func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	ctx.Response.Header.SetBytesKV(hdrAccelBuf, valNo)
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
-	s.p, s.c, s.reqBytes, s.done = p, c, len(ctx.Request.Body()), false
+	s.p, s.c, s.reqBytes, s.wrote = p, c, len(ctx.Request.Body()), false
 	ctx.Response.SetBodyStream(s, -1)
 }
 
@@ -379,35 +386,31 @@ func (s *relayState) SupportsBodyWriteTo() bool { return true }
 // Read is never used (fasthttp prefers WriteTo); it ends the body at once.
 func (s *relayState) Read([]byte) (int, error) { return 0, io.EOF }
 
-// WriteTo relays the stream; w flushes every Write as one chunk.
+// WriteTo relays the stream; w flushes every Write as one chunk. It does
+// not release anything: see commit.
 func (s *relayState) WriteTo(w io.Writer) (int64, error) {
 	n := s.c.respBytes
+	s.wrote = true
 	s.c.status = s.p.relay(w, s.c, s)
-	written := int64(s.c.respBytes - n)
-	s.end()
-	return written, nil
+	return int64(s.c.respBytes - n), nil
 }
 
-// Close runs when fasthttp is done with the body; it finishes a stream whose
-// body was never written (the caller left before the first byte).
-func (s *relayState) Close() error {
-	if !s.done {
-		s.c.status, s.c.errClass = 499, "client_gone"
-		s.end()
+// CloseWithError is fasthttp's last call on the body stream, made exactly
+// once: after WriteTo with the error of the final write (the terminating
+// chunk), or without any WriteTo when the response was never written (the
+// caller left before the first byte). It records the stream and releases
+// its state. A stream whose end did not reach the caller is recorded as
+// 499, not as the 200 the relay saw.
+func (s *relayState) CloseWithError(err error) error {
+	c := s.c
+	if !s.wrote || (err != nil && c.status == fasthttp.StatusOK) {
+		c.status, c.errClass = 499, "client_gone"
 	}
-	return nil
-}
-
-// end records the finished stream and releases its state. Once only.
-func (s *relayState) end() {
-	if s.done {
-		return
-	}
-	s.done = true
-	p, c, reqBytes := s.p, s.c, s.reqBytes
+	p, reqBytes := s.p, s.reqBytes
 	s.release()
 	p.record(c, methodPost, []byte(c.surf.path), reqBytes, true)
 	releaseCall(c)
+	return nil
 }
 
 var methodPost = []byte("POST")
