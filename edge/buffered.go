@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -41,6 +42,15 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			c.upstreamDur += time.Since(sent)
 			fasthttp.ReleaseRequest(req)
 			status := resp.StatusCode()
+			if err == nil && status < 300 && !rawjson.Valid(resp.Body()) {
+				// A success gw cannot read is the upstream's failure, not
+				// an answer to relay: retry and failover rules apply.
+				fail = lastFailure{kind: kindInvalid, reason: "the upstream answered " + strconv.Itoa(status) + " with a body that is not JSON"}
+				c.noteFailure(&fail)
+				c.observe(t, &fail, 0)
+				fasthttp.ReleaseResponse(resp)
+				continue
+			}
 			if err == nil && status < 300 {
 				c.upTTFT = time.Since(sent)
 				c.observe(t, nil, c.upTTFT)
@@ -54,19 +64,18 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			}
 			if err == nil && !retryable(c.plan, status) {
 				c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: string(resp.Header.Peek("Retry-After"))}, 0)
-				relayError(ctx, c.surf, status, resp.Body(), resp.Header.ContentType())
+				relayError(ctx, c.surf, status, resp.Body(), resp.Header.ContentType(), appendBackoff(nil, &resp.Header))
 				fasthttp.ReleaseResponse(resp)
 				c.errClass = "upstream_status"
 				p.finish(ctx, c, status)
 				return
 			}
-			fail = lastFailure{kind: upstream.Classify(err, status), status: status}
 			if err != nil {
-				fail.reason = describe(err)
+				fail = p.transportFailure(c, t, err)
 			} else {
-				fail.body = append(fail.body[:0], resp.Body()...)
-				fail.ctype = append(fail.ctype[:0], resp.Header.ContentType()...)
-				fail.retryAfter = string(resp.Header.Peek("Retry-After"))
+				fail = lastFailure{kind: upstream.KindStatus, status: status, body: append(fail.body[:0], resp.Body()...),
+					ctype: append(fail.ctype[:0], resp.Header.ContentType()...), retryAfter: string(resp.Header.Peek("Retry-After")),
+					backoff: appendBackoff(fail.backoff[:0], &resp.Header)}
 			}
 			c.noteFailure(&fail)
 			c.observe(t, &fail, 0)

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/upstream"
 	"gw/admin"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
@@ -150,7 +151,7 @@ func (h *Health) probe(p *snapshot.Plan, st *ModelHealth) {
 	if err := p.Upstream.Adapter.BuildChat(req, &in); err != nil {
 		errText = "cannot build the probe request"
 	} else if err := p.Upstream.Client.Do(req, resp, time.Duration(bc.TimeoutSeconds)*time.Second); err != nil {
-		errText = describe(err)
+		errText = upstream.Describe(err)
 	} else {
 		status = resp.StatusCode()
 	}

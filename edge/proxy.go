@@ -16,6 +16,7 @@ import (
 	"gw/admin/resources"
 	"gw/admin/snapshot"
 	"gw/balancer"
+	"gw/edge/redact"
 	"gw/limiter"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
@@ -33,6 +34,9 @@ type Proxy struct {
 	Limiter *limiter.Limiter
 	// Health excludes models whose background checks fail; nil: no probes.
 	Health *Health
+	// MaxResponseBytes is the upstream client's cap on a buffered answer
+	// (upstream.max_response_bytes), named in the error a larger one gets.
+	MaxResponseBytes int64
 }
 
 var (
@@ -170,6 +174,10 @@ func (c *call) noteFailure(f *lastFailure) {
 		st, class, msg = fasthttp.StatusBadGateway, "transport", f.reason
 	case kindNoContent:
 		st, class, msg = fasthttp.StatusBadGateway, "empty_stream", f.reason
+	case kindInvalid:
+		st, class, msg = fasthttp.StatusBadGateway, "upstream_invalid_response", f.reason
+	case kindTooLarge:
+		st, class, msg = fasthttp.StatusBadGateway, "upstream_response_too_large", f.reason
 	case kindUnsupported:
 		st, class, msg = fasthttp.StatusNotImplemented, "unsupported", f.reason
 	}
@@ -456,6 +464,7 @@ type lastFailure struct {
 	ctype      []byte
 	reason     string
 	retryAfter string // the upstream's Retry-After, for cooldown
+	backoff    []byte // back-off headers to relay with the status (appendBackoff)
 }
 
 // writeFailure answers with the last failure: the upstream's status and body,
@@ -474,14 +483,22 @@ func writeFailure(ctx *fasthttp.RequestCtx, surf *surface, f *lastFailure) int {
 	case kindNoContent:
 		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "empty_stream", f.reason)
 		return fasthttp.StatusBadGateway
+	case kindInvalid:
+		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_invalid_response", f.reason)
+		return fasthttp.StatusBadGateway
+	case kindTooLarge:
+		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_response_too_large", f.reason)
+		return fasthttp.StatusBadGateway
 	}
-	relayError(ctx, surf, f.status, f.body, f.ctype)
+	relayError(ctx, surf, f.status, f.body, f.ctype, f.backoff)
 	return f.status
 }
 
-// relayError writes an upstream error with its status. An empty body becomes
-// the envelope "upstream returned <status> <reason>".
-func relayError(ctx *fasthttp.RequestCtx, surf *surface, status int, body, ctype []byte) {
+// relayError writes an upstream error with its status and the upstream's
+// back-off headers. An empty body becomes the envelope "upstream returned
+// <status> <reason>".
+func relayError(ctx *fasthttp.RequestCtx, surf *surface, status int, body, ctype, backoff []byte) {
+	defer setBackoff(ctx, backoff) // after the body: writing it resets the response
 	if surf.relayError != nil {
 		surf.relayError(ctx, status, body)
 		return
@@ -522,16 +539,23 @@ const (
 	kindUnsupported    upstream.ErrorKind = 100 + iota // adapter family not in this build
 	kindNoContent                                      // a stream ended before any content
 	kindAllUnavailable                                 // health and cooldown exclude every target
+	kindInvalid                                        // a 2xx answer gw cannot read (not JSON)
+	kindTooLarge                                       // a buffered answer above upstream.max_response_bytes
 )
 
-// describe renders a transport error for the caller: the failure class and
-// the network error text (addresses only; request URLs never reach it).
-func describe(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200]
+// transportFailure classifies a failed exchange for the caller (a fixed
+// phrase) and logs the library's own error text, which names addresses
+// and internals, for the operator.
+func (p *Proxy) transportFailure(c *call, t *snapshot.Target, err error) lastFailure {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		return lastFailure{kind: kindTooLarge, reason: "the upstream answer is larger than upstream.max_response_bytes (" +
+			strconv.FormatInt(p.MaxResponseBytes, 10) + " bytes)"}
 	}
-	return s
+	if p.Logger != nil {
+		p.Logger.Warn("upstream attempt failed", "model", c.plan.Alias, "target", t.Plan.Alias,
+			"provider_key", t.Plan.Model.ProviderKeyName, "error", redact.String(err.Error()))
+	}
+	return lastFailure{kind: upstream.Classify(err, 0), reason: upstream.Describe(err)}
 }
 
 // bodyBufPool holds response body scratch buffers.
@@ -713,8 +737,8 @@ func (c *call) observe(t *snapshot.Target, f *lastFailure, ttfb time.Duration) {
 	if t.Plan.Cooldown == nil {
 		return
 	}
-	bf := balancer.Failure{Status: f.status, Timeout: f.kind == upstream.KindTimeout,
-		Transport: f.kind == upstream.KindTransport || f.kind == kindNoContent, RetryAfter: f.retryAfter}
+	bf := balancer.Failure{Status: f.status, Timeout: f.kind == upstream.KindTimeout, RetryAfter: f.retryAfter,
+		Transport: f.kind == upstream.KindTransport || f.kind == kindNoContent || f.kind == kindInvalid || f.kind == kindTooLarge}
 	if f.kind != upstream.KindStatus {
 		bf.Status = 0
 	}

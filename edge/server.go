@@ -3,7 +3,9 @@
 package edge
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin"
+	"gw/edge/redact"
 )
 
 // Server is the main listener's handler set.
@@ -25,26 +28,65 @@ type Server struct {
 	srv *fasthttp.Server
 }
 
+// Limits are the caller-facing listener's protections against slow or
+// hostile peers (docs/OPERATIONS.md).
+type Limits struct {
+	MaxBodyBytes int64
+	// HeaderTimeout bounds the wait for a request's complete headers, from
+	// its first byte (or the connection's opening); a client that trickles
+	// headers is closed after it.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds reading the request body once the headers are in.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this long.
+	IdleTimeout time.Duration
+	// MaxConnsPerIP caps concurrent connections from one peer address
+	// (the TCP peer, not a forwarded address); 0: no cap.
+	MaxConnsPerIP int
+}
+
 // NewServer builds the main server.
-func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, maxBody int64, log *slog.Logger) *Server {
+func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, lim Limits, log *slog.Logger) *Server {
 	s := &Server{Ops: &Ops{Manager: m}, Proxy: proxy, OpsOnMain: opsOnMain, Log: log}
 	if proxy != nil {
 		s.Ops.Health = proxy.Health
 	}
+	bodyCfg := fasthttp.RequestConfig{ReadTimeout: lim.BodyTimeout}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.handle,
 		Name:                          "gw",
 		NoDefaultServerHeader:         true,
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
-		MaxRequestBodySize:            int(maxBody),
-		ReadTimeout:                   5 * time.Minute,
-		IdleTimeout:                   2 * time.Minute,
-		StreamRequestBody:             false,
-		CloseOnShutdown:               true,
-		ErrorHandler:                  requestError,
+		MaxRequestBodySize:            int(lim.MaxBodyBytes),
+		// fasthttp's ReadTimeout runs from a request's first byte to the end
+		// of its headers (and from accept for a new connection); once the
+		// headers are in, HeaderReceived moves the deadline to the body's.
+		ReadTimeout:    lim.HeaderTimeout,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig { return bodyCfg },
+		IdleTimeout:    lim.IdleTimeout,
+		MaxConnsPerIP:  lim.MaxConnsPerIP,
+		// Error lines never carry request content (the library would log
+		// raw headers, credentials included); what is left still goes
+		// through redaction.
+		SecureErrorLogMessage: true,
+		Logger:                serverLogger{log},
+		StreamRequestBody:     false,
+		CloseOnShutdown:       true,
+		ErrorHandler:          requestError,
 	}
 	return s
+}
+
+// serverLogger routes the HTTP library's own log lines (connection errors,
+// parse failures) through gw's logger, redacted.
+type serverLogger struct{ log *slog.Logger }
+
+func (l serverLogger) Printf(format string, args ...any) {
+	if l.log == nil {
+		return
+	}
+	l.log.Warn(redact.String(fmt.Sprintf(format, args...)), "source", "http_server")
 }
 
 // requestError answers requests fasthttp rejects before the handler runs,
@@ -56,11 +98,27 @@ func requestError(ctx *fasthttp.RequestCtx, err error) {
 		ctx.SetConnectionClose()
 		return
 	}
-	WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request", "cannot parse the HTTP request")
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		WriteError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "invalid_request_error", "headers_too_large", "the request headers are too large")
+	case errors.As(err, &ne) && ne.Timeout():
+		WriteError(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error", "request_timeout",
+			"the request was not received in time (server.header_timeout, server.body_timeout)")
+	default:
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request", "cannot parse the HTTP request")
+	}
 	ctx.SetConnectionClose()
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if badFraming(ctx.Request.Header.RawHeaders()) {
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
+			"ambiguous request framing: Transfer-Encoding must be exactly chunked and cannot be combined with Content-Length")
+		ctx.SetConnectionClose()
+		return
+	}
 	if s.OpsOnMain && s.Ops.Handle(ctx) {
 		return
 	}
@@ -68,6 +126,60 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	WriteError(ctx, fasthttp.StatusNotFound, "invalid_request_error", "not_found", "unknown path "+truncate(string(ctx.Path()), 200))
+}
+
+var (
+	lowerTE = []byte("transfer-encoding")
+	lowerCL = []byte("content-length")
+	chunked = []byte("chunked")
+
+	obsFoldSP = []byte("\n ")
+	obsFoldHT = []byte("\n\t")
+)
+
+// badFraming reports a request whose framing peers may read differently
+// (RFC 9112 §6.1, §6.3, §5.2): Transfer-Encoding together with
+// Content-Length, a Transfer-Encoding other than exactly chunked, or a
+// folded header line (obs-fold). fasthttp frames the first kind by the
+// chunked coding and would serve the bytes after it as the next request on
+// the connection — the request-smuggling shape — and silently unfolds the
+// last. Such requests are answered 400 and the connection closed. raw is
+// the request's header block as received (fasthttp keeps it until the
+// handler returns).
+func badFraming(raw []byte) bool {
+	if len(raw) > 0 && (raw[0] == ' ' || raw[0] == '\t') || bytes.Contains(raw, obsFoldSP) || bytes.Contains(raw, obsFoldHT) {
+		return true
+	}
+	// Fast path - no Transfer-Encoding header at all. Names are matched in
+	// any case: the raw block keeps the case the client sent. Header blocks
+	// hold few dashes, so looking behind each one is cheap.
+	if !mentionsTransfer(raw) {
+		return false
+	}
+	te, cl := 0, false
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
+			continue
+		}
+		name := bytes.TrimSpace(line[:colon])
+		switch {
+		case len(name) == len(lowerTE) && bytes.EqualFold(name, lowerTE):
+			te++
+			if !bytes.EqualFold(bytes.TrimSpace(line[colon+1:]), chunked) {
+				return true
+			}
+		case len(name) == len(lowerCL) && bytes.EqualFold(name, lowerCL):
+			cl = true
+		}
+	}
+	return te > 1 || (te > 0 && cl)
 }
 
 func truncate(s string, n int) string {
@@ -98,8 +210,9 @@ func (e edgeError) Error() string { return string(e) }
 
 const errShutdownTimeout = edgeError("edge: shutdown grace period elapsed with requests still in flight")
 
-// OpsServer serves only the ops endpoints (the separate status listener).
-func OpsServer(m *admin.Manager, health *Health) *fasthttp.Server {
+// OpsServer serves only the ops endpoints (the separate status listener),
+// with the same header and idle timeouts as the main listener.
+func OpsServer(m *admin.Manager, health *Health, lim Limits, log *slog.Logger) *fasthttp.Server {
 	o := &Ops{Manager: m, Health: health}
 	return &fasthttp.Server{
 		Name: "gw-status",
@@ -110,5 +223,25 @@ func OpsServer(m *admin.Manager, health *Health) *fasthttp.Server {
 		},
 		NoDefaultServerHeader: true,
 		CloseOnShutdown:       true,
+		ReadTimeout:           lim.HeaderTimeout,
+		IdleTimeout:           lim.IdleTimeout,
+		MaxConnsPerIP:         lim.MaxConnsPerIP,
+		SecureErrorLogMessage: true,
+		Logger:                serverLogger{log},
+	}
+}
+
+// mentionsTransfer reports whether raw holds "transfer-" in any case.
+func mentionsTransfer(raw []byte) bool {
+	for off := 0; ; {
+		i := bytes.IndexByte(raw[off:], '-')
+		if i < 0 {
+			return false
+		}
+		off += i
+		if off >= 8 && bytes.EqualFold(raw[off-8:off], lowerTE[:8]) {
+			return true
+		}
+		off++
 	}
 }

@@ -173,7 +173,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			if err != nil {
 				c.upstreamDur += time.Since(sent)
 				c.dropBusy()
-				fail = lastFailure{kind: upstream.Classify(err, 0), reason: describe(err)}
+				fail = p.transportFailure(c, t, err)
 				c.noteFailure(&fail)
 				c.observe(t, &fail, 0)
 				fasthttp.ReleaseResponse(resp)
@@ -186,16 +186,17 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 				c.upstreamDur += time.Since(sent)
 				ctype := append([]byte(nil), resp.Header.ContentType()...)
 				retryAfter := string(resp.Header.Peek("Retry-After"))
+				backoff := appendBackoff(nil, &resp.Header)
 				_ = resp.CloseBodyStream()
 				fasthttp.ReleaseResponse(resp)
 				if !retryable(c.plan, status) {
 					c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: retryAfter}, 0)
-					relayError(ctx, c.surf, status, body, ctype)
+					relayError(ctx, c.surf, status, body, ctype, backoff)
 					c.errClass = "upstream_status"
 					p.finish(ctx, c, status)
 					return
 				}
-				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype, retryAfter: retryAfter}
+				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype, retryAfter: retryAfter, backoff: backoff}
 				c.noteFailure(&fail)
 				c.observe(t, &fail, 0)
 				continue

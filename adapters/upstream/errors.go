@@ -2,9 +2,12 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
+	"syscall"
 
 	"github.com/valyala/fasthttp"
 )
@@ -72,4 +75,35 @@ func IsTimeout(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Describe names the failure of an upstream exchange in words fit for a
+// caller: a fixed phrase per class, never the library's error text (which
+// carries addresses and internals; log that separately).
+func Describe(err error) string {
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var recErr tls.RecordHeaderError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return "the upstream answer is too large"
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return "no free upstream connection"
+	case IsTimeout(err):
+		return "the upstream did not answer in time"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset by the upstream"
+	case errors.As(err, &dnsErr):
+		return "the upstream host name does not resolve"
+	case errors.As(err, &certErr), errors.As(err, &alert), errors.As(err, &recErr):
+		return "TLS handshake with the upstream failed"
+	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the upstream closed the connection before answering"
+	}
+	return "transport error"
 }

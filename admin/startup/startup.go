@@ -30,6 +30,7 @@ type Config struct {
 	UpstreamTLSVerify   bool
 	UpstreamMaxConns    int64 // per upstream host
 	UpstreamIdleTimeout time.Duration
+	UpstreamMaxResponse int64 // largest buffered upstream answer, bytes
 
 	DebugListen  string // pprof; "" disables
 	StatusListen string // ops endpoints on their own listener; "" serves them on Listen
@@ -42,6 +43,10 @@ type Config struct {
 	AdminKey    string
 
 	MaxBodyBytes   int64
+	HeaderTimeout  time.Duration // a request's headers, from its first byte
+	BodyTimeout    time.Duration // a request's body, once its headers are in
+	IdleTimeout    time.Duration // keep-alive connections without a request
+	MaxConnsPerIP  int64         // concurrent connections per peer address; 0: no cap
 	ShutdownGrace  time.Duration
 	TrustedProxies []netip.Prefix
 	RealIPHeader   string
@@ -57,7 +62,11 @@ func Defaults() Config {
 		UpstreamMaxConns:    1024,
 		UpstreamIdleTimeout: 90 * time.Second,
 		DebugListen:         "127.0.0.1:9091",
+		UpstreamMaxResponse: 32 << 20,
 		MaxBodyBytes:        32 << 20,
+		HeaderTimeout:       10 * time.Second,
+		BodyTimeout:         2 * time.Minute,
+		IdleTimeout:         2 * time.Minute,
 		ShutdownGrace:       30 * time.Second,
 		RealIPHeader:        "x-forwarded-for",
 		AccessLog:           true,
@@ -132,6 +141,7 @@ var Settings = []Setting{
 	{"upstream.tls.verify", "GW_UPSTREAM_TLS_VERIFY", "upstream-tls-verify", "verify upstream certificates (false: test use only)", boolean(func(c *Config) *bool { return &c.UpstreamTLSVerify })},
 	{"upstream.max_conns_per_host", "GW_UPSTREAM_MAX_CONNS_PER_HOST", "upstream-max-conns-per-host", "keep-alive pool size per upstream host", integer(1, func(c *Config) *int64 { return &c.UpstreamMaxConns })},
 	{"upstream.idle_timeout", "GW_UPSTREAM_IDLE_TIMEOUT", "upstream-idle-timeout", "close idle upstream connections after this long", duration(func(c *Config) *time.Duration { return &c.UpstreamIdleTimeout })},
+	{"upstream.max_response_bytes", "GW_UPSTREAM_MAX_RESPONSE_BYTES", "upstream-max-response-bytes", "largest buffered (non-streaming) upstream answer; a larger one fails the attempt with 502 upstream_response_too_large", integer(1024, func(c *Config) *int64 { return &c.UpstreamMaxResponse })},
 	{"observability.debug", "GW_DEBUG_LISTEN", "debug-listen", "pprof listener (/debug/pprof/heap); empty disables; non-loopback warns", str(func(c *Config) *string { return &c.DebugListen })},
 	{"observability.access_log", "GW_ACCESS_LOG", "access-log", "write one access log line per request to stderr", boolean(func(c *Config) *bool { return &c.AccessLog })},
 	{"status.listen", "GW_STATUS_LISTEN", "status-listen", "separate listener for /status/config, /livez, /readyz, /metrics; empty serves them on listen", str(func(c *Config) *string { return &c.StatusListen })},
@@ -141,6 +151,10 @@ var Settings = []Setting{
 	{"admin.listen", "GW_ADMIN_LISTEN", "admin-listen", "admin API listener; empty disables the admin API", str(func(c *Config) *string { return &c.AdminListen })},
 	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
 	{"server.max_body_bytes", "GW_MAX_BODY_BYTES", "max-body-bytes", "largest accepted request body; larger Content-Length gets 413", integer(1024, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+	{"server.header_timeout", "GW_HEADER_TIMEOUT", "header-timeout", "time a client has to send a request's complete headers (from its first byte, or from connecting); 0 disables", duration(func(c *Config) *time.Duration { return &c.HeaderTimeout })},
+	{"server.body_timeout", "GW_BODY_TIMEOUT", "body-timeout", "time a client has to send a request body once its headers are in; 0 disables", duration(func(c *Config) *time.Duration { return &c.BodyTimeout })},
+	{"server.idle_timeout", "GW_IDLE_TIMEOUT", "idle-timeout", "close a keep-alive connection that sends no request for this long", duration(func(c *Config) *time.Duration { return &c.IdleTimeout })},
+	{"server.max_conns_per_ip", "GW_MAX_CONNS_PER_IP", "max-conns-per-ip", "concurrent connections allowed from one peer address (the TCP peer, not a forwarded address); 0: no cap", integer(0, func(c *Config) *int64 { return &c.MaxConnsPerIP })},
 	{"server.shutdown_grace", "GW_SHUTDOWN_GRACE", "shutdown-grace", "on SIGTERM/SIGINT, how long in-flight requests and streams may finish", duration(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 	{"server.trusted_proxies", "GW_TRUSTED_PROXIES", "trusted-proxies", "comma-separated CIDRs whose real-IP header is believed; empty trusts none", cidrs(func(c *Config) *[]netip.Prefix { return &c.TrustedProxies })},
 	{"server.real_ip_header", "GW_REAL_IP_HEADER", "real-ip-header", "header carrying the client address when the peer is a trusted proxy", str(func(c *Config) *string { return &c.RealIPHeader })},

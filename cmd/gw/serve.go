@@ -93,7 +93,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		// With every pooled connection busy, wait for one rather than fail at
 		// once; the request's own timeout still bounds the whole call.
 		MaxConnWaitTimeout: 10 * time.Second,
+		// A buffered answer is held whole (the alias is rewritten in it):
+		// cap it so one huge answer cannot balloon memory.
+		MaxResponseBodySize: int(cfg.UpstreamMaxResponse),
 	})
+	// Bodies above 1 MiB (requests and responses) are not kept in the
+	// library's buffer pools: one large body must not pin its memory for
+	// the life of the process.
+	fasthttp.SetBodySizePoolLimit(1<<20, 1<<20)
 	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
 	// Background model checks restart with every applied snapshot.
 	health := edge.NewHealth(log)
@@ -132,7 +139,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health}
+	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health,
+		MaxResponseBytes: cfg.UpstreamMaxResponse}
 	// Rate limits: local counters, shared through Redis when configured
 	// (degraded to per-replica counting while Redis is unreachable).
 	lcfg := limiter.Config{Logger: log}
@@ -151,12 +159,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()
 	}
-	srv := edge.NewServer(mgr, proxy, statusLn == nil, cfg.MaxBodyBytes, log)
+	lim := edge.Limits{
+		MaxBodyBytes: cfg.MaxBodyBytes, HeaderTimeout: cfg.HeaderTimeout, BodyTimeout: cfg.BodyTimeout,
+		IdleTimeout: cfg.IdleTimeout, MaxConnsPerIP: int(cfg.MaxConnsPerIP),
+	}
+	srv := edge.NewServer(mgr, proxy, statusLn == nil, lim, log)
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(mainLn) }()
 	var statusSrv *fasthttp.Server
 	if statusLn != nil {
-		statusSrv = edge.OpsServer(mgr, health)
+		statusSrv = edge.OpsServer(mgr, health, lim, log)
 		go func() { errc <- statusSrv.Serve(statusLn) }()
 	}
 	var debugSrv *http.Server
