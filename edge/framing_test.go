@@ -128,7 +128,7 @@ func TestRequestFraming(t *testing.T) {
 func TestBadFraming(t *testing.T) {
 	f := func(raw string, want bool) {
 		t.Helper()
-		if got := badFraming([]byte(raw)); got != want {
+		if got := BadFraming([]byte(raw)); got != want {
 			t.Fatalf("%q: %v; want %v", raw, got, want)
 		}
 	}
@@ -146,7 +146,7 @@ func TestBadFraming(t *testing.T) {
 
 func TestBadFramingObsFold(t *testing.T) {
 	for _, raw := range []string{"X-A: a\r\n b\r\n", "X-A: a\r\n\tb\r\n", " X-A: a\r\n"} {
-		if !badFraming([]byte(raw)) {
+		if !BadFraming([]byte(raw)) {
 			t.Fatalf("%q: obs-fold not rejected", raw)
 		}
 	}

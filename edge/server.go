@@ -113,7 +113,7 @@ func requestError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	if badFraming(ctx.Request.Header.RawHeaders()) {
+	if BadFraming(ctx.Request.Header.RawHeaders()) {
 		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
 			"ambiguous request framing: Transfer-Encoding must be exactly chunked and cannot be combined with Content-Length")
 		ctx.SetConnectionClose()
@@ -137,7 +137,7 @@ var (
 	obsFoldHT = []byte("\n\t")
 )
 
-// badFraming reports a request whose framing peers may read differently
+// BadFraming reports a request whose framing peers may read differently
 // (RFC 9112 §6.1, §6.3, §5.2): Transfer-Encoding together with
 // Content-Length, a Transfer-Encoding other than exactly chunked, or a
 // folded header line (obs-fold). fasthttp frames the first kind by the
@@ -146,7 +146,7 @@ var (
 // last. Such requests are answered 400 and the connection closed. raw is
 // the request's header block as received (fasthttp keeps it until the
 // handler returns).
-func badFraming(raw []byte) bool {
+func BadFraming(raw []byte) bool {
 	if len(raw) > 0 && (raw[0] == ' ' || raw[0] == '\t') || bytes.Contains(raw, obsFoldSP) || bytes.Contains(raw, obsFoldHT) {
 		return true
 	}

@@ -2,10 +2,12 @@ package fuzz
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -100,5 +102,82 @@ func FuzzEdgeRealIP(f *testing.F) {
 			}
 		}
 		t.Fatalf("resolved %s, which is not in %q", ip, xff)
+	})
+}
+
+// framingRef is a naive reading of RFC 9112's rules for a header block:
+// a folded line, a Transfer-Encoding that is not exactly chunked, two
+// Transfer-Encodings, or Transfer-Encoding with Content-Length.
+func framingRef(block string) bool {
+	te, cl := 0, false
+	for i, line := range strings.Split(block, "\n") {
+		if line != "" && (line[0] == ' ' || line[0] == '\t') && (i > 0 || len(line) > 0) {
+			return true
+		}
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "transfer-encoding":
+			te++
+			if !strings.EqualFold(strings.TrimSpace(val), "chunked") {
+				return true
+			}
+		case "content-length":
+			cl = true
+		}
+	}
+	return te > 1 || (te > 0 && cl)
+}
+
+// FuzzEdgeRequestFraming drives the real listener with arbitrary header
+// blocks followed by a chunked terminator and a second, hidden request.
+// Whatever the bytes: no panic, BadFraming agrees with the naive reference,
+// and an ambiguous request gets exactly one answer, a 400, after which the
+// connection is closed (the hidden request is never served).
+func FuzzEdgeRequestFraming(f *testing.F) {
+	for _, s := range []string{
+		"Content-Length: 5\r\nTransfer-Encoding: chunked",
+		"Transfer-Encoding: chunked\r\nContent-Length: 5",
+		"transfer-encoding: gzip, chunked",
+		"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked",
+		"Content-Length: 5\r\nContent-Length: 5",
+		"X-A: a\r\n b\r\nContent-Length: 5",
+		"Transfer-Encoding: chunked",
+		"Content-Length: 5",
+		"TRANSFER-ENCODING: CHUNKED\r\nCONTENT-LENGTH: 0",
+	} {
+		f.Add(s)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := edge.NewServer(nil, nil, false, edge.Limits{MaxBodyBytes: 1 << 20, HeaderTimeout: 200 * time.Millisecond,
+		BodyTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond}, nil)
+	go srv.Serve(ln) //nolint:errcheck
+	f.Cleanup(func() { _ = srv.Shutdown(time.Second) })
+	f.Fuzz(func(t *testing.T, block string) {
+		if strings.Contains(block, "\n\n") || strings.Contains(block, "\n\r\n") || strings.HasPrefix(block, "\n") || strings.HasPrefix(block, "\r") ||
+			strings.HasSuffix(block, "\r") || len(block) > 2048 {
+			return // the block must stay one header block
+		}
+		bad := edge.BadFraming([]byte(strings.ReplaceAll(block, "\r\n", "\n")))
+		if bad != framingRef(strings.ReplaceAll(block, "\r\n", "\n")) {
+			t.Fatalf("BadFraming(%q) = %v; the reference disagrees", block, bad)
+		}
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		hidden := "GET /hidden HTTP/1.1\r\nHost: h\r\n\r\n"
+		conn.Write([]byte("POST /v1/x HTTP/1.1\r\nHost: gw\r\n" + block + "\r\n\r\n0\r\n\r\n" + hidden)) //nolint:errcheck
+		conn.SetReadDeadline(time.Now().Add(time.Second))
+		out, _ := io.ReadAll(conn)
+		if bad && (strings.Count(string(out), "HTTP/1.1 ") != 1 || !strings.HasPrefix(string(out), "HTTP/1.1 400")) {
+			t.Fatalf("ambiguous block %q: want one 400 and a close, got:\n%s", block, out)
+		}
 	})
 }
