@@ -41,6 +41,7 @@ type Budgets struct {
 	RSSIdleMB           float64 `yaml:"rss_idle_mb"`
 	RSSStreamsMB        float64 `yaml:"rss_streams_mb"`
 	ReloadFailed        float64 `yaml:"reload_failed_requests"`
+	SoakBrokenStreams   float64 `yaml:"soak_broken_streams"`
 }
 
 // Figure is one reported number, with its budget when it has one.
@@ -260,6 +261,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p50", Value: float64(g5.LatencyUS.P50 - d.LatencyUS.P50), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p99", Value: float64(g5.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "gw errors", Value: float64(g5.Errors), Unit: "requests"})
+	}
+	if err := soakScenario(ctx, o, rep, &bud, tmp, env, SoakRequests); err != nil {
+		return nil, err
 	}
 	if err := rep.write(o.OutDir); err != nil {
 		return rep, err

@@ -23,18 +23,35 @@ func main() {
 	flag.DurationVar(&o.Warmup, "warmup", 2*time.Second, "warm-up of each load run")
 	flag.IntVar(&o.GWCore, "gw-core", 0, "core gw is pinned to (-1: none)")
 	flag.IntVar(&o.MockCore, "mock-core", 1, "core of the mock upstream (run gwperf on it too)")
+	only := flag.String("only", "", `run one scenario and print its figures without writing the report: "soak"`)
+	soakRequests := flag.Int("soak-requests", suite.SoakRequests, "streams of the soak scenario with -only soak")
 	flag.Parse()
 	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	rep, err := suite.Run(ctx, o)
+	run := suite.Run
+	switch *only {
+	case "":
+	case "soak":
+		run = func(ctx context.Context, o suite.Options) (*suite.Report, error) {
+			return suite.RunSoak(ctx, o, *soakRequests)
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "gwperf: unknown scenario %q for -only\n", *only)
+		os.Exit(2)
+	}
+	rep, err := run(ctx, o)
 	if rep != nil {
 		fmt.Print(rep.Markdown())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gwperf:", err)
 		os.Exit(1)
+	}
+	if *only != "" {
+		fmt.Fprintf(os.Stderr, "scenario %s done in %s; no report written\n", *only, time.Since(start).Round(time.Second))
+		return
 	}
 	fmt.Fprintf(os.Stderr, "perf suite done in %s; wrote %s/latest.{json,md}\n", time.Since(start).Round(time.Second), o.OutDir)
 }
