@@ -35,6 +35,9 @@ type Status struct {
 	UnknownKinds  []resources.UnknownKind `json:"unknown_kinds"`
 	Warnings      []string                `json:"warnings"`
 	Counts        map[string]int          `json:"counts"`
+	// Unenforced lists configured entries and fields without runtime
+	// effect in this build: the resource file's and the startup settings'.
+	Unenforced []snapshot.Unenforced `json:"unenforced"`
 }
 
 // Rejected is one load error of the last failed apply.
@@ -59,7 +62,11 @@ type Manager struct {
 	seq    uint64
 	status atomic.Pointer[Status]
 
-	unknownSet *metrics.Set
+	unknownSet    *metrics.Set
+	unenforcedSet *metrics.Set
+	// Startup holds the startup settings without runtime effect; set before
+	// the first Apply. They are reported with every snapshot's own list.
+	Startup []snapshot.Unenforced
 
 	// OnApply, when set, runs after each successful apply with the new
 	// snapshot (background checks restart for it). Set before the first Apply.
@@ -72,7 +79,7 @@ func NewManager(path string, env resources.Env, opt snapshot.Options, holder *sn
 		log = slog.Default()
 	}
 	m := &Manager{path: path, env: env, opt: opt, holder: holder, log: log}
-	m.status.Store(&Status{State: StateNoSnapshot, ResourcesFile: path, Rejected: []Rejected{}, UnknownKinds: []resources.UnknownKind{}, Warnings: []string{}, Counts: map[string]int{}})
+	m.status.Store(&Status{State: StateNoSnapshot, ResourcesFile: path, Rejected: []Rejected{}, UnknownKinds: []resources.UnknownKind{}, Warnings: []string{}, Counts: map[string]int{}, Unenforced: []snapshot.Unenforced{}})
 	return m
 }
 
@@ -133,8 +140,13 @@ func (m *Manager) Apply(trigger string) *resources.Result {
 	for _, c := range res.Resources.Counts() {
 		next.Counts[c.Collection] = c.Count
 	}
+	next.Unenforced = append(append([]snapshot.Unenforced{}, m.Startup...), snap.Unenforced...)
 	m.status.Store(&next)
 	m.publishUnknownKinds(res.Resources.UnknownKinds)
+	m.publishUnenforced(next.Unenforced)
+	for _, u := range next.Unenforced {
+		m.log.Warn("configured but not enforced", "collection", u.Collection, "entry", u.Entry, "field", u.Field, "missing", u.Missing)
+	}
 	metrics.GetOrCreateHistogram(`gw_config_apply_duration_seconds{trigger="` + trigger + `"}`).UpdateDuration(start)
 	metrics.GetOrCreateCounter(`gw_config_apply_total{trigger="` + trigger + `",result="applied"}`).Inc()
 	for _, w := range next.Warnings {
@@ -166,6 +178,20 @@ func (m *Manager) publishUnknownKinds(list []resources.UnknownKind) {
 		metrics.UnregisterSet(m.unknownSet, true)
 	}
 	m.unknownSet = set
+}
+
+// publishUnenforced replaces the gw_config_unenforced_resources{collection} gauges.
+func (m *Manager) publishUnenforced(list []snapshot.Unenforced) {
+	set := metrics.NewSet()
+	for _, c := range snapshot.CountByCollection(list) {
+		n := float64(c.Count)
+		set.NewGauge(`gw_config_unenforced_resources{collection="`+EscapeLabelValue(c.Collection)+`"}`, func() float64 { return n })
+	}
+	metrics.RegisterSet(set)
+	if m.unenforcedSet != nil {
+		metrics.UnregisterSet(m.unenforcedSet, true)
+	}
+	m.unenforcedSet = set
 }
 
 // EscapeLabelValue escapes s for use inside a Prometheus label value.

@@ -17,7 +17,7 @@ func serveModels(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, c *snapshot.
 	b = append(b, `{"object":"list","data":[`...)
 	n := 0
 	for _, p := range snap.PlanList {
-		if !c.Allowed(p) {
+		if !c.Allowed(p) || !p.Servable {
 			continue
 		}
 		if n > 0 {
@@ -38,7 +38,7 @@ func serveModels(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, c *snapshot.
 // serveModel answers GET /v1/models/{id} for one visible alias.
 func serveModel(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, c *snapshot.Caller, alias string) {
 	p := snap.Plans[alias]
-	if p == nil || !c.Allowed(p) {
+	if p == nil || !c.Allowed(p) || !p.Servable {
 		modelNotFound(ctx, WriteError, alias)
 		return
 	}

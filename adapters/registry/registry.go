@@ -59,3 +59,9 @@ func adapterOf(pk *resources.ProviderKey) string {
 	}
 	return pk.Adapter
 }
+
+// Built reports whether the adapter family of pk is in this build.
+func Built(pk *resources.ProviderKey) bool {
+	_, ok := Families[adapterOf(pk)]
+	return ok
+}

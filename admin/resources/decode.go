@@ -13,6 +13,47 @@ type decoder struct {
 	env      Env
 	errs     []Error
 	warnings []Error
+	fields   []fieldUse // every non-null field read, for Resources.Fields
+}
+
+// fieldUse is one field written in an entry: path with list indexes dropped.
+type fieldUse struct {
+	e    *entry
+	path string
+}
+
+// FieldUse is one field written in the file (non-null), for the list of
+// configuration without runtime effect.
+type FieldUse struct {
+	Collection string
+	Index      int
+	IDField    string // the entry's identity field and value, for messages
+	ID         string
+	// Path is the field's dotted path in the entry with list indexes
+	// dropped: "routing.targets[].model".
+	Path string
+}
+
+// NormalizePath drops list indexes from a field path: a[3].b → a[].b.
+func NormalizePath(p string) string {
+	if strings.IndexByte(p, '[') < 0 {
+		return p
+	}
+	b := make([]byte, 0, len(p))
+	skip := false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '[':
+			skip = true
+			b = append(b, c)
+		case c == ']':
+			skip = false
+			b = append(b, c)
+		case !skip:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // entry is the error context of one collection entry.
@@ -150,6 +191,9 @@ func (o *obj) raw(name string) *yaml.Node {
 			v := resolve(o.vals[i])
 			if isNull(v) {
 				return nil
+			}
+			if o.e != nil {
+				o.d.fields = append(o.d.fields, fieldUse{o.e, o.fieldPath(name)})
 			}
 			return v
 		}

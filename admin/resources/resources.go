@@ -67,6 +67,11 @@ type Resources struct {
 	// UnknownKinds lists guardrail entries whose kind this build does not know.
 	// They are skipped, not errors.
 	UnknownKinds []UnknownKind
+
+	// Fields lists every non-null field written in the file's entries, in
+	// file order (snapshot uses it to list configuration without runtime
+	// effect).
+	Fields []FieldUse
 }
 
 // UnknownKind is an entry skipped because its kind is unknown to this build.
@@ -173,6 +178,10 @@ func Load(data []byte, env Env) *Result {
 	if len(out.Errors) == 0 {
 		out.Resources = l.res
 		out.IDs = l.ids()
+		l.res.Fields = make([]FieldUse, len(l.d.fields))
+		for i, f := range l.d.fields {
+			l.res.Fields[i] = FieldUse{Collection: f.e.coll, Index: f.e.idx, IDField: f.e.idField, ID: f.e.id, Path: NormalizePath(f.path)}
+		}
 	}
 	return out
 }

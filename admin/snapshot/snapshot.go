@@ -79,6 +79,10 @@ type Snapshot struct {
 	// OIDC is the JWT verifier order (by issuer, then issuer-less HMAC providers).
 	OIDC *resources.OIDCVerifiers
 
+	// Unenforced lists what the resources configure without runtime effect
+	// in this build (see Unenforced).
+	Unenforced []Unenforced
+
 	Options Options
 	// CompiledAt is when Compile ran (the `created` of /v1/models entries).
 	CompiledAt time.Time
@@ -93,6 +97,9 @@ type Plan struct {
 	ID         string
 	Model      *resources.Model
 	Kind       resources.ModelKind
+	// Servable is false for aliases this build cannot answer (ensemble and
+	// semantic models, adapters not built); /v1/models leaves them out.
+	Servable bool
 
 	// Direct models: the upstream model name and its JSON literal, and the
 	// compiled provider key (nil when Options.Pool is nil).
@@ -259,10 +266,31 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 			}
 		}
 	}
+	for _, p := range s.PlanList {
+		p.Servable = servable(p)
+	}
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
 	s.OIDC = res.OIDCVerifiers()
+	s.Unenforced = unenforced(res, s.PlanList)
 	return s, nil
+}
+
+// servable reports whether this build can answer requests for p: a direct
+// model whose adapter exists, or a routing group with such a target.
+// Ensemble and semantic models are not built.
+func servable(p *Plan) bool {
+	switch p.Kind {
+	case resources.KindDirect:
+		return p.Model.ProviderKey != nil && registry.Built(p.Model.ProviderKey)
+	case resources.KindRouting:
+		for _, t := range p.Targets {
+			if servable(t.Plan) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compileUpstreams builds one adapter and client per provider key.

@@ -333,8 +333,12 @@ func TestExampleFileValidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples/gw.yaml does not validate: %v\n%s", err, out)
 	}
-	if strings.Contains(string(out), "warning") {
-		t.Fatalf("examples/gw.yaml has warnings:\n%s", out)
+	// The loader has nothing to warn about; the unenforced list (checked
+	// item by item in admin/snapshot) is printed as warnings too.
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "warning") && !strings.Contains(l, "not enforced in this build") {
+			t.Fatalf("examples/gw.yaml has a loader warning: %s", l)
+		}
 	}
 	for _, c := range []string{"provider_keys=", "models=", "api_keys=", "oidc_providers=", "mcp_auth_settings=1", "claim_mappings=", "guardrails=", "guardrail_attachments=", "mcp_servers=", "a2a_agents=", "passthrough_routes=", "cache_policies=", "observability_exporters=", "rate_limit_policies="} {
 		if !strings.Contains(string(out), c) || strings.Contains(string(out), c+"0") {

@@ -102,6 +102,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// the life of the process.
 	fasthttp.SetBodySizePoolLimit(1<<20, 1<<20)
 	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
+	for _, u := range cfg.Unenforced() {
+		mgr.Startup = append(mgr.Startup, snapshot.Unenforced{Collection: "startup", Field: u.Setting, Missing: u.Missing})
+	}
 	// Background model checks restart with every applied snapshot.
 	health := edge.NewHealth(log)
 	mgr.OnApply = health.Apply

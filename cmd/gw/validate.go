@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gw/admin/resources"
+	"gw/admin/snapshot"
 )
 
 // validate runs the full load pipeline on FILE. Exit 0 with a one-line
@@ -32,6 +33,16 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, e.String())
 		}
 		return 1
+	}
+	// Compile as gw serve would, to list what loads but has no effect in
+	// this build; warnings only, the exit status stays 0.
+	snap, err := snapshot.Compile(res.Resources, snapshot.DefaultOptions())
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	for _, u := range snap.Unenforced {
+		fmt.Fprintln(stderr, "warning: "+u.String())
 	}
 	fmt.Fprintln(stdout, summary(path, res.Resources))
 	if *ids {

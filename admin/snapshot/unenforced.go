@@ -1,0 +1,212 @@
+package snapshot
+
+import (
+	"sort"
+	"strings"
+
+	"gw/admin/resources"
+)
+
+// Unenforced is one loaded entry or field that has no runtime effect in
+// this build. Nothing configured is silently ignored: every such item is
+// warned about at startup and on reload, printed by `gw validate`, listed
+// in /status/config and counted by gw_config_unenforced_resources.
+type Unenforced struct {
+	Collection string `json:"collection"`
+	// Entry names the entry by its identity ("display_name=gpt"); empty
+	// for startup settings.
+	Entry string `json:"entry,omitempty"`
+	// Field is the dotted field path (list indexes dropped); empty when the
+	// whole entry has no effect.
+	Field string `json:"field,omitempty"`
+	// Missing says what this build lacks.
+	Missing string `json:"missing"`
+}
+
+// String renders the item for a log or `gw validate` line.
+func (u Unenforced) String() string {
+	var b strings.Builder
+	b.WriteString(u.Collection)
+	if u.Entry != "" {
+		b.WriteString(" (" + u.Entry + ")")
+	}
+	if u.Field != "" {
+		b.WriteString(": " + u.Field)
+	}
+	b.WriteString(": not enforced in this build: " + u.Missing)
+	return b.String()
+}
+
+// Reasons shared by several rules.
+const (
+	missJWT          = "JWT/OIDC caller authentication is not built; a token gets 401"
+	missMCP          = "MCP aggregation (/mcp) is not built"
+	missA2A          = "A2A agents (/a2a) are not built"
+	missPassthrough  = "passthrough routes are not built"
+	missGuardrails   = "guardrails are not enforced: requests and answers pass unchecked"
+	missCache        = "response caching is not built"
+	missExporters    = "usage exporters are not built: no sink receives usage events"
+	missAnthropicReq = "not applied on adapter anthropic keys in this build"
+)
+
+// wholeCollections have no runtime effect at all in this build: each entry
+// is reported once, whatever its fields.
+var wholeCollections = map[string]string{
+	resources.CollOIDCProviders:          missJWT,
+	resources.CollClaimMappings:          missJWT,
+	resources.CollMCPAuthSettings:        missMCP,
+	resources.CollMCPServers:             missMCP,
+	resources.CollA2AAgents:              missA2A,
+	resources.CollPassthroughRoutes:      missPassthrough,
+	resources.CollGuardrails:             missGuardrails,
+	resources.CollGuardrailAttachments:   missGuardrails,
+	resources.CollCachePolicies:          missCache,
+	resources.CollObservabilityExporters: missExporters,
+}
+
+// fieldRules classify every field path of the other collections: "" means
+// the field has its runtime effect; anything else is what is missing. A
+// path's rule is its longest classified prefix (a rule for `routing`
+// covers `routing.targets[].model`). TestEveryFieldClassified fails when the
+// loader reads a field no rule covers, so the list cannot rot as fields
+// are added; when a feature lands, its rule becomes "".
+var fieldRules = map[string]map[string]string{
+	resources.CollProviderKeys: {
+		"display_name": "", "provider": "", "adapter": "", "api_base": "", "api_key": "", "secret": "",
+		"apis": "", "tls": "", "resolve_addresses": "",
+		"request":                         "",
+		"request.default_headers":         "",
+		"request.forward_client_headers":  "",
+		"request.param_renames":           "",
+		"request.param_constraints":       "",
+		"request.default_body_fields":     "",
+		"response":                        "",
+		"response.stream_done_marker":     "",
+		"response.content_list_to_string": "",
+		"response.reasoning_field":        "no adapter reads it: reasoning stays in the upstream's own field",
+		"response.error_envelope":         "no adapter reads it: upstream error bodies are relayed as they are",
+		"strip_headers":                   missPassthrough + " (strip_headers applies to them only)",
+		"telemetry_tags":                  "usage exporters are not built: tags reach no record",
+	},
+	resources.CollModels: {
+		"display_name": "", "provider": "", "model_name": "", "provider_key": "", "provider_key_id": "",
+		"timeout": "", "stream_timeout": "", "retries": "", "rate_limit": "", "allowed_cidrs": "", "cost": "",
+		"background_model_check": "", "cooldown": "", "auto_prompt_caching": "", "effort_mapping": "",
+		"routing":   "",
+		"embedding": "/v1/embeddings is not built: the model is served as a chat model",
+		"ensemble":  "ensemble models are not built: the alias is not served and is left out of /v1/models",
+		"semantic":  "semantic routing is not built: the alias is not served and is left out of /v1/models",
+	},
+	resources.CollAPIKeys: {
+		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",
+		"expires_at": "", "disabled": "", "team_id": "", "user_id": "", "user_name": "",
+		"mcp_access":      missMCP,
+		"mcp_rate_limits": missMCP,
+		"allowed_agents":  missA2A,
+		"allowed_routes":  missPassthrough,
+		"jwt_subject":     missJWT,
+		"jwt_provider":    missJWT,
+	},
+	resources.CollRateLimitPolicies: {
+		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",
+	},
+}
+
+// anthropicOnlyOpenAI are the request/response rules the anthropic adapter
+// does not apply yet (the openai family does).
+var anthropicOnlyOpenAI = map[string]bool{
+	"request.param_renames": true, "request.param_constraints": true, "request.default_body_fields": true,
+	"response.content_list_to_string": true,
+}
+
+// classify returns the rule path covering path in coll and its reason;
+// ok is false when no rule covers it.
+func classify(coll, path string) (rule, missing string, ok bool) {
+	if why, whole := wholeCollections[coll]; whole {
+		return "", why, true
+	}
+	rules := fieldRules[coll]
+	for p := path; ; {
+		if why, found := rules[p]; found {
+			return p, why, true
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			return "", "", false
+		}
+		p = strings.TrimSuffix(p[:i], "[]")
+	}
+}
+
+// unenforced lists what res configures without runtime effect, in file
+// order, one item per entry and rule.
+func unenforced(res *resources.Resources, plans []*Plan) []Unenforced {
+	out := []Unenforced{}
+	type key struct {
+		coll  string
+		idx   int
+		field string
+	}
+	seen := map[key]bool{}
+	adapters := map[int]string{}
+	for _, pk := range res.ProviderKeys {
+		adapters[pk.Index] = pk.Adapter
+	}
+	for _, f := range res.Fields {
+		field, missing, ok := classify(f.Collection, f.Path)
+		if !ok {
+			missing, field = "the field is not classified in admin/snapshot/unenforced.go (a bug)", f.Path
+		}
+		if missing == "" && f.Collection == resources.CollProviderKeys && anthropicOnlyOpenAI[field] && adapters[f.Index] == "anthropic" {
+			missing = missAnthropicReq
+		}
+		if missing == "" {
+			continue
+		}
+		k := key{f.Collection, f.Index, field}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		entry := ""
+		if f.IDField != "" {
+			entry = f.IDField + "=" + f.ID
+		}
+		out = append(out, Unenforced{Collection: f.Collection, Entry: entry, Field: field, Missing: missing})
+	}
+	// Provider keys whose adapter family is not in this build, and the
+	// aliases that therefore cannot be served.
+	for _, p := range plans {
+		switch {
+		case p.Servable:
+		case p.Kind == resources.KindDirect:
+			out = append(out, Unenforced{Collection: resources.CollModels, Entry: "display_name=" + p.Alias,
+				Missing: "the adapter of provider key " + p.Model.ProviderKeyName + " is not in this build: requests answer 501 and the alias is left out of /v1/models"})
+		case p.Kind == resources.KindRouting:
+			out = append(out, Unenforced{Collection: resources.CollModels, Entry: "display_name=" + p.Alias,
+				Missing: "no target of this group can be served in this build: the alias is left out of /v1/models"})
+		}
+	}
+	return out
+}
+
+// CountByCollection returns the number of items per collection, sorted by
+// collection name (for the gauge).
+func CountByCollection(list []Unenforced) []CollectionCount {
+	m := map[string]int{}
+	for _, u := range list {
+		m[u.Collection]++
+	}
+	out := make([]CollectionCount, 0, len(m))
+	for c, n := range m {
+		out = append(out, CollectionCount{c, n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Collection < out[j].Collection })
+	return out
+}
+
+// CollectionCount is one collection's number of unenforced items.
+type CollectionCount struct {
+	Collection string
+	Count      int
+}

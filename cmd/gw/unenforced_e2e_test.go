@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// unenforcedFile configures things this build cannot act on: a guardrail
+// and its attachment, an ensemble alias, a JWT binding.
+const unenforcedFile = `_format_version: "1"
+provider_keys:
+  - display_name: oa
+    api_key: ${E2E_OPENAI_KEY}
+    api_base: http://127.0.0.1:9/v1
+api_keys:
+  - display_name: dev
+    key_env: E2E_CALLER_KEY
+    allowed_models: ["*"]
+models:
+  - display_name: gpt
+    provider: openai
+    model_name: gpt-4o
+    provider_key: oa
+  - display_name: panel
+    ensemble:
+      panel: [{model: gpt}, {model: gpt}]
+      judge: {model: gpt}
+guardrails:
+  - name: words
+    kind: keyword
+    hook_point: input
+    patterns: [{kind: literal, value: secret-project}]
+guardrail_attachments:
+  - guardrail_id: words
+    scope_type: model
+    scope_id: gpt
+`
+
+// TestUnenforcedIsLoud: what loads but has no effect is warned about at
+// startup, listed in /status/config, counted by a gauge and printed by
+// gw validate; aliases that cannot be served leave /v1/models.
+func TestUnenforcedIsLoud(t *testing.T) {
+	path := writeTemp(t, "unenforced.yaml", unenforcedFile)
+	g := startGW(t, path, "--upstream-tls-verify=false")
+	logs := g.stderr.String()
+	for _, want := range []string{
+		`"msg":"configured but not enforced","collection":"guardrails","entry":"name=words"`,
+		`"collection":"guardrail_attachments"`,
+		`"collection":"models","entry":"display_name=panel","field":"ensemble"`,
+		`"collection":"startup","entry":"","field":"upstream.tls.verify"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("startup log lacks %s:\n%s", want, logs)
+		}
+	}
+	var st struct {
+		Unenforced []struct{ Collection, Entry, Field, Missing string } `json:"unenforced"`
+	}
+	getJSON(t, "http://"+g.addr+"/status/config", &st)
+	var got []string
+	for _, u := range st.Unenforced {
+		got = append(got, u.Collection+"|"+u.Entry+"|"+u.Field)
+		if u.Missing == "" {
+			t.Errorf("%+v: no reason", u)
+		}
+	}
+	want := "startup||upstream.tls.verify models|display_name=panel|ensemble guardrails|name=words| guardrail_attachments|identity=words/model/gpt|"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("/status/config unenforced: %v; want %s", got, want)
+	}
+	resp, err := http.Get("http://" + g.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, series := range []string{`gw_config_unenforced_resources{collection="guardrails"} 1`, `gw_config_unenforced_resources{collection="startup"} 1`, `gw_config_unenforced_resources{collection="models"} 1`} {
+		if !bytes.Contains(m, []byte(series)) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+	var models struct{ Data []struct{ ID string } }
+	req, _ := http.NewRequest("GET", "http://"+g.addr+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer caller-e2e")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&models)
+	resp.Body.Close()
+	if err != nil || len(models.Data) != 1 || models.Data[0].ID != "gpt" {
+		t.Fatalf("/v1/models lists %+v; want only gpt (panel cannot be served)", models.Data)
+	}
+
+	// gw validate: warnings on stderr, exit 0.
+	var stdout, stderr bytes.Buffer
+	cmd := gwCmd("validate", path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("validate: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{
+		"warning: guardrails (name=words): not enforced in this build: guardrails are not enforced",
+		"warning: models (display_name=panel): ensemble: not enforced in this build",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("validate output lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
