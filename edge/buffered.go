@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -20,9 +19,9 @@ import (
 // buffered dispatches a non-streaming chat call through the plan's attempts:
 // retries on the same target, then failover to the next, until one answers
 // or every allowed attempt failed.
-func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
+func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 	var fail lastFailure
-	it := p.newAttemptIter(c, ip, ipOK, ctx)
+	it := p.newAttemptIter(c, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
 			req, client := p.buildRequest(ctx, c, t, up)
@@ -56,10 +55,6 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 				c.observe(t, nil, c.upTTFT)
 				p.writeBuffered(ctx, c, resp, up)
 				fasthttp.ReleaseResponse(resp)
-				if c.errClass == "conversion" {
-					status = fasthttp.StatusBadGateway
-				}
-				p.finish(ctx, c, status)
 				return
 			}
 			if err == nil && !retryable(c.plan, status) {
@@ -67,7 +62,6 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 				relayError(ctx, c.surf, status, resp.Body(), resp.Header.ContentType(), appendBackoff(nil, &resp.Header))
 				fasthttp.ReleaseResponse(resp)
 				c.errClass = "upstream_status"
-				p.finish(ctx, c, status)
 				return
 			}
 			if err != nil {
@@ -82,7 +76,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK 
 			fasthttp.ReleaseResponse(resp)
 		}
 	}
-	p.finishFailed(ctx, c, &it, &fail)
+	p.answerFailed(ctx, c, &it, &fail)
 }
 
 // writeBuffered relays a successful upstream answer with the alias in

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"gw/edge/authn"
 	"gw/sse"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func BenchmarkRequestHotPath(b *testing.B) {
 	now := time.Now()
 	for b.Loop() {
 		c := acquireCall()
-		c.caller = authenticate(&ctx, snap, now, WriteError)
+		c.caller, _ = authn.Authenticate(&ctx.Request.Header, snap, now)
 		if c.caller == nil {
 			b.Fatal("auth")
 		}

@@ -25,7 +25,7 @@ const defaultOutputEstimate = 4096
 // matching rate_limit_policies entry: request windows are charged, token
 // windows get the request's estimate reserved (settled with the upstream's
 // usage when the request ends), and concurrency slots are taken. On refusal
-// it writes the 429 and finishes c, returning false.
+// it answers 429 and returns false.
 func (p *Proxy) admit(ctx *fasthttp.RequestCtx, c *call) bool {
 	if p.Limiter == nil {
 		return true
@@ -102,7 +102,6 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, d *limiter.Decision) {
 	c.surf.writeError(ctx, fasthttp.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", msg)
 	c.hdrBuf = d.AppendHeaders(c.hdrBuf[:0], ctx.Response.Header.SetBytesKV)
 	c.errClass = "rate_limited"
-	p.finish(ctx, c, fasthttp.StatusTooManyRequests)
 }
 
 // settleLimits settles the token reservation with the upstream's reported

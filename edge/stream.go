@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net/netip"
 	"sync"
 	"time"
 
@@ -156,9 +155,9 @@ const (
 // arrives nothing is written to the caller, so every failure up to that
 // commit point can still be retried or failed over and answered with a
 // proper status (502 for an empty stream, 504 for a timeout).
-func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bool) {
+func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 	var fail lastFailure
-	it := p.newAttemptIter(c, ip, ipOK, ctx)
+	it := p.newAttemptIter(c, ctx)
 	for t, up := it.next(&fail); t != nil; t, up = it.next(&fail) {
 		for try := 0; try <= t.Retries; try++ {
 			req, client := p.buildRequest(ctx, c, t, up)
@@ -193,7 +192,6 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 					c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: retryAfter}, 0)
 					relayError(ctx, c.surf, status, body, ctype, backoff)
 					c.errClass = "upstream_status"
-					p.finish(ctx, c, status)
 					return
 				}
 				fail = lastFailure{kind: upstream.KindStatus, status: status, body: body, ctype: ctype, retryAfter: retryAfter, backoff: backoff}
@@ -241,7 +239,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call, ip netip.Addr, ipOK bo
 			c.observe(t, &fail, 0)
 		}
 	}
-	p.finishFailed(ctx, c, &it, &fail)
+	p.answerFailed(ctx, c, &it, &fail)
 }
 
 // prefetchErr carries an upstream error event seen before the commit point.
@@ -378,6 +376,7 @@ func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
 	s.p, s.c, s.reqBytes, s.wrote = p, c, len(ctx.Request.Body()), false
+	c.committed = true
 	ctx.Response.SetBodyStream(s, -1)
 }
 

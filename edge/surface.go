@@ -19,6 +19,11 @@ import (
 // snapshot.Upstream.Native) and otherwise convert the request to chat
 // completions on the way in and the answer back on the way out.
 type surface struct {
+	// read is the pipeline's read stage for this surface: the body, and its
+	// chat form for policy (false after answering).
+	read func(ctx *fasthttp.RequestCtx, c *call) bool
+	// unlimited skips the limits stage (count_tokens generates no tokens).
+	unlimited bool
 	path      string // for the access log
 	protocol  string // usage events: inbound_protocol
 	operation string // usage events: operation
@@ -61,9 +66,10 @@ func (s *surface) writeError(ctx *fasthttp.RequestCtx, status int, typ, code, me
 }
 
 var (
-	surfChat = &surface{path: pathChat, protocol: "chat_completions", operation: "chat.completions"}
+	surfChat = &surface{read: readChat, path: pathChat, protocol: "chat_completions", operation: "chat.completions"}
 
 	surfResponses = &surface{
+		read: readResponses,
 		path: pathResponses, protocol: "responses", operation: "responses",
 		fromChat: func(dst, body []byte, c *call) ([]byte, transcode.Usage, error) {
 			return respconv.ChatResponseToResponses(dst, body, respconv.ResponseOptions{Model: c.plan.AliasJSON, Request: c.origBody})
@@ -83,6 +89,7 @@ var (
 	}
 
 	surfMessages = &surface{
+		read: readMessages,
 		path: pathMessages, protocol: "messages", operation: "messages",
 		fromChat: func(dst, body []byte, c *call) ([]byte, transcode.Usage, error) {
 			return msgconv.ChatResponseToMessages(dst, body, c.plan.AliasBytes)
@@ -107,6 +114,7 @@ var (
 	// surfCount is /v1/messages/count_tokens: forwarded to upstreams that
 	// serve Messages natively, answered with gw's estimate otherwise.
 	surfCount = &surface{
+		read: readCount, unlimited: true,
 		path: pathCount, protocol: "messages", operation: "messages.count_tokens",
 		errorEnvelope: writeAnthropicError,
 		relayError:    relayAnthropicError,
