@@ -35,21 +35,12 @@ func (c *call) noteFailure(f *lastFailure) {
 	if c.nFailures == len(c.failures) || c.target == nil {
 		return
 	}
-	st := f.status
-	class, msg := "upstream_status", ""
-	switch f.kind {
-	case upstream.KindTimeout:
-		st, class, msg = fasthttp.StatusGatewayTimeout, "timeout", "upstream timeout"
-	case upstream.KindTransport, upstream.KindBusy:
-		st, class, msg = fasthttp.StatusBadGateway, "transport", f.reason
-	case kindNoContent:
-		st, class, msg = fasthttp.StatusBadGateway, "empty_stream", f.reason
-	case kindInvalid:
-		st, class, msg = fasthttp.StatusBadGateway, "upstream_invalid_response", f.reason
-	case kindTooLarge:
-		st, class, msg = fasthttp.StatusBadGateway, "upstream_response_too_large", f.reason
-	case kindUnsupported:
-		st, class, msg = fasthttp.StatusNotImplemented, "unsupported", f.reason
+	st, class, msg := f.status, "upstream_status", ""
+	if g, ok := gwFailures[f.kind]; ok {
+		st, class, msg = g.status, g.class, f.reason
+		if f.kind == upstream.KindTimeout {
+			msg = "upstream timeout"
+		}
 	}
 	c.failures[c.nFailures] = failedAttempt{at: time.Now(), target: c.target, status: st, class: class, msg: msg}
 	c.nFailures++
@@ -107,31 +98,40 @@ type lastFailure struct {
 	backoff    []byte // back-off headers to relay with the status (appendBackoff)
 }
 
-// writeFailure answers with the last failure: the upstream's status and body,
-// or 504 for a timeout and 502 for a transport failure.
-func writeFailure(ctx *fasthttp.RequestCtx, surf *surface, f *lastFailure) int {
+// gwFailure is how gw answers and records a failure it names itself (not
+// an upstream status): the status, the caller's error type and code, and
+// the usage record's error_class. One table serves both.
+type gwFailure struct {
+	status           int
+	typ, code, class string
+}
+
+var gwFailures = map[upstream.ErrorKind]gwFailure{
+	upstream.KindTimeout:   {fasthttp.StatusGatewayTimeout, "server_error", "upstream_timeout", "timeout"},
+	upstream.KindTransport: {fasthttp.StatusBadGateway, "server_error", "upstream_unreachable", "transport"},
+	upstream.KindBusy:      {fasthttp.StatusBadGateway, "server_error", "upstream_unreachable", "transport"},
+	kindNoContent:          {fasthttp.StatusBadGateway, "server_error", "empty_stream", "empty_stream"},
+	kindInvalid:            {fasthttp.StatusBadGateway, "server_error", "upstream_invalid_response", "upstream_invalid_response"},
+	kindTooLarge:           {fasthttp.StatusBadGateway, "server_error", "upstream_response_too_large", "upstream_response_too_large"},
+	kindUnsupported:        {fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", "unsupported"},
+}
+
+// writeFailure answers with the last failure: gw's own envelope for the
+// failures it names (gwFailures), else the upstream's status and body.
+func writeFailure(ctx *fasthttp.RequestCtx, surf *surface, f *lastFailure) {
+	g, ok := gwFailures[f.kind]
+	if !ok {
+		relayError(ctx, surf, f.status, f.body, f.ctype, f.backoff)
+		return
+	}
+	msg := f.reason
 	switch f.kind {
 	case upstream.KindTimeout:
-		surf.writeError(ctx, fasthttp.StatusGatewayTimeout, "server_error", "upstream_timeout", "the upstream did not answer in time")
-		return fasthttp.StatusGatewayTimeout
+		msg = "the upstream did not answer in time"
 	case upstream.KindTransport, upstream.KindBusy:
-		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_unreachable", "cannot reach the upstream: "+f.reason)
-		return fasthttp.StatusBadGateway
-	case kindUnsupported:
-		surf.writeError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", f.reason)
-		return fasthttp.StatusNotImplemented
-	case kindNoContent:
-		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "empty_stream", f.reason)
-		return fasthttp.StatusBadGateway
-	case kindInvalid:
-		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_invalid_response", f.reason)
-		return fasthttp.StatusBadGateway
-	case kindTooLarge:
-		surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "upstream_response_too_large", f.reason)
-		return fasthttp.StatusBadGateway
+		msg = "cannot reach the upstream: " + f.reason
 	}
-	relayError(ctx, surf, f.status, f.body, f.ctype, f.backoff)
-	return f.status
+	surf.writeError(ctx, g.status, g.typ, g.code, msg)
 }
 
 // relayError writes an upstream error with its status and the upstream's

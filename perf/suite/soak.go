@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	yaml "go.yaml.in/yaml/v3"
-
 	"gw/perf/soak"
 )
 
@@ -51,23 +49,12 @@ models:
 // RunSoak runs scenario 7 alone (gwperf -only soak) with requests streams, against its
 // own mock; the report is returned, not written.
 func RunSoak(ctx context.Context, o Options, requests int) (*Report, error) {
-	var bud Budgets
-	if data, err := os.ReadFile(o.Budgets); err != nil {
-		return nil, fmt.Errorf("cannot read budgets: %w", err)
-	} else if err := yaml.Unmarshal(data, &bud); err != nil {
-		return nil, fmt.Errorf("cannot parse %s: %w", o.Budgets, err)
-	}
-	rep := &Report{StartedAt: time.Now().UTC(), Machine: machine()}
-	tmp, err := os.MkdirTemp("", "gw-perf")
+	sess, err := openSession(o)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	mock, err := StartMock(o.GWBin, o.MockCore)
-	if err != nil {
-		return nil, err
-	}
-	defer mock.Stop()
+	defer sess.close()
+	bud, rep, tmp, mock := sess.bud, sess.rep, sess.tmp, sess.mock
 	mockBase := "http://" + mock.Addr
 	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=" + mockBase}
 	return rep, soakScenario(ctx, o, rep, &bud, tmp, env, requests)

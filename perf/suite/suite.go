@@ -82,26 +82,45 @@ func (r *Report) add(f Figure) {
 
 func b(v float64) *float64 { return &v }
 
-// Run executes every scenario and writes the report.
-func Run(ctx context.Context, o Options) (*Report, error) {
-	var bud Budgets
+// session is what every run shares: budgets, the report, a scratch
+// directory and the mock upstream. close releases them.
+type session struct {
+	bud   Budgets
+	rep   *Report
+	tmp   string
+	mock  *Proc
+	close func()
+}
+
+func openSession(o Options) (*session, error) {
+	s := &session{}
 	if data, err := os.ReadFile(o.Budgets); err != nil {
 		return nil, fmt.Errorf("cannot read budgets: %w", err)
-	} else if err := yaml.Unmarshal(data, &bud); err != nil {
+	} else if err := yaml.Unmarshal(data, &s.bud); err != nil {
 		return nil, fmt.Errorf("cannot parse %s: %w", o.Budgets, err)
 	}
-	rep := &Report{StartedAt: time.Now().UTC(), Machine: machine(), Runs: map[string]*load.Result{}}
+	s.rep = &Report{StartedAt: time.Now().UTC(), Machine: machine(), Runs: map[string]*load.Result{}}
 	tmp, err := os.MkdirTemp("", "gw-perf")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	s.tmp = tmp
+	if s.mock, err = StartMock(o.GWBin, o.MockCore); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	s.close = func() { s.mock.Stop(); os.RemoveAll(tmp) }
+	return s, nil
+}
 
-	mock, err := StartMock(o.GWBin, o.MockCore)
+// Run executes every scenario and writes the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	sess, err := openSession(o)
 	if err != nil {
 		return nil, err
 	}
-	defer mock.Stop()
+	defer sess.close()
+	bud, rep, tmp, mock := sess.bud, sess.rep, sess.tmp, sess.mock
 	mockBase := "http://" + mock.Addr
 	streamPath := "/knobs/chunks=" + strconv.Itoa(streamChunks) + ",chunk_delay=10ms"
 	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=" + mockBase}
