@@ -6,7 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters/headers"
-	"gw/admin/resources"
 )
 
 // Adapter turns a caller request into an upstream request for one provider
@@ -101,9 +100,6 @@ type Options struct {
 // DefaultAzureAPIVersion is the GA api-version of the dated Azure OpenAI
 // surface.
 const DefaultAzureAPIVersion = "2024-10-21"
-
-// Factory compiles the adapter of one provider key.
-type Factory func(pk *resources.ProviderKey, opts Options) (Adapter, error)
 
 // Usage is the token usage an upstream reported.
 type Usage struct {

@@ -1,28 +1,42 @@
 // Package adapters defines how gw talks to providers: the Adapter interface
 // that turns a caller request into an upstream request, the ChatInput the
-// edge hands it, and the errors and Usage shared by every adapter family.
+// edge hands it, the KeyConfig every family compiles from, and the errors and
+// Usage shared by every adapter family.
+//
+// Nothing under adapters/ imports gw/admin (imports_test.go enforces it):
+// admin/snapshot compiles each loaded provider key into the config types
+// below and hands them down.
 //
 // # Layout
 //
-//   - adapters: the interface, ChatInput, Options, Factory, Usage, errors.
+//   - adapters: the interface, ChatInput, KeyConfig (what every family reads
+//     of a provider key), Secret (a credential that never prints), Options,
+//     Usage, errors.
 //   - adapters/registry: the table of families keyed by the provider key's
-//     resolved `adapter` (resources.AdapterOpenAI ...), plus BaseURL. It
-//     imports the families, so the root stays free of them.
-//   - adapters/openai: the openai and azure-openai adapters and the
-//     chat-completions response helpers (RewriteModel, IsUsageOnlyChunk,
-//     ExtractUsage).
-//   - adapters/headers: default_headers and forward_client_headers compiled
-//     per provider key.
+//     resolved `adapter` (FamilyOpenAI ...), Config (KeyConfig, the
+//     family-specific parts and the upstream client settings of one key),
+//     plus BaseURL. It imports the families, so the root stays free of them.
+//   - adapters/openai: the openai and azure-openai adapters (openai.Config:
+//     provider, param_renames, temperature bounds, default_body_fields,
+//     content_list_to_string) and the chat-completions response helpers
+//     (RewriteModel, IsUsageOnlyChunk, ExtractUsage).
+//   - adapters/anthropic: the Messages API adapter (KeyConfig only).
+//   - adapters/native: the surfaces a key serves in the caller's own wire
+//     format.
+//   - adapters/headers: default_headers and forward_client_headers
+//     (headers.Config) compiled per provider key; the request-variable enum
+//     (Var) and the never-relayed list, which the resource loader uses too.
 //   - adapters/upstream: the HTTP client pool, dialer, DNS cache, stream read
 //     deadlines and error classification.
 //
 // # Lifecycle
 //
-// When a snapshot is compiled, for each provider key:
+// When a snapshot is compiled, for each provider key pk:
 //
-//	a, err := registry.New(pk, adapters.Options{})            // ErrUnsupported: anthropic, bedrock, vertex for now
-//	base, err := registry.BaseURL(pk)
-//	c, err := pool.Client(upstream.TargetOf(pk, base))      // pool lives for the process
+//	cfg := adapterConfig(pk)                                // admin/snapshot: resources → *registry.Config
+//	a, err := registry.New(cfg, adapters.Options{})         // ErrUnsupported: bedrock, vertex for now
+//	base, err := registry.BaseURL(cfg)
+//	c, err := pool.Client(cfg.Target(base))                 // pool lives for the process
 //
 // Per request the edge fills a ChatInput, calls a.BuildChat into a pooled
 // fasthttp.Request, sends it with c.Do or c.DoStream, and rewrites answers

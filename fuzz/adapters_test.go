@@ -16,7 +16,6 @@ import (
 	"gw/adapters"
 	"gw/adapters/headers"
 	"gw/adapters/openai"
-	"gw/admin/resources"
 	"gw/sse/rawjson"
 )
 
@@ -32,12 +31,12 @@ const (
 	adAzure
 )
 
-var adRenameList = []resources.KV{{Key: "user", Value: "end_user"}, {Key: "max_completion_tokens", Value: "mct"}}
+var adRenameList = []openai.Rename{{From: "user", To: "end_user"}, {From: "max_completion_tokens", To: "mct"}}
 
-var adDefaultList = []resources.JSONField{
-	{Key: "service_tier", Value: json.RawMessage(`"default"`)},
-	{Key: "stream_options", Value: json.RawMessage(`{"include_obfuscation":false}`)},
-	{Key: "max_completion_tokens", Value: json.RawMessage(`10`)},
+var adDefaultList = []openai.BodyField{
+	{Key: "service_tier", Value: []byte(`"default"`)},
+	{Key: "stream_options", Value: []byte(`{"include_obfuscation":false}`)},
+	{Key: "max_completion_tokens", Value: []byte(`10`)},
 }
 
 var adCache sync.Map // flags -> adapters.Adapter
@@ -46,29 +45,29 @@ func adAdapter(t *testing.T, flags uint8) adapters.Adapter {
 	if a, ok := adCache.Load(flags); ok {
 		return a.(adapters.Adapter)
 	}
-	pk := &resources.ProviderKey{DisplayName: "fuzz", APIKey: resources.NewSecret("sk"), Provider: "openai",
-		Adapter: resources.AdapterOpenAI, TLS: resources.TLSSettings{Verify: true}}
+	k := &adapters.KeyConfig{Name: "fuzz", Credential: adapters.NewSecret("sk")}
+	c := &openai.Config{Provider: "openai"}
 	if flags&adOtherProvider != 0 {
-		pk.Provider = "groq"
+		c.Provider = "groq"
 	}
-	pk.Response.ContentListToString = flags&adFlatten != 0
+	c.ContentListToString = flags&adFlatten != 0
 	if flags&adClamp != 0 {
 		lo, hi := 0.2, 1.0
-		pk.Request.TemperatureMin, pk.Request.TemperatureMax = &lo, &hi
+		c.TemperatureMin, c.TemperatureMax = &lo, &hi
 	}
 	if flags&adRenames != 0 {
-		pk.Request.ParamRenames = adRenameList
+		c.ParamRenames = adRenameList
 	}
 	if flags&adDefaults != 0 {
-		pk.Request.DefaultBodyFields = adDefaultList
+		c.DefaultBodyFields = adDefaultList
 	}
 	var a adapters.Adapter
 	var err error
 	if flags&adAzure != 0 {
-		pk.Adapter, pk.APIBase = resources.AdapterAzureOpenAI, "https://r.openai.azure.com"
-		a, err = openai.NewAzure(pk, adapters.Options{})
+		k.BaseURL = "https://r.openai.azure.com"
+		a, err = openai.NewAzure(k, c, adapters.Options{})
 	} else {
-		a, err = openai.New(pk, adapters.Options{})
+		a, err = openai.New(k, c, adapters.Options{})
 	}
 	if err != nil {
 		t.Fatalf("cannot compile adapter: %v", err)
@@ -112,10 +111,10 @@ func adReference(m map[string]any, flags uint8, model string) map[string]any {
 		delete(m, "max_tokens")
 	}
 	if flags&adRenames != 0 {
-		for _, kv := range adRenameList {
-			if v, ok := m[kv.Key]; ok {
-				m[kv.Value] = v
-				delete(m, kv.Key)
+		for _, r := range adRenameList {
+			if v, ok := m[r.From]; ok {
+				m[r.To] = v
+				delete(m, r.From)
 			}
 		}
 	}
@@ -279,7 +278,7 @@ func adLower(s string) string {
 // adForwardRef is the forwarding rule, written plainly.
 func adForwardRef(pattern, name string) bool {
 	p, n := adLower(strings.TrimSpace(pattern)), adLower(name)
-	if resources.NeverRelayedHeader(n) {
+	if headers.NeverRelayed(n) {
 		return false
 	}
 	slot := headers.SlotOf(n) != 0
@@ -319,7 +318,7 @@ func FuzzAdaptersHeaderMatch(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, name string) {
-		r, err := headers.Compile(&resources.RequestSettings{ForwardClientHeaders: []string{pattern}}, adOwned)
+		r, err := headers.Compile(&headers.Config{ForwardClientHeaders: []string{pattern}}, adOwned)
 		p := strings.TrimSpace(pattern)
 		if p == "" || strings.Count(p, "*") > 1 {
 			if err == nil {

@@ -13,7 +13,6 @@ import (
 	"gw/adapters"
 	"gw/adapters/headers"
 	"gw/adapters/native"
-	"gw/admin/resources"
 	"gw/sse/msgconv"
 )
 
@@ -40,7 +39,7 @@ var (
 type Adapter struct {
 	name   string
 	url    string
-	key    resources.Secret
+	key    adapters.Secret
 	rules  *headers.Rules
 	native *native.Endpoints
 }
@@ -49,16 +48,17 @@ type Adapter struct {
 var (
 	_ adapters.Adapter       = (*Adapter)(nil)
 	_ adapters.NativeBuilder = (*Adapter)(nil)
-	_ adapters.Factory       = New
 )
 
-// New compiles the adapter of pk.
-func New(pk *resources.ProviderKey, _ adapters.Options) (adapters.Adapter, error) {
-	base := pk.APIBase
+// New compiles the adapter of provider key k. The family has no settings of
+// its own: anthropic-version is Version, and the caller's anthropic-beta
+// passes through (native.SetMessagesHeaders).
+func New(k *adapters.KeyConfig, _ adapters.Options) (adapters.Adapter, error) {
+	base := k.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	rules, err := headers.Compile(&pk.Request, owned)
+	rules, err := headers.Compile(&k.Headers, owned)
 	if err != nil {
 		return nil, err
 	}
@@ -66,17 +66,21 @@ func New(pk *resources.ProviderKey, _ adapters.Options) (adapters.Adapter, error
 	if err != nil {
 		return nil, err
 	}
-	nat, err := native.Compile(pk, base, native.AuthXAPIKey)
+	nat, err := native.Compile(k, base, native.AuthXAPIKey)
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{name: pk.DisplayName, url: url, key: pk.APIKey, rules: rules, native: nat}, nil
+	return &Adapter{name: k.Name, url: url, key: k.Credential, rules: rules, native: nat}, nil
 }
 
 // Protocol reports the upstream wire format of the answers.
 func (a *Adapter) Protocol() string { return ProtocolMessages }
 
+// String names the adapter without its credential.
 func (a *Adapter) String() string { return "anthropic adapter of provider key " + a.name }
+
+// GoString is String, so %#v never prints the credential.
+func (a *Adapter) GoString() string { return a.String() }
 
 type scratch struct {
 	body []byte

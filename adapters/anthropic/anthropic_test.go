@@ -7,12 +7,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
-	"gw/admin/resources"
 )
 
 func TestBuildChat(t *testing.T) {
-	pk := &resources.ProviderKey{DisplayName: "c", APIKey: resources.NewSecret("sk-ant"), Adapter: resources.AdapterAnthropic, APIBase: "https://example.test/v1/"}
-	a, err := New(pk, adapters.Options{})
+	k := &adapters.KeyConfig{Name: "c", Credential: adapters.NewSecret("sk-ant"), BaseURL: "https://example.test/v1/",
+		Messages: adapters.NativeSurface{On: true}}
+	a, err := New(k, adapters.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package headers compiles the header policy of one provider key
-// (request.default_headers and request.forward_client_headers) into Rules
-// that an adapter applies to every upstream request without allocating.
+// (request.default_headers and request.forward_client_headers, as Config)
+// into Rules that an adapter applies to every upstream request without
+// allocating.
 //
 // # Precedence
 //
@@ -23,12 +24,12 @@
 //  5. Default headers in credential slots the adapter does not own (for
 //     example a default x-api-key on an openai key).
 //
-// Never relayed from the client whatever the configuration:
-// resources.NeverRelayedHeader (host, hop-by-hop, x-gw-*, content-type,
-// content-length, accept, accept-encoding, content-encoding, expect,
-// set-cookie, anthropic-version, x-stainless-*). Credential slots and
-// traceparent/tracestate are relayed only when named exactly, never through
-// a glob. Default headers named host, hop-by-hop or x-gw-* are dropped.
+// Never relayed from the client whatever the configuration: NeverRelayed
+// (host, hop-by-hop, x-gw-*, content-type, content-length, accept,
+// accept-encoding, content-encoding, expect, set-cookie, anthropic-version,
+// x-stainless-*). Credential slots and traceparent/tracestate are relayed
+// only when named exactly, never through a glob. Default headers named host,
+// hop-by-hop or x-gw-* are dropped (AlwaysDropped).
 package headers
 
 import (
@@ -36,8 +37,6 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
-
-	"gw/admin/resources"
 )
 
 // Slots is a set of credential slots.
@@ -77,8 +76,8 @@ func exactOnly(h string) bool {
 }
 
 // Vars holds the per-request values of default-header variables, indexed by
-// resources.RequestVar (vars[resources.VarAPIKeyTeamID] = teamID). An empty
-// value drops every default header that uses it.
+// Var (vars[VarAPIKeyTeamID] = teamID). An empty value drops every default
+// header that uses it.
 type Vars [16]string
 
 // ErrBadPattern is returned by Compile for a forward_client_headers entry
@@ -110,7 +109,7 @@ func (g glob) match(h string) bool {
 
 type part struct {
 	lit []byte
-	v   resources.RequestVar // resources.VarNone for literal parts
+	v   Var // VarNone for literal parts
 }
 
 type template struct {
@@ -131,12 +130,12 @@ type Rules struct {
 	defaults     []template
 }
 
-// Compile builds the Rules of rs. owned lists the lowercase names the adapter
+// Compile builds the Rules of c. owned lists the lowercase names the adapter
 // sets itself; neither default nor forwarded headers replace them, except a
 // credential slot named exactly in forward_client_headers (precedence 1).
 // Entries the loader would reject (never-relayed exact names) are dropped
 // here too, so Rules are safe whatever the input.
-func Compile(rs *resources.RequestSettings, owned []string) (*Rules, error) {
+func Compile(c *Config, owned []string) (*Rules, error) {
 	r := &Rules{named: make(map[string]rule)}
 	isOwned := func(h string) bool {
 		for _, o := range owned {
@@ -154,7 +153,7 @@ func Compile(rs *resources.RequestSettings, owned []string) (*Rules, error) {
 			r.named[h] = rule{act: actDrop}
 		}
 	}
-	for _, h := range rs.ForwardClientHeaders {
+	for _, h := range c.ForwardClientHeaders {
 		h = lowerString(strings.TrimSpace(h))
 		switch n := strings.Count(h, "*"); {
 		case h == "" || n > 1:
@@ -167,7 +166,7 @@ func Compile(rs *resources.RequestSettings, owned []string) (*Rules, error) {
 		}
 		slot := SlotOf(h)
 		switch {
-		case resources.NeverRelayedHeader(h):
+		case NeverRelayed(h):
 			r.named[h] = rule{act: actDrop}
 		case slot != 0:
 			r.named[h] = rule{act: actCred, slot: slot}
@@ -179,14 +178,14 @@ func Compile(rs *resources.RequestSettings, owned []string) (*Rules, error) {
 			r.forwardAny = true
 		}
 	}
-	for _, t := range rs.DefaultHeaders {
+	for _, t := range c.DefaultHeaders {
 		name := lowerString(t.Name)
-		if name == "" || name == "host" || strings.HasPrefix(name, "x-gw-") || hopByHop(name) || isOwned(name) {
+		if name == "" || AlwaysDropped(name) || isOwned(name) {
 			continue
 		}
 		ct := template{key: fasthttp.AppendNormalizedHeaderKey(nil, name), slot: SlotOf(name)}
 		for _, p := range t.Parts {
-			if p.Var != resources.VarNone {
+			if p.Var != VarNone {
 				if int(p.Var) >= len(Vars{}) {
 					return nil, ErrBadVar
 				}
@@ -204,15 +203,6 @@ func Compile(rs *resources.RequestSettings, owned []string) (*Rules, error) {
 		}
 	}
 	return r, nil
-}
-
-func hopByHop(h string) bool {
-	switch h {
-	case "connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
-		"proxy-connection", "te", "trailer", "transfer-encoding", "upgrade":
-		return true
-	}
-	return false
 }
 
 // Forward reports whether a client header named name (any case) would be
@@ -235,7 +225,7 @@ func (r *Rules) decide(h []byte) rule {
 		return rule{}
 	}
 	s := b2s(h)
-	if resources.NeverRelayedHeader(s) || exactOnly(s) {
+	if NeverRelayed(s) || exactOnly(s) {
 		return rule{}
 	}
 	for _, g := range r.globs {
@@ -299,7 +289,7 @@ func (r *Rules) Apply(dst, client *fasthttp.RequestHeader, vars *Vars, noRelay S
 func (t *template) set(dst *fasthttp.RequestHeader, vars *Vars, scratch []byte) []byte {
 	v := scratch[:0]
 	for _, p := range t.parts {
-		if p.v == resources.VarNone {
+		if p.v == VarNone {
 			v = append(v, p.lit...)
 			continue
 		}

@@ -5,15 +5,13 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-
-	"gw/admin/resources"
 )
 
 var ownedOpenAI = []string{"authorization", "content-type", "content-length", "host", "accept-encoding"}
 
-func compile(t *testing.T, forward []string, defaults ...resources.HeaderTemplate) *Rules {
+func compile(t *testing.T, forward []string, defaults ...Template) *Rules {
 	t.Helper()
-	r, err := Compile(&resources.RequestSettings{ForwardClientHeaders: forward, DefaultHeaders: defaults}, ownedOpenAI)
+	r, err := Compile(&Config{ForwardClientHeaders: forward, DefaultHeaders: defaults}, ownedOpenAI)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -70,27 +68,27 @@ func TestForward(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for _, fw := range [][]string{{"x-*-*"}, {""}} {
-		if _, err := Compile(&resources.RequestSettings{ForwardClientHeaders: fw}, nil); err != ErrBadPattern {
+		if _, err := Compile(&Config{ForwardClientHeaders: fw}, nil); err != ErrBadPattern {
 			t.Fatalf("%q: got %v; want ErrBadPattern", fw, err)
 		}
 	}
-	tmpl := resources.HeaderTemplate{Name: "x", Parts: []resources.TemplatePart{{Var: 200}}}
-	if _, err := Compile(&resources.RequestSettings{DefaultHeaders: []resources.HeaderTemplate{tmpl}}, nil); err != ErrBadVar {
+	tmpl := Template{Name: "x", Parts: []Part{{Var: 200}}}
+	if _, err := Compile(&Config{DefaultHeaders: []Template{tmpl}}, nil); err != ErrBadVar {
 		t.Fatalf("got %v; want ErrBadVar", err)
 	}
 }
 
-func lit(name, v string) resources.HeaderTemplate {
-	return resources.HeaderTemplate{Name: name, Parts: []resources.TemplatePart{{Literal: v}}}
+func lit(name, v string) Template {
+	return Template{Name: name, Parts: []Part{{Literal: v}}}
 }
 
-func withVar(name, prefix string, v resources.RequestVar) resources.HeaderTemplate {
-	return resources.HeaderTemplate{Name: name, Parts: []resources.TemplatePart{{Literal: prefix}, {Var: v}}}
+func withVar(name, prefix string, v Var) Template {
+	return Template{Name: name, Parts: []Part{{Literal: prefix}, {Var: v}}}
 }
 
 func TestApply(t *testing.T) {
 	type kv struct{ k, v string }
-	f := func(name string, forward []string, defaults []resources.HeaderTemplate, client []kv, vars Vars,
+	f := func(name string, forward []string, defaults []Template, client []kv, vars Vars,
 		noRelay Slots, want map[string][]string) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
@@ -117,35 +115,35 @@ func TestApply(t *testing.T) {
 		})
 	}
 	var team Vars
-	team[resources.VarAPIKeyTeamID] = "t1"
+	team[VarAPIKeyTeamID] = "t1"
 
-	f("default header added", nil, []resources.HeaderTemplate{lit("x-env", "prod")}, nil, Vars{}, 0,
+	f("default header added", nil, []Template{lit("x-env", "prod")}, nil, Vars{}, 0,
 		map[string][]string{"X-Env": {"prod"}})
-	f("template variable expanded", nil, []resources.HeaderTemplate{withVar("x-team", "team-", resources.VarAPIKeyTeamID)},
+	f("template variable expanded", nil, []Template{withVar("x-team", "team-", VarAPIKeyTeamID)},
 		nil, team, 0, map[string][]string{"X-Team": {"team-t1"}})
-	f("empty variable drops the header", nil, []resources.HeaderTemplate{withVar("x-team", "team-", resources.VarAPIKeyTeamID)},
+	f("empty variable drops the header", nil, []Template{withVar("x-team", "team-", VarAPIKeyTeamID)},
 		nil, Vars{}, 0, map[string][]string{"X-Team": nil})
 	f("empty variable drops the default, forwarded value stays", []string{"x-team"},
-		[]resources.HeaderTemplate{withVar("x-team", "team-", resources.VarAPIKeyTeamID)},
+		[]Template{withVar("x-team", "team-", VarAPIKeyTeamID)},
 		[]kv{{"X-Team", "from-client"}}, Vars{}, 0, map[string][]string{"X-Team": {"from-client"}})
-	f("CR in variable drops the header", nil, []resources.HeaderTemplate{withVar("x-user", "", resources.VarAPIKeyUserName)},
-		nil, func() (v Vars) { v[resources.VarAPIKeyUserName] = "a\r\nX-Evil: 1"; return }(), 0,
+	f("CR in variable drops the header", nil, []Template{withVar("x-user", "", VarAPIKeyUserName)},
+		nil, func() (v Vars) { v[VarAPIKeyUserName] = "a\r\nX-Evil: 1"; return }(), 0,
 		map[string][]string{"X-User": nil, "X-Evil": nil})
 	f("default wins over forwarded outside credential slots", []string{"x-env"},
-		[]resources.HeaderTemplate{lit("x-env", "prod")}, []kv{{"X-Env", "dev"}, {"X-Env", "dev2"}}, Vars{}, 0,
+		[]Template{lit("x-env", "prod")}, []kv{{"X-Env", "dev"}, {"X-Env", "dev2"}}, Vars{}, 0,
 		map[string][]string{"X-Env": {"prod"}})
-	f("default cannot override authorization", nil, []resources.HeaderTemplate{lit("authorization", "Bearer evil")},
+	f("default cannot override authorization", nil, []Template{lit("authorization", "Bearer evil")},
 		nil, Vars{}, 0, map[string][]string{"Authorization": {"Bearer sk-upstream"}})
-	f("default cannot override content-type", nil, []resources.HeaderTemplate{lit("content-type", "text/plain")},
+	f("default cannot override content-type", nil, []Template{lit("content-type", "text/plain")},
 		nil, Vars{}, 0, map[string][]string{"Content-Type": {"application/json"}})
 	f("host, hop-by-hop and x-gw defaults dropped", nil,
-		[]resources.HeaderTemplate{lit("host", "evil"), lit("connection", "close"), lit("x-gw-route", "x"), lit("te", "trailers")},
+		[]Template{lit("host", "evil"), lit("connection", "close"), lit("x-gw-route", "x"), lit("te", "trailers")},
 		nil, Vars{}, 0, map[string][]string{"X-Gw-Route": nil, "Te": nil})
 	f("forwarded credential slot wins over its default", []string{"x-api-key"},
-		[]resources.HeaderTemplate{lit("x-api-key", "default-key")}, []kv{{"X-Api-Key", "client-key"}}, Vars{}, 0,
+		[]Template{lit("x-api-key", "default-key")}, []kv{{"X-Api-Key", "client-key"}}, Vars{}, 0,
 		map[string][]string{"X-Api-Key": {"client-key"}})
 	f("credential default applies when the client sends none", []string{"x-api-key"},
-		[]resources.HeaderTemplate{lit("x-api-key", "default-key")}, nil, Vars{}, 0,
+		[]Template{lit("x-api-key", "default-key")}, nil, Vars{}, 0,
 		map[string][]string{"X-Api-Key": {"default-key"}})
 	f("exact authorization relays the client credential (bring your own key)", []string{"authorization"}, nil,
 		[]kv{{"Authorization", "Bearer sk-byok"}, {"X-Api-Key", "sk-gw-caller"}}, Vars{}, SlotXAPIKey,
@@ -177,12 +175,17 @@ func TestSlotOf(t *testing.T) {
 	}
 }
 
-// TestNeverRelayedMatchesResources keeps the list above in step with the
-// loader's.
-func TestNeverRelayedMatchesResources(t *testing.T) {
+// TestNeverRelayed checks NeverRelayed (which the loader uses too) against
+// the list above.
+func TestNeverRelayed(t *testing.T) {
 	for _, h := range neverRelayed {
-		if !resources.NeverRelayedHeader(h) {
-			t.Fatalf("%s: resources.NeverRelayedHeader false", h)
+		if !NeverRelayed(h) {
+			t.Fatalf("%s: NeverRelayed false", h)
+		}
+	}
+	for _, h := range []string{"x-request-id", "authorization", "traceparent", "user-agent", "x-gw", "x-stainless"} {
+		if NeverRelayed(h) {
+			t.Fatalf("%s: NeverRelayed true", h)
 		}
 	}
 }

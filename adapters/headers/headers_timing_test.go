@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-
-	"gw/admin/resources"
 )
 
 func benchClient() *fasthttp.RequestHeader {
@@ -25,11 +23,11 @@ func benchClient() *fasthttp.RequestHeader {
 // BenchmarkApply: 14 client headers against a glob, two exact names and two
 // default headers (one templated).
 func BenchmarkApply(b *testing.B) {
-	r, err := Compile(&resources.RequestSettings{
+	r, err := Compile(&Config{
 		ForwardClientHeaders: []string{"x-trace-*", "x-request-id", "traceparent"},
-		DefaultHeaders: []resources.HeaderTemplate{
-			{Name: "x-team", Parts: []resources.TemplatePart{{Literal: "team-"}, {Var: resources.VarAPIKeyTeamID}}},
-			{Name: "openai-project", Parts: []resources.TemplatePart{{Literal: "proj_123"}}},
+		DefaultHeaders: []Template{
+			{Name: "x-team", Parts: []Part{{Literal: "team-"}, {Var: VarAPIKeyTeamID}}},
+			{Name: "openai-project", Parts: []Part{{Literal: "proj_123"}}},
 		},
 	}, []string{"authorization", "content-type", "content-length", "host", "accept-encoding"})
 	if err != nil {
@@ -37,7 +35,7 @@ func BenchmarkApply(b *testing.B) {
 	}
 	client := benchClient()
 	var vars Vars
-	vars[resources.VarAPIKeyTeamID] = "t7"
+	vars[VarAPIKeyTeamID] = "t7"
 	var dst fasthttp.RequestHeader
 	var scratch []byte
 	b.ReportAllocs()
@@ -49,7 +47,7 @@ func BenchmarkApply(b *testing.B) {
 
 // BenchmarkApplyNoRules is the default: nothing forwarded, no defaults.
 func BenchmarkApplyNoRules(b *testing.B) {
-	r, _ := Compile(&resources.RequestSettings{}, nil)
+	r, _ := Compile(&Config{}, nil)
 	client := benchClient()
 	var vars Vars
 	var dst fasthttp.RequestHeader
@@ -64,7 +62,7 @@ var sinkBool bool
 
 // BenchmarkForward is one decision on a glob-matched name.
 func BenchmarkForward(b *testing.B) {
-	r, _ := Compile(&resources.RequestSettings{ForwardClientHeaders: []string{"x-trace-*", "x-request-id"}}, nil)
+	r, _ := Compile(&Config{ForwardClientHeaders: []string{"x-trace-*", "x-request-id"}}, nil)
 	name := []byte("X-Trace-Span")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -4,7 +4,8 @@
 // unchanged but for `model`, with the key's credential and header rules.
 //
 // Which surfaces are native, and at which base URL, is the `apis` rule of
-// the provider key (resources.ProviderKey.Native). Endpoints are compiled
+// the provider key, resolved by the snapshot compiler into
+// adapters.KeyConfig (Responses, Messages). Endpoints are compiled
 // once per key when a snapshot is compiled; Build allocates nothing in
 // steady state.
 package native
@@ -16,7 +17,6 @@ import (
 
 	"gw/adapters"
 	"gw/adapters/headers"
-	"gw/admin/resources"
 	"gw/sse/rawjson"
 )
 
@@ -64,15 +64,15 @@ type Endpoints struct {
 	bases [adapters.NumSurfaces]string // "" when the surface is converted
 	urls  [adapters.NumSurfaces]string
 	auth  Auth
-	key   resources.Secret
+	key   adapters.Secret
 	rules *headers.Rules
 }
 
-// Compile resolves the native surfaces of pk. base is the key's chat base
-// URL (api_base or the adapter family's default); `apis.<surface>.base`
-// replaces it for that surface.
-func Compile(pk *resources.ProviderKey, base string, auth Auth) (*Endpoints, error) {
-	e := &Endpoints{auth: auth, key: pk.APIKey}
+// Compile resolves the native surfaces of k. base is the key's chat base
+// URL (api_base or the adapter family's default); a surface's own Base
+// (`apis.<surface>.base`) replaces it for that surface.
+func Compile(k *adapters.KeyConfig, base string, auth Auth) (*Endpoints, error) {
+	e := &Endpoints{auth: auth, key: k.Credential}
 	set := func(s adapters.Surface, b string) error {
 		if b == "" {
 			b = base
@@ -84,26 +84,32 @@ func Compile(pk *resources.ProviderKey, base string, auth Auth) (*Endpoints, err
 		e.bases[s], e.urls[s] = b, u
 		return nil
 	}
-	if b, ok := pk.Native(resources.SurfaceResponses); ok {
-		if err := set(adapters.SurfaceResponses, b); err != nil {
+	if k.Responses.On {
+		if err := set(adapters.SurfaceResponses, k.Responses.Base); err != nil {
 			return nil, err
 		}
 	}
-	if b, ok := pk.Native(resources.SurfaceMessages); ok {
-		if err := set(adapters.SurfaceMessages, b); err != nil {
+	if k.Messages.On {
+		if err := set(adapters.SurfaceMessages, k.Messages.Base); err != nil {
 			return nil, err
 		}
-		if err := set(adapters.SurfaceCountTokens, b); err != nil {
+		if err := set(adapters.SurfaceCountTokens, k.Messages.Base); err != nil {
 			return nil, err
 		}
 	}
-	rules, err := headers.Compile(&pk.Request, owned)
+	rules, err := headers.Compile(&k.Headers, owned)
 	if err != nil {
 		return nil, err
 	}
 	e.rules = rules
 	return e, nil
 }
+
+// String describes the endpoints without the credential.
+func (e *Endpoints) String() string { return "native endpoints" }
+
+// GoString is String, so %#v never prints the credential.
+func (e *Endpoints) GoString() string { return e.String() }
 
 // Base returns the base URL of surface s, "" when s is not native.
 func (e *Endpoints) Base(s adapters.Surface) string {

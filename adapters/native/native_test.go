@@ -7,32 +7,33 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
-	"gw/admin/resources"
+	"gw/adapters/headers"
 )
 
-func TestNativeRules(t *testing.T) {
+// TestSurfaces: which surfaces are native is decided by the snapshot
+// compiler (the `apis` rules, tested in admin/snapshot); Compile resolves
+// their base URLs, count_tokens following messages.
+func TestSurfaces(t *testing.T) {
 	type want struct{ responses, messages string }
+	on := func(base string) adapters.NativeSurface { return adapters.NativeSurface{On: true, Base: base} }
 	cases := []struct {
 		name string
-		pk   resources.ProviderKey
+		k    adapters.KeyConfig
 		base string
 		want want
 	}{
-		{"openai first-party derives responses", resources.ProviderKey{Provider: "openai", Adapter: resources.AdapterOpenAI}, "https://api.openai.com/v1",
+		{"none", adapters.KeyConfig{}, "https://llm.internal/v1", want{}},
+		{"responses on the key's base", adapters.KeyConfig{Responses: on("")}, "https://api.openai.com/v1",
 			want{responses: "https://api.openai.com/v1"}},
-		{"openai-compatible without provider is chat only", resources.ProviderKey{Adapter: resources.AdapterOpenAI}, "https://llm.internal/v1", want{}},
-		{"apis present is authoritative", resources.ProviderKey{Provider: "openai", Adapter: resources.AdapterOpenAI, APIs: &resources.APIs{}}, "https://api.openai.com/v1", want{}},
-		{"apis.messages with its own base", resources.ProviderKey{Adapter: resources.AdapterOpenAI,
-			APIs: &resources.APIs{Messages: &resources.Surface{Base: "https://api.deepseek.com/anthropic/v1"}}}, "https://api.deepseek.com/v1",
+		{"messages with its own base", adapters.KeyConfig{Messages: on("https://api.deepseek.com/anthropic/v1")}, "https://api.deepseek.com/v1",
 			want{messages: "https://api.deepseek.com/anthropic/v1"}},
-		{"anthropic always serves messages", resources.ProviderKey{Adapter: resources.AdapterAnthropic, APIs: &resources.APIs{}}, "https://api.anthropic.com/v1",
-			want{messages: "https://api.anthropic.com/v1"}},
-		{"anthropic plus apis.responses", resources.ProviderKey{Adapter: resources.AdapterAnthropic, APIs: &resources.APIs{Responses: &resources.Surface{}}}, "https://gw.example/v1",
+		{"a base without On is not native", adapters.KeyConfig{Messages: adapters.NativeSurface{Base: "https://x.example/v1"}}, "https://gw.example/v1", want{}},
+		{"both", adapters.KeyConfig{Responses: on(""), Messages: on("")}, "https://gw.example/v1",
 			want{responses: "https://gw.example/v1", messages: "https://gw.example/v1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e, err := Compile(&c.pk, c.base, AuthBearer)
+			e, err := Compile(&c.k, c.base, AuthBearer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,13 +46,13 @@ func TestNativeRules(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
-	pk := &resources.ProviderKey{DisplayName: "k", APIKey: resources.NewSecret("sk-up"), Adapter: resources.AdapterOpenAI,
-		APIs: &resources.APIs{Responses: &resources.Surface{}, Messages: &resources.Surface{Base: "https://m.example/anthropic/v1/?tenant=7"}},
-		Request: resources.RequestSettings{
-			DefaultHeaders:       []resources.HeaderTemplate{{Name: "x-api-key", Parts: []resources.TemplatePart{{Literal: "spoof"}}}, {Name: "x-team", Parts: []resources.TemplatePart{{Literal: "blue"}}}},
+	k := &adapters.KeyConfig{Name: "k", Credential: adapters.NewSecret("sk-up"),
+		Responses: adapters.NativeSurface{On: true}, Messages: adapters.NativeSurface{On: true, Base: "https://m.example/anthropic/v1/?tenant=7"},
+		Headers: headers.Config{
+			DefaultHeaders:       []headers.Template{{Name: "x-api-key", Parts: []headers.Part{{Literal: "spoof"}}}, {Name: "x-team", Parts: []headers.Part{{Literal: "blue"}}}},
 			ForwardClientHeaders: []string{"x-trace-*"},
 		}}
-	e, err := Compile(pk, "https://api.example/v1/", AuthBearer)
+	e, err := Compile(k, "https://api.example/v1/", AuthBearer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +107,8 @@ func TestBuild(t *testing.T) {
 }
 
 func BenchmarkBuild(b *testing.B) {
-	pk := &resources.ProviderKey{APIKey: resources.NewSecret("sk-up"), Adapter: resources.AdapterAnthropic}
-	e, err := Compile(pk, "https://api.anthropic.com/v1", AuthXAPIKey)
+	k := &adapters.KeyConfig{Credential: adapters.NewSecret("sk-up"), Messages: adapters.NativeSurface{On: true}}
+	e, err := Compile(k, "https://api.anthropic.com/v1", AuthXAPIKey)
 	if err != nil {
 		b.Fatal(err)
 	}

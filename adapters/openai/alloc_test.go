@@ -8,7 +8,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
-	"gw/admin/resources"
 	"gw/sse/rawjson"
 )
 
@@ -24,7 +23,7 @@ func TestAllocs(t *testing.T) {
 	}
 	req := &fasthttp.Request{}
 	for _, rename := range []string{"end_user_id", "user"} {
-		a, err := New(benchKey(rename), adapters.Options{})
+		a, err := compile(benchKey(rename))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +35,7 @@ func TestAllocs(t *testing.T) {
 			}
 		})
 	}
-	plain, _ := New(key(nil), adapters.Options{})
+	plain, _ := compile(key(nil))
 	in := &adapters.ChatInput{Body: chatBody2K, UpstreamModel: "gpt-4o"}
 	f("BuildChat model only", func() {
 		req.Reset()
@@ -44,9 +43,9 @@ func TestAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	az, err := NewAzure(key(func(pk *resources.ProviderKey) {
-		pk.Adapter, pk.APIBase = resources.AdapterAzureOpenAI, "https://r.openai.azure.com"
-	}), adapters.Options{})
+	az, err := compile(key(func(k *testKey) {
+		k.azure, k.BaseURL = true, "https://r.openai.azure.com"
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -331,13 +331,13 @@ func (a *Adapter) editBodyPasses(e *editor, in *adapters.ChatInput, pol policy, 
 		}
 		moved = true
 	}
-	for i, kv := range a.renames {
+	for i, r := range a.renames {
 		// A source absent from the caller body is skipped while no earlier
 		// rename could have created it.
 		if !moved && vals[a.renameIdx+i] == nil {
 			continue
 		}
-		if err := e.commit(rawjson.Rename(e.dst(), e.cur, kv.Key, kv.Value)); err != nil {
+		if err := e.commit(rawjson.Rename(e.dst(), e.cur, r.From, r.To)); err != nil {
 			return err
 		}
 		moved = true

@@ -17,7 +17,6 @@ import (
 	"gw/adapters"
 	"gw/adapters/headers"
 	"gw/adapters/native"
-	"gw/admin/resources"
 )
 
 // DefaultBaseURL is the api_base of an openai-adapter key without one.
@@ -41,19 +40,19 @@ type Adapter struct {
 	urlPrefix string        // dated Azure surface: before the deployment
 	urlSuffix string        // dated Azure surface: after the deployment
 
-	authKey    []byte           // canonical header name
-	authPrefix string           // "Bearer " or ""
-	key        resources.Secret // revealed only into the request being built
+	authKey    []byte          // canonical header name
+	authPrefix string          // "Bearer " or ""
+	key        adapters.Secret // revealed only into the request being built
 
 	rules  *headers.Rules
 	native *native.Endpoints // nil on Azure (no native surfaces there)
 
-	renames []resources.KV
+	renames []Rename
 	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
 	renamesMaxCompletion bool
 	clamp                bool
 	tmin, tmax           float64 // -Inf / +Inf when unset
-	defaults             []resources.JSONField
+	defaults             []BodyField
 	soDefault            []byte // default_body_fields.stream_options, if any
 	flatten              bool
 
@@ -66,53 +65,86 @@ type Adapter struct {
 var (
 	_ adapters.Adapter             = (*Adapter)(nil)
 	_ adapters.NativeBuilder       = (*Adapter)(nil)
-	_ adapters.Factory             = New
-	_ adapters.Factory             = NewAzure
 	_ interface{ String() string } = (*Adapter)(nil)
 )
 
-// New compiles the openai adapter of pk: URL api_base (DefaultBaseURL when
-// empty) + /chat/completions, credential `Authorization: Bearer <api_key>`.
+// Config is what the openai family reads of a provider key beyond
+// adapters.KeyConfig: the key's `provider` and its chat-completions body
+// rules. The snapshot compiler fills it.
+type Config struct {
+	// Provider is the key's `provider`; a model's own provider overrides
+	// it (ChatInput.Provider). It decides the developer-role and
+	// max_tokens rules.
+	Provider string
+	// ParamRenames are request.param_renames in file order.
+	ParamRenames []Rename
+	// TemperatureMin and TemperatureMax are
+	// request.param_constraints.temperature_min/max; nil when unset.
+	TemperatureMin *float64
+	TemperatureMax *float64
+	// DefaultBodyFields are request.default_body_fields in file order.
+	DefaultBodyFields []BodyField
+	// ContentListToString is response.content_list_to_string: text-only
+	// content lists are sent as one string.
+	ContentListToString bool
+}
+
+// Rename is one param_renames entry: the top-level body member From is
+// renamed To.
+type Rename struct {
+	From, To string
+}
+
+// BodyField is one default_body_fields entry: a top-level member and its
+// value as raw JSON.
+type BodyField struct {
+	Key   string
+	Value []byte
+}
+
+// New compiles the openai adapter of provider key k with the family
+// settings c: URL api_base (DefaultBaseURL when empty) + /chat/completions,
+// credential `Authorization: Bearer <api_key>`.
 //
 // User-info in api_base is kept in the URL as written. fasthttp turns it
 // into `Authorization: Basic base64(user:password)` when it writes the
 // request, replacing the Bearer credential, so an api_base with user-info
 // authenticates with the user-info, not with api_key (the key is then not
 // sent at all).
-func New(pk *resources.ProviderKey, opts adapters.Options) (adapters.Adapter, error) {
-	return newAdapter(pk, opts, false)
+func New(k *adapters.KeyConfig, c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return newAdapter(k, c, opts, false)
 }
 
-// NewAzure compiles the azure-openai adapter of pk: the openai adapter with
+// NewAzure compiles the azure-openai adapter of k and c: the openai adapter with
 // the `api-key: <api_key>` credential, Azure's URL shapes (see azureURLs:
 // the v1 surface, a deployment-scoped api_base, or the dated surface with
 // the upstream model as deployment) and Azure-style body rules (developer
 // becomes system; max_tokens becomes max_completion_tokens for reasoning
 // models). api_base is required.
-func NewAzure(pk *resources.ProviderKey, opts adapters.Options) (adapters.Adapter, error) {
-	return newAdapter(pk, opts, true)
+func NewAzure(k *adapters.KeyConfig, c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return newAdapter(k, c, opts, true)
 }
 
-func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*Adapter, error) {
+func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure bool) (*Adapter, error) {
 	a := &Adapter{
-		name:        pk.DisplayName,
+		name:        k.Name,
 		azure:       azure,
-		keyProvider: pk.Provider,
+		keyProvider: c.Provider,
 		tmin:        math.Inf(-1),
 		tmax:        math.Inf(1),
-		flatten:     pk.Response.ContentListToString,
+		flatten:     c.ContentListToString,
 	}
 	owned := ownedOpenAI
 	if azure {
 		owned = ownedAzure
-		if pk.APIBase == "" {
+		if k.BaseURL == "" {
 			return nil, adapters.ErrConfig
 		}
 		version := opts.AzureAPIVersion
 		if version == "" {
 			version = adapters.DefaultAzureAPIVersion
 		}
-		fixed, prefix, suffix, err := azureURLs(pk.APIBase, version)
+		fixed, prefix, suffix, err := azureURLs(k.BaseURL, version)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +156,7 @@ func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*
 		a.urlPrefix, a.urlSuffix = prefix, suffix
 		a.authKey = strAPIKey
 	} else {
-		base := pk.APIBase
+		base := k.BaseURL
 		if base == "" {
 			base = DefaultBaseURL
 		}
@@ -136,26 +168,25 @@ func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*
 			return nil, err
 		}
 		a.authKey, a.authPrefix = strAuthorization, strBearer
-		if a.native, err = native.Compile(pk, base, native.AuthBearer); err != nil {
+		if a.native, err = native.Compile(k, base, native.AuthBearer); err != nil {
 			return nil, err
 		}
 	}
-	a.key = pk.APIKey
-	rules, err := headers.Compile(&pk.Request, owned)
+	a.key = k.Credential
+	rules, err := headers.Compile(&k.Headers, owned)
 	if err != nil {
 		return nil, err
 	}
 	a.rules = rules
 
-	rq := &pk.Request
-	a.renames = rq.ParamRenames
-	if rq.TemperatureMin != nil {
-		a.tmin, a.clamp = *rq.TemperatureMin, true
+	a.renames = c.ParamRenames
+	if c.TemperatureMin != nil {
+		a.tmin, a.clamp = *c.TemperatureMin, true
 	}
-	if rq.TemperatureMax != nil {
-		a.tmax, a.clamp = *rq.TemperatureMax, true
+	if c.TemperatureMax != nil {
+		a.tmax, a.clamp = *c.TemperatureMax, true
 	}
-	for _, f := range rq.DefaultBodyFields {
+	for _, f := range c.DefaultBodyFields {
 		// model and stream belong to gw: the edge decided them.
 		if f.Key == "model" || f.Key == "stream" || len(f.Value) == 0 {
 			continue
@@ -167,9 +198,9 @@ func newAdapter(pk *resources.ProviderKey, opts adapters.Options, azure bool) (*
 	}
 	a.scanKeys = append(a.scanKeys, fixedKeys[:]...)
 	a.renameIdx = len(a.scanKeys)
-	for _, kv := range a.renames {
-		a.scanKeys = append(a.scanKeys, kv.Key)
-		a.renamesMaxCompletion = a.renamesMaxCompletion || kv.Key == "max_completion_tokens"
+	for _, r := range a.renames {
+		a.scanKeys = append(a.scanKeys, r.From)
+		a.renamesMaxCompletion = a.renamesMaxCompletion || r.From == "max_completion_tokens"
 	}
 	a.defIdx = len(a.scanKeys)
 	for _, f := range a.defaults {
@@ -199,7 +230,8 @@ func (a *Adapter) String() string {
 // GoString is String, so %#v never prints the credential.
 func (a *Adapter) GoString() string { return a.String() }
 
-// NativeBase implements adapters.NativeBuilder (see resources.ProviderKey.Native).
+// NativeBase implements adapters.NativeBuilder (see adapters.KeyConfig's
+// Responses and Messages).
 func (a *Adapter) NativeBase(s adapters.Surface) string {
 	if a.native == nil {
 		return ""

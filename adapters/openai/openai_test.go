@@ -11,34 +11,43 @@ import (
 
 	"gw/adapters"
 	"gw/adapters/headers"
-	"gw/admin/resources"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-func key(mod func(pk *resources.ProviderKey)) *resources.ProviderKey {
-	pk := &resources.ProviderKey{
-		DisplayName: "k",
-		APIKey:      resources.NewSecret("sk-upstream"),
-		Provider:    "openai",
-		Adapter:     resources.AdapterOpenAI,
-		TLS:         resources.TLSSettings{Verify: true},
-	}
-	if mod != nil {
-		mod(pk)
-	}
-	return pk
+// testKey is a provider key as the openai family reads it.
+type testKey struct {
+	adapters.KeyConfig
+	Config
+	azure bool // the azure-openai family
 }
 
-func build(t *testing.T, pk *resources.ProviderKey, in *adapters.ChatInput) *fasthttp.Request {
-	t.Helper()
-	var a adapters.Adapter
-	var err error
-	if pk.Adapter == resources.AdapterAzureOpenAI {
-		a, err = NewAzure(pk, adapters.Options{})
-	} else {
-		a, err = New(pk, adapters.Options{})
+func key(mod func(k *testKey)) *testKey {
+	k := &testKey{
+		KeyConfig: adapters.KeyConfig{
+			Name:       "k",
+			Credential: adapters.NewSecret("sk-upstream"),
+			Responses:  adapters.NativeSurface{On: true}, // provider openai on the openai family
+		},
+		Config: Config{Provider: "openai"},
 	}
+	if mod != nil {
+		mod(k)
+	}
+	return k
+}
+
+// compile builds the adapter of k with New or NewAzure.
+func compile(k *testKey) (adapters.Adapter, error) {
+	if k.azure {
+		return NewAzure(&k.KeyConfig, &k.Config, adapters.Options{})
+	}
+	return New(&k.KeyConfig, &k.Config, adapters.Options{})
+}
+
+func build(t *testing.T, k *testKey, in *adapters.ChatInput) *fasthttp.Request {
+	t.Helper()
+	a, err := compile(k)
 	if err != nil {
 		t.Fatalf("cannot compile adapter: %v", err)
 	}
@@ -66,7 +75,7 @@ func jsonEqual(t *testing.T, got, want string) {
 
 // TestBodyEdits has one case per edit rule, in pipeline order.
 func TestBodyEdits(t *testing.T) {
-	f := func(name string, mod func(*resources.ProviderKey), in adapters.ChatInput, body, want string) {
+	f := func(name string, mod func(*testKey), in adapters.ChatInput, body, want string) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
 			t.Helper()
@@ -90,15 +99,15 @@ func TestBodyEdits(t *testing.T) {
 	dev := `{"model":"m","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`
 	f("developer kept for provider openai", nil, adapters.ChatInput{}, dev,
 		`{"model":"gpt-4o","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`)
-	f("developer becomes system for other providers", func(pk *resources.ProviderKey) { pk.Provider = "groq" },
+	f("developer becomes system for other providers", func(k *testKey) { k.Provider = "groq" },
 		adapters.ChatInput{}, dev,
 		`{"model":"gpt-4o","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`)
 	f("model provider overrides key provider", nil, adapters.ChatInput{Provider: "vllm"}, dev,
 		`{"model":"gpt-4o","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}`)
-	f("key provider openai through model provider openai", func(pk *resources.ProviderKey) { pk.Provider = "" },
+	f("key provider openai through model provider openai", func(k *testKey) { k.Provider = "" },
 		adapters.ChatInput{Provider: "openai"}, dev,
 		`{"model":"gpt-4o","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`)
-	f("developer in the middle keeps its position", func(pk *resources.ProviderKey) { pk.Provider = "mistral" },
+	f("developer in the middle keeps its position", func(k *testKey) { k.Provider = "mistral" },
 		adapters.ChatInput{},
 		`{"messages":[{"role":"user","content":"a"},{"content":"b","role":"developer","name":"x"},{"role":"assistant","content":"c"}]}`,
 		`{"messages":[{"role":"user","content":"a"},{"content":"b","role":"system","name":"x"},{"role":"assistant","content":"c"}],"model":"gpt-4o"}`)
@@ -112,58 +121,58 @@ func TestBodyEdits(t *testing.T) {
 		`{"max_tokens":100}`, `{"max_tokens":100,"model":"gpt-4o"}`)
 	f("max_tokens kept when max_completion_tokens present", nil, adapters.ChatInput{UpstreamModel: "o1"},
 		`{"max_tokens":100,"max_completion_tokens":50}`, `{"max_tokens":100,"max_completion_tokens":50,"model":"o1"}`)
-	f("max_tokens kept for third-party provider", func(pk *resources.ProviderKey) { pk.Provider = "together" },
+	f("max_tokens kept for third-party provider", func(k *testKey) { k.Provider = "together" },
 		adapters.ChatInput{UpstreamModel: "o3"}, `{"max_tokens":100}`, `{"max_tokens":100,"model":"o3"}`)
-	f("max_tokens renamed for azure provider", func(pk *resources.ProviderKey) { pk.Provider = "azure" },
+	f("max_tokens renamed for azure provider", func(k *testKey) { k.Provider = "azure" },
 		adapters.ChatInput{UpstreamModel: "o4-mini"}, `{"max_tokens":7}`, `{"max_completion_tokens":7,"model":"o4-mini"}`)
 
 	// param_renames, after max_tokens: it has the last word.
-	f("param_renames", func(pk *resources.ProviderKey) {
-		pk.Request.ParamRenames = []resources.KV{{Key: "user", Value: "end_user"}}
+	f("param_renames", func(k *testKey) {
+		k.ParamRenames = []Rename{{From: "user", To: "end_user"}}
 	}, adapters.ChatInput{}, `{"user":"u1","end_user":"old"}`, `{"end_user":"u1","model":"gpt-4o"}`)
-	f("param_renames wins over max_tokens rule", func(pk *resources.ProviderKey) {
-		pk.Request.ParamRenames = []resources.KV{{Key: "max_completion_tokens", Value: "max_tokens"}}
+	f("param_renames wins over max_tokens rule", func(k *testKey) {
+		k.ParamRenames = []Rename{{From: "max_completion_tokens", To: "max_tokens"}}
 	}, adapters.ChatInput{UpstreamModel: "o3"}, `{"max_tokens":9}`, `{"max_tokens":9,"model":"o3"}`)
-	f("param_renames chain", func(pk *resources.ProviderKey) {
-		pk.Request.ParamRenames = []resources.KV{{Key: "a", Value: "b"}, {Key: "b", Value: "c"}}
+	f("param_renames chain", func(k *testKey) {
+		k.ParamRenames = []Rename{{From: "a", To: "b"}, {From: "b", To: "c"}}
 	}, adapters.ChatInput{}, `{"a":1}`, `{"c":1,"model":"gpt-4o"}`)
 
 	// temperature clamp
-	clamp := func(pk *resources.ProviderKey) {
-		pk.Request.TemperatureMin = ptr(0.2)
-		pk.Request.TemperatureMax = ptr(1.0)
+	clamp := func(k *testKey) {
+		k.TemperatureMin = ptr(0.2)
+		k.TemperatureMax = ptr(1.0)
 	}
 	f("temperature above max", clamp, adapters.ChatInput{}, `{"temperature":1.7}`, `{"temperature":1,"model":"gpt-4o"}`)
 	f("temperature below min", clamp, adapters.ChatInput{}, `{"temperature":0}`, `{"temperature":0.2,"model":"gpt-4o"}`)
 	f("temperature inside kept", clamp, adapters.ChatInput{}, `{"temperature":0.5}`, `{"temperature":0.5,"model":"gpt-4o"}`)
 	f("temperature null kept", clamp, adapters.ChatInput{}, `{"temperature":null}`, `{"temperature":null,"model":"gpt-4o"}`)
-	f("only max bound", func(pk *resources.ProviderKey) { pk.Request.TemperatureMax = ptr(0.7) },
+	f("only max bound", func(k *testKey) { k.TemperatureMax = ptr(0.7) },
 		adapters.ChatInput{}, `{"temperature":-3}`, `{"temperature":-3,"model":"gpt-4o"}`)
-	f("clamp after rename", func(pk *resources.ProviderKey) {
-		clamp(pk)
-		pk.Request.ParamRenames = []resources.KV{{Key: "temp", Value: "temperature"}}
+	f("clamp after rename", func(k *testKey) {
+		clamp(k)
+		k.ParamRenames = []Rename{{From: "temp", To: "temperature"}}
 	}, adapters.ChatInput{}, `{"temp":5}`, `{"temperature":1,"model":"gpt-4o"}`)
 
 	// default_body_fields
-	defs := func(pk *resources.ProviderKey) {
-		pk.Request.DefaultBodyFields = []resources.JSONField{
-			{Key: "safety_identifier", Value: json.RawMessage(`"gw"`)},
-			{Key: "metadata", Value: json.RawMessage(`{"a":"b"}`)},
-			{Key: "model", Value: json.RawMessage(`"nope"`)},
-			{Key: "stream", Value: json.RawMessage(`true`)},
+	defs := func(k *testKey) {
+		k.DefaultBodyFields = []BodyField{
+			{Key: "safety_identifier", Value: []byte(`"gw"`)},
+			{Key: "metadata", Value: []byte(`{"a":"b"}`)},
+			{Key: "model", Value: []byte(`"nope"`)},
+			{Key: "stream", Value: []byte(`true`)},
 		}
 	}
 	f("default fields added when absent", defs, adapters.ChatInput{}, `{"messages":[]}`,
 		`{"messages":[],"model":"gpt-4o","safety_identifier":"gw","metadata":{"a":"b"}}`)
 	f("default fields kept when caller set them (null included)", defs, adapters.ChatInput{},
 		`{"safety_identifier":"me","metadata":null}`, `{"safety_identifier":"me","metadata":null,"model":"gpt-4o"}`)
-	f("default field after rename sees the renamed key", func(pk *resources.ProviderKey) {
-		pk.Request.ParamRenames = []resources.KV{{Key: "x", Value: "y"}}
-		pk.Request.DefaultBodyFields = []resources.JSONField{{Key: "y", Value: json.RawMessage(`0`)}}
+	f("default field after rename sees the renamed key", func(k *testKey) {
+		k.ParamRenames = []Rename{{From: "x", To: "y"}}
+		k.DefaultBodyFields = []BodyField{{Key: "y", Value: []byte(`0`)}}
 	}, adapters.ChatInput{}, `{"x":1}`, `{"y":1,"model":"gpt-4o"}`)
 
 	// content_list_to_string
-	flat := func(pk *resources.ProviderKey) { pk.Response.ContentListToString = true }
+	flat := func(k *testKey) { k.ContentListToString = true }
 	f("text blocks flattened", flat, adapters.ChatInput{},
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"Hello "},{"type":"text","text":"w\"orld\n","cache_control":{"type":"ephemeral"}}]}]}`,
 		`{"messages":[{"role":"user","content":"Hello w\"orld\n"}],"model":"gpt-4o"}`)
@@ -176,7 +185,7 @@ func TestBodyEdits(t *testing.T) {
 	f("flatten off by default", nil, adapters.ChatInput{},
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`,
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"model":"gpt-4o"}`)
-	f("flatten and developer in one message", func(pk *resources.ProviderKey) { flat(pk); pk.Provider = "x" },
+	f("flatten and developer in one message", func(k *testKey) { flat(k); k.Provider = "x" },
 		adapters.ChatInput{},
 		`{"messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`,
 		`{"messages":[{"role":"system","content":"ab"}],"model":"gpt-4o"}`)
@@ -193,8 +202,8 @@ func TestBodyEdits(t *testing.T) {
 		`{"stream":true}`, `{"stream":true,"model":"gpt-4o"}`)
 	f("no include_usage when not streaming", nil, adapters.ChatInput{ForceUsage: true},
 		`{}`, `{"model":"gpt-4o"}`)
-	f("include_usage on default stream_options", func(pk *resources.ProviderKey) {
-		pk.Request.DefaultBodyFields = []resources.JSONField{{Key: "stream_options", Value: json.RawMessage(`{"include_obfuscation":false}`)}}
+	f("include_usage on default stream_options", func(k *testKey) {
+		k.DefaultBodyFields = []BodyField{{Key: "stream_options", Value: []byte(`{"include_obfuscation":false}`)}}
 	}, adapters.ChatInput{Stream: true, ForceUsage: true}, `{"stream":true}`,
 		`{"stream":true,"model":"gpt-4o","stream_options":{"include_obfuscation":false,"include_usage":true}}`)
 }
@@ -210,7 +219,7 @@ func TestBodyVerbatim(t *testing.T) {
 }
 
 func TestBodyNotObject(t *testing.T) {
-	a, _ := New(key(nil), adapters.Options{})
+	a, _ := compile(key(nil))
 	for _, body := range []string{``, `[]`, `"x"`, `{"a":`, `nul`} {
 		req := &fasthttp.Request{}
 		err := a.BuildChat(req, &adapters.ChatInput{Body: []byte(body), UpstreamModel: "m"})
@@ -221,7 +230,7 @@ func TestBodyNotObject(t *testing.T) {
 }
 
 func TestURLAndAuth(t *testing.T) {
-	f := func(name string, mod func(*resources.ProviderKey), model, wantURL, wantAuthKey, wantAuth string) {
+	f := func(name string, mod func(*testKey), model, wantURL, wantAuthKey, wantAuth string) {
 		t.Helper()
 		t.Run(name, func(t *testing.T) {
 			t.Helper()
@@ -241,11 +250,11 @@ func TestURLAndAuth(t *testing.T) {
 		})
 	}
 	f("default base", nil, "gpt-4o", "https://api.openai.com/v1/chat/completions", "Authorization", "Bearer sk-upstream")
-	f("api_base trailing slash and query", func(pk *resources.ProviderKey) { pk.APIBase = "http://10.0.0.1:8000/v1/?x=1" },
+	f("api_base trailing slash and query", func(k *testKey) { k.BaseURL = "http://10.0.0.1:8000/v1/?x=1" },
 		"m", "http://10.0.0.1:8000/v1/chat/completions?x=1", "Authorization", "Bearer sk-upstream")
-	azure := func(base string) func(*resources.ProviderKey) {
-		return func(pk *resources.ProviderKey) {
-			pk.Adapter, pk.Provider, pk.APIBase = resources.AdapterAzureOpenAI, "azure", base
+	azure := func(base string) func(*testKey) {
+		return func(k *testKey) {
+			k.azure, k.Provider, k.BaseURL = true, "azure", base
 		}
 	}
 	f("azure v1", azure("https://r.openai.azure.com/openai/v1"), "dep",
@@ -261,17 +270,17 @@ func TestURLAndAuth(t *testing.T) {
 }
 
 func TestAzureRequiresBase(t *testing.T) {
-	_, err := NewAzure(key(func(pk *resources.ProviderKey) { pk.Adapter = resources.AdapterAzureOpenAI }), adapters.Options{})
+	_, err := compile(key(func(k *testKey) { k.azure = true }))
 	if !errors.Is(err, adapters.ErrConfig) {
 		t.Fatalf("got %v; want ErrConfig", err)
 	}
 }
 
 func TestAzureBodyRules(t *testing.T) {
-	pk := key(func(pk *resources.ProviderKey) {
-		pk.Adapter, pk.Provider, pk.APIBase = resources.AdapterAzureOpenAI, "openai", "https://r.openai.azure.com/openai/v1"
+	k := key(func(k *testKey) {
+		k.azure, k.Provider, k.BaseURL = true, "openai", "https://r.openai.azure.com/openai/v1"
 	})
-	req := build(t, pk, &adapters.ChatInput{UpstreamModel: "o3",
+	req := build(t, k, &adapters.ChatInput{UpstreamModel: "o3",
 		Body: []byte(`{"max_tokens":5,"messages":[{"role":"developer","content":"x"}]}`)})
 	jsonEqual(t, string(req.Body()), `{"max_completion_tokens":5,"messages":[{"role":"system","content":"x"}],"model":"o3"}`)
 }
@@ -279,7 +288,7 @@ func TestAzureBodyRules(t *testing.T) {
 func TestUserInfoBecomesBasicAuth(t *testing.T) {
 	// Documented fasthttp behaviour: user-info in the URL is sent as Basic
 	// auth and replaces the Bearer credential when the request is written.
-	req := build(t, key(func(pk *resources.ProviderKey) { pk.APIBase = "https://u:p%40ss@h.example/v1" }),
+	req := build(t, key(func(k *testKey) { k.BaseURL = "https://u:p%40ss@h.example/v1" }),
 		&adapters.ChatInput{Body: []byte(`{}`), UpstreamModel: "m"})
 	var sb strings.Builder
 	if _, err := req.WriteTo(&sb); err != nil {
@@ -295,12 +304,12 @@ func TestUserInfoBecomesBasicAuth(t *testing.T) {
 }
 
 func TestHeadersThroughBuildChat(t *testing.T) {
-	pk := key(func(pk *resources.ProviderKey) {
-		pk.Request.ForwardClientHeaders = []string{"x-trace-*", "authorization"}
-		pk.Request.DefaultHeaders = []resources.HeaderTemplate{
-			{Name: "x-team", Parts: []resources.TemplatePart{{Literal: "t-"}, {Var: resources.VarAPIKeyTeamID}}},
-			{Name: "authorization", Parts: []resources.TemplatePart{{Literal: "Bearer evil"}}},
-			{Name: "content-type", Parts: []resources.TemplatePart{{Literal: "text/plain"}}},
+	k := key(func(k *testKey) {
+		k.Headers.ForwardClientHeaders = []string{"x-trace-*", "authorization"}
+		k.Headers.DefaultHeaders = []headers.Template{
+			{Name: "x-team", Parts: []headers.Part{{Literal: "t-"}, {Var: headers.VarAPIKeyTeamID}}},
+			{Name: "authorization", Parts: []headers.Part{{Literal: "Bearer evil"}}},
+			{Name: "content-type", Parts: []headers.Part{{Literal: "text/plain"}}},
 		}
 	})
 	client := &fasthttp.RequestHeader{}
@@ -309,8 +318,8 @@ func TestHeadersThroughBuildChat(t *testing.T) {
 	client.Set("Content-Type", "application/json; charset=utf-8")
 	in := &adapters.ChatInput{Body: []byte(`{}`), UpstreamModel: "m", ClientHeaders: client,
 		CallerCredential: headers.SlotAuthorization}
-	in.Vars[resources.VarAPIKeyTeamID] = "42"
-	req := build(t, pk, in)
+	in.Vars[headers.VarAPIKeyTeamID] = "42"
+	req := build(t, k, in)
 	for k, want := range map[string]string{
 		"Authorization": "Bearer sk-upstream", // caller's gw key never relayed; default cannot override
 		"X-Team":        "t-42",
@@ -324,7 +333,7 @@ func TestHeadersThroughBuildChat(t *testing.T) {
 }
 
 func TestAdapterStringHidesKey(t *testing.T) {
-	a, _ := New(key(nil), adapters.Options{})
+	a, _ := compile(key(nil))
 	for _, s := range []string{a.(*Adapter).String(), a.(*Adapter).GoString()} {
 		if strings.Contains(s, "sk-upstream") {
 			t.Fatalf("credential printed: %s", s)
@@ -350,7 +359,7 @@ func TestIsReasoningModel(t *testing.T) {
 }
 
 func TestConcurrentBuildChat(t *testing.T) {
-	a, _ := New(key(func(pk *resources.ProviderKey) { pk.Provider = "x"; pk.Response.ContentListToString = true }), adapters.Options{})
+	a, _ := compile(key(func(k *testKey) { k.Provider = "x"; k.ContentListToString = true }))
 	body := []byte(`{"model":"a","messages":[{"role":"developer","content":[{"type":"text","text":"x"}]}],"stream":true}`)
 	done := make(chan string, 8)
 	for range 8 {

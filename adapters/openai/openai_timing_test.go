@@ -1,13 +1,12 @@
 package openai
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
-	"gw/admin/resources"
+	"gw/adapters/headers"
 	"gw/sse/rawjson"
 )
 
@@ -24,18 +23,18 @@ var chatBody2K = []byte(`{"model":"team-default","stream":true,"temperature":1.4
 	`"tools":[{"type":"function","function":{"name":"search_code","description":"Search the repository for a symbol or text and return matching lines with file and line number.","parameters":{"type":"object","properties":{"query":{"type":"string","description":"text or symbol to look for"},"repo":{"type":"string","description":"repository name"},"max_results":{"type":"integer","minimum":1,"maximum":50}},"required":["query"]}}}],` +
 	`"tool_choice":"auto","parallel_tool_calls":true,"user":"u-1234","metadata":{"ticket":"OPS-981","env":"staging"}}`)
 
-func benchKey(renameFrom string) *resources.ProviderKey {
-	return key(func(pk *resources.ProviderKey) {
-		pk.Provider = "azure"
-		pk.Request.TemperatureMax = ptr(1.0)
-		pk.Request.ParamRenames = []resources.KV{{Key: renameFrom, Value: "safety_identifier"}}
-		pk.Request.DefaultBodyFields = []resources.JSONField{{Key: "service_tier", Value: json.RawMessage(`"default"`)}}
-		pk.Request.ForwardClientHeaders = []string{"x-request-id", "x-trace-*"}
-		pk.Request.DefaultHeaders = []resources.HeaderTemplate{
-			{Name: "x-team", Parts: []resources.TemplatePart{{Var: resources.VarAPIKeyTeamID}}},
-			{Name: "openai-project", Parts: []resources.TemplatePart{{Literal: "proj_123"}}},
+func benchKey(renameFrom string) *testKey {
+	return key(func(k *testKey) {
+		k.Provider = "azure"
+		k.TemperatureMax = ptr(1.0)
+		k.ParamRenames = []Rename{{From: renameFrom, To: "safety_identifier"}}
+		k.DefaultBodyFields = []BodyField{{Key: "service_tier", Value: []byte(`"default"`)}}
+		k.Headers.ForwardClientHeaders = []string{"x-request-id", "x-trace-*"}
+		k.Headers.DefaultHeaders = []headers.Template{
+			{Name: "x-team", Parts: []headers.Part{{Var: headers.VarAPIKeyTeamID}}},
+			{Name: "openai-project", Parts: []headers.Part{{Literal: "proj_123"}}},
 		}
-		pk.Response.ContentListToString = true
+		k.ContentListToString = true
 	})
 }
 
@@ -48,7 +47,7 @@ func benchInput(body []byte) *adapters.ChatInput {
 	client.Set("X-Stainless-Lang", "python")
 	in := &adapters.ChatInput{Body: body, UpstreamModel: "o3-mini", Stream: true, ForceUsage: true,
 		ClientHeaders: client, CallerCredential: 1}
-	in.Vars[resources.VarAPIKeyTeamID] = "team-7"
+	in.Vars[headers.VarAPIKeyTeamID] = "team-7"
 	return in
 }
 
@@ -63,7 +62,7 @@ func BenchmarkBuildChat2K(b *testing.B) { benchBuildChat(b, "end_user_id") }
 func BenchmarkBuildChat2KRenamePresent(b *testing.B) { benchBuildChat(b, "user") }
 
 func benchBuildChat(b *testing.B, renameFrom string) {
-	a, err := New(benchKey(renameFrom), adapters.Options{})
+	a, err := compile(benchKey(renameFrom))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +84,7 @@ func benchBuildChat(b *testing.B, renameFrom string) {
 // BenchmarkBuildChat2KModelOnly is the passthrough case: provider openai,
 // no request settings, only `model` changes.
 func BenchmarkBuildChat2KModelOnly(b *testing.B) {
-	a, _ := New(key(nil), adapters.Options{})
+	a, _ := compile(key(nil))
 	in := &adapters.ChatInput{Body: chatBody2K, UpstreamModel: "gpt-4o"}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(chatBody2K)))

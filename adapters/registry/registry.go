@@ -1,19 +1,56 @@
 // Package registry is the table of adapter families, keyed by the provider
-// key's resolved `adapter` (resources.AdapterOpenAI ...). The snapshot
-// compiler calls New once per provider key and BaseURL to pick the upstream
-// client pool; nothing here runs per request.
+// key's resolved `adapter` (FamilyOpenAI ...). The snapshot compiler fills a
+// Config per provider key and calls New once per key and BaseURL to pick
+// the upstream client pool; nothing here runs per request.
 package registry
 
 import (
+	"net/netip"
+
 	"gw/adapters"
 	"gw/adapters/anthropic"
 	"gw/adapters/openai"
-	"gw/admin/resources"
+	"gw/adapters/upstream"
 )
+
+// Adapter families: the values of a provider key's resolved `adapter`.
+const (
+	FamilyOpenAI      = "openai"
+	FamilyAnthropic   = "anthropic"
+	FamilyBedrock     = "bedrock"
+	FamilyVertex      = "vertex"
+	FamilyAzureOpenAI = "azure-openai"
+)
+
+// Config is one provider key as the adapters tree reads it: the family, what
+// every family reads (Key), the family-specific parts, and the upstream
+// client settings. The snapshot compiler fills it; it must not change once
+// passed to New.
+type Config struct {
+	// Family is the resolved `adapter`; "" means FamilyOpenAI.
+	Family string
+	Key    adapters.KeyConfig
+	// OpenAI is read by the openai and azure-openai families.
+	OpenAI openai.Config
+	// TLS and ResolveAddresses are the upstream client settings of the
+	// key's base URL (see Target).
+	TLS upstream.TLS
+	// ResolveAddresses replace DNS for the api_base host, tried in order.
+	ResolveAddresses []netip.Addr
+}
+
+// Target returns the upstream client target of c for base (BaseURL's
+// answer, or a native surface's base).
+func (c *Config) Target(base string) upstream.Target {
+	return upstream.Target{BaseURL: base, TLS: c.TLS, ResolveAddresses: c.ResolveAddresses}
+}
+
+// Factory compiles the adapter of one provider key.
+type Factory func(c *Config, opts adapters.Options) (adapters.Adapter, error)
 
 // Family is one adapter family.
 type Family struct {
-	New adapters.Factory
+	New Factory
 	// DefaultBaseURL is used when the key has no api_base; "" means
 	// api_base is required.
 	DefaultBaseURL string
@@ -22,28 +59,40 @@ type Family struct {
 // Families lists the implemented adapter families. bedrock and vertex are
 // not implemented yet: New reports adapters.ErrUnsupported.
 var Families = map[string]Family{
-	resources.AdapterOpenAI:      {New: openai.New, DefaultBaseURL: openai.DefaultBaseURL},
-	resources.AdapterAzureOpenAI: {New: openai.NewAzure},
-	resources.AdapterAnthropic:   {New: anthropic.New, DefaultBaseURL: anthropic.DefaultBaseURL},
+	FamilyOpenAI:      {New: newOpenAI, DefaultBaseURL: openai.DefaultBaseURL},
+	FamilyAzureOpenAI: {New: newAzureOpenAI},
+	FamilyAnthropic:   {New: newAnthropic, DefaultBaseURL: anthropic.DefaultBaseURL},
 }
 
-// New compiles the adapter of pk.
-func New(pk *resources.ProviderKey, opts adapters.Options) (adapters.Adapter, error) {
-	f, ok := Families[adapterOf(pk)]
+func newOpenAI(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return openai.New(&c.Key, &c.OpenAI, opts)
+}
+
+func newAzureOpenAI(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return openai.NewAzure(&c.Key, &c.OpenAI, opts)
+}
+
+func newAnthropic(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return anthropic.New(&c.Key, opts)
+}
+
+// New compiles the adapter of c.
+func New(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	f, ok := Families[familyOf(c.Family)]
 	if !ok {
 		return nil, adapters.ErrUnsupported
 	}
-	return f.New(pk, opts)
+	return f.New(c, opts)
 }
 
-// BaseURL returns the base URL the adapter of pk calls: api_base, or the
+// BaseURL returns the base URL the adapter of c calls: api_base, or the
 // family's default. It reports adapters.ErrConfig when neither exists and
 // adapters.ErrUnsupported for an unknown family.
-func BaseURL(pk *resources.ProviderKey) (string, error) {
-	if pk.APIBase != "" {
-		return pk.APIBase, nil
+func BaseURL(c *Config) (string, error) {
+	if c.Key.BaseURL != "" {
+		return c.Key.BaseURL, nil
 	}
-	f, ok := Families[adapterOf(pk)]
+	f, ok := Families[familyOf(c.Family)]
 	if !ok {
 		return "", adapters.ErrUnsupported
 	}
@@ -53,15 +102,16 @@ func BaseURL(pk *resources.ProviderKey) (string, error) {
 	return f.DefaultBaseURL, nil
 }
 
-func adapterOf(pk *resources.ProviderKey) string {
-	if pk.Adapter == "" {
-		return resources.AdapterOpenAI
+func familyOf(family string) string {
+	if family == "" {
+		return FamilyOpenAI
 	}
-	return pk.Adapter
+	return family
 }
 
-// Built reports whether the adapter family of pk is in this build.
-func Built(pk *resources.ProviderKey) bool {
-	_, ok := Families[adapterOf(pk)]
+// Built reports whether the adapter family (a provider key's resolved
+// `adapter`; "" means FamilyOpenAI) is in this build.
+func Built(family string) bool {
+	_, ok := Families[familyOf(family)]
 	return ok
 }

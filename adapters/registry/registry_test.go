@@ -1,11 +1,12 @@
 package registry_test
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,81 +14,88 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/anthropic"
 	"gw/adapters/headers"
 	"gw/adapters/openai"
 	"gw/adapters/registry"
 	"gw/adapters/upstream"
-	"gw/admin/resources"
 	"gw/sse/rawjson"
 )
 
-func load(t *testing.T, yaml string, env map[string]string) *resources.Resources {
-	t.Helper()
-	res := resources.Load([]byte(yaml), func(n string) (string, bool) { v, ok := env[n]; return v, ok })
-	if err := res.Err(); err != nil {
-		t.Fatalf("cannot load: %v", err)
-	}
-	return res.Resources
-}
-
-// TestExampleFile compiles every provider key of examples/gw.yaml.
-func TestExampleFile(t *testing.T) {
-	raw, err := os.ReadFile("../../examples/gw.yaml")
-	if err != nil {
-		t.Skip("examples/gw.yaml not readable:", err)
-	}
-	env := func(n string) (string, bool) {
-		if n == "MOCK_BASE" {
-			return "http://127.0.0.1:9999", true
-		}
-		return "x-" + n + "-" + strings.Repeat("k", 40), true
-	}
-	res := resources.Load(raw, env)
-	if err := res.Err(); err != nil {
-		t.Skip("examples/gw.yaml does not load right now (edited concurrently?):", err)
-	}
-	pool := upstream.NewPool(upstream.Options{})
-	for _, pk := range res.Resources.ProviderKeys {
-		a, err := registry.New(pk, adapters.Options{})
-		if _, ok := registry.Families[pk.Adapter]; !ok {
-			if !errors.Is(err, adapters.ErrUnsupported) {
-				t.Fatalf("%s (%s): got %v; want ErrUnsupported", pk.DisplayName, pk.Adapter, err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", pk.DisplayName, err)
-		}
-		base, err := registry.BaseURL(pk)
-		if err != nil {
-			t.Fatalf("%s: %v", pk.DisplayName, err)
-		}
-		if _, err := pool.Client(upstream.TargetOf(pk, base)); err != nil {
-			t.Fatalf("%s: %v", pk.DisplayName, err)
-		}
-		if s, ok := a.(interface{ String() string }); !ok || strings.Contains(s.String(), "kkkk") {
-			t.Fatalf("%s: adapter prints its credential", pk.DisplayName)
-		}
-	}
-}
-
 func TestBaseURL(t *testing.T) {
-	f := func(pk resources.ProviderKey, want string, wantErr error) {
+	f := func(c registry.Config, want string, wantErr error) {
 		t.Helper()
-		got, err := registry.BaseURL(&pk)
+		got, err := registry.BaseURL(&c)
 		if got != want || !errors.Is(err, wantErr) {
-			t.Fatalf("%+v: got %q, %v; want %q, %v", pk.Adapter, got, err, want, wantErr)
+			t.Fatalf("%q: got %q, %v; want %q, %v", c.Family, got, err, want, wantErr)
 		}
 	}
-	f(resources.ProviderKey{Adapter: resources.AdapterOpenAI}, openai.DefaultBaseURL, nil)
-	f(resources.ProviderKey{}, openai.DefaultBaseURL, nil)
-	f(resources.ProviderKey{Adapter: resources.AdapterOpenAI, APIBase: "http://h/v1"}, "http://h/v1", nil)
-	f(resources.ProviderKey{Adapter: resources.AdapterAzureOpenAI}, "", adapters.ErrConfig)
-	f(resources.ProviderKey{Adapter: resources.AdapterBedrock}, "", adapters.ErrUnsupported)
+	f(registry.Config{Family: registry.FamilyOpenAI}, openai.DefaultBaseURL, nil)
+	f(registry.Config{}, openai.DefaultBaseURL, nil)
+	f(registry.Config{Family: registry.FamilyOpenAI, Key: adapters.KeyConfig{BaseURL: "http://h/v1"}}, "http://h/v1", nil)
+	f(registry.Config{Family: registry.FamilyAnthropic}, anthropic.DefaultBaseURL, nil)
+	f(registry.Config{Family: registry.FamilyAzureOpenAI}, "", adapters.ErrConfig)
+	f(registry.Config{Family: registry.FamilyBedrock}, "", adapters.ErrUnsupported)
 }
 
-// TestEndToEnd drives a key loaded from YAML through BuildChat, the
-// upstream client and the response helpers against a local server.
+func TestNew(t *testing.T) {
+	for _, fam := range []string{registry.FamilyBedrock, registry.FamilyVertex, "nope"} {
+		if _, err := registry.New(&registry.Config{Family: fam}, adapters.Options{}); !errors.Is(err, adapters.ErrUnsupported) {
+			t.Fatalf("%s: got %v; want ErrUnsupported", fam, err)
+		}
+		if registry.Built(fam) {
+			t.Fatalf("%s: Built", fam)
+		}
+	}
+	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic} {
+		if !registry.Built(fam) {
+			t.Fatalf("%q: not Built", fam)
+		}
+	}
+	c := &registry.Config{Family: registry.FamilyAnthropic}
+	a, err := registry.New(c, adapters.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := a.(adapters.Protocoler); !ok || p.Protocol() != anthropic.ProtocolMessages {
+		t.Fatalf("anthropic adapter does not report the messages protocol")
+	}
+}
+
+// TestCredentialNeverPrinted formats the config and the adapter of every
+// family with every common verb: the credential must not appear.
+func TestCredentialNeverPrinted(t *testing.T) {
+	const secret = "sk-very-secret-credential"
+	for _, fam := range []string{registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic} {
+		c := &registry.Config{Family: fam, Key: adapters.KeyConfig{Name: "k", Credential: adapters.NewSecret(secret),
+			BaseURL: "https://r.example/v1", Messages: adapters.NativeSurface{On: true}}}
+		a, err := registry.New(c, adapters.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", fam, err)
+		}
+		var out []string
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
+			out = append(out, fmt.Sprintf(verb, c), fmt.Sprintf(verb, *c), fmt.Sprintf(verb, a), fmt.Sprintf(verb, c.Key.Credential))
+		}
+		j, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(j), fmt.Sprint(errors.New(fmt.Sprint(c))))
+		for _, s := range out {
+			if strings.Contains(s, secret) || strings.Contains(s, fmt.Sprintf("%x", secret)) {
+				t.Fatalf("%s: credential printed: %s", fam, s)
+			}
+		}
+		if c.Key.Credential.Reveal() != secret {
+			t.Fatalf("Reveal: got %q", c.Key.Credential.Reveal())
+		}
+	}
+}
+
+// TestEndToEnd drives a key through BuildChat, the upstream client and the
+// response helpers against a local server. (admin/snapshot checks that the
+// same key written in a resource file compiles to this Config.)
 func TestEndToEnd(t *testing.T) {
 	type seen struct {
 		path, auth, team, trace, xgw, body string
@@ -104,24 +112,26 @@ func TestEndToEnd(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	res := load(t, `_format_version: "1"
-provider_keys:
-  - display_name: local
-    provider: vllm
-    api_key: ${KEY}
-    api_base: ${BASE}/v1
-    request:
-      default_headers:
-        x-team: "$${request.api_key.team_id}"
-      forward_client_headers: ["x-trace-*", "x-gw-*"]
-`, map[string]string{"KEY": "sk-local", "BASE": srv.URL})
-	pk := res.ProviderKeys[0]
-	a, err := registry.New(pk, adapters.Options{})
+	c := &registry.Config{
+		Family: registry.FamilyOpenAI,
+		Key: adapters.KeyConfig{
+			Name:       "local",
+			Credential: adapters.NewSecret("sk-local"),
+			BaseURL:    srv.URL + "/v1",
+			Headers: headers.Config{
+				DefaultHeaders:       []headers.Template{{Name: "x-team", Parts: []headers.Part{{Var: headers.VarAPIKeyTeamID}}}},
+				ForwardClientHeaders: []string{"x-trace-*", "x-gw-*"},
+			},
+		},
+		OpenAI: openai.Config{Provider: "vllm"},
+		TLS:    upstream.TLS{Verify: true},
+	}
+	a, err := registry.New(c, adapters.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := registry.BaseURL(pk)
-	c, err := upstream.NewPool(upstream.Options{}).Client(upstream.TargetOf(pk, base))
+	base, _ := registry.BaseURL(c)
+	cl, err := upstream.NewPool(upstream.Options{}).Client(c.Target(base))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +145,7 @@ provider_keys:
 		UpstreamModel: "qwen-72b", Stream: true, ForceUsage: true,
 		ClientHeaders: client, CallerCredential: headers.SlotAuthorization,
 	}
-	in.Vars[resources.VarAPIKeyTeamID] = "team-9"
+	in.Vars[headers.VarAPIKeyTeamID] = "team-9"
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	if err := a.BuildChat(req, in); err != nil {
@@ -143,7 +153,7 @@ provider_keys:
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	if err := c.DoStream(req, resp, 5*time.Second); err != nil {
+	if err := cl.DoStream(req, resp, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	s := <-got

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-
-	"gw/admin/resources"
 )
 
 // serveRaw answers one request on a loopback listener with raw bytes, then
@@ -50,7 +48,7 @@ func TestPeerClosedTellsCutFromEnd(t *testing.T) {
 		t.Helper()
 		base := serveRaw(t, answer, closeAfter)
 		p := NewPool(Options{})
-		c, err := p.Client(Target{BaseURL: base, TLS: resources.TLSSettings{Verify: true}})
+		c, err := p.Client(Target{BaseURL: base, TLS: TLS{Verify: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

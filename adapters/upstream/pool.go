@@ -19,6 +19,7 @@ package upstream
 import (
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"net"
@@ -29,8 +30,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"gw/admin/resources"
 )
 
 // Options are the deployment-wide client settings. Zero fields take the
@@ -56,15 +55,16 @@ type Target struct {
 	// BaseURL is an absolute http(s) URL; only scheme, host and port are
 	// used here (requests carry their full URL).
 	BaseURL string
-	TLS     resources.TLSSettings
+	TLS     TLS
 	// ResolveAddresses replace DNS for the host, tried in order.
 	ResolveAddresses []netip.Addr
 }
 
-// TargetOf returns the Target of pk for base (api_base or the adapter
-// family's default, see registry.BaseURL).
-func TargetOf(pk *resources.ProviderKey, base string) Target {
-	return Target{BaseURL: base, TLS: pk.TLS, ResolveAddresses: pk.ResolveAddresses}
+// TLS is a provider key's `tls` block, for https targets.
+type TLS struct {
+	CACert string         // PEM as written; part of the pool key (hashed)
+	CAPool *x509.CertPool // system roots plus CACert; nil: system roots
+	Verify bool           // verify the server certificate
 }
 
 // ErrBadTarget is returned by Pool.Client for a base URL that is not an

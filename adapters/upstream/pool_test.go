@@ -25,8 +25,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"gw/admin/resources"
 )
 
 const fakeHost = "api.fake.test"
@@ -143,7 +141,7 @@ func TestTLSCustomCAAndResolveAddresses(t *testing.T) {
 	s := startServer(t, ca, okHandler)
 	base := "https://" + fakeHost + ":" + strconv.Itoa(s.port) + "/v1"
 	p := NewPool(Options{})
-	c, err := p.Client(Target{BaseURL: base, TLS: resources.TLSSettings{CACert: ca.pem, CAPool: ca.pool, Verify: true},
+	c, err := p.Client(Target{BaseURL: base, TLS: TLS{CACert: ca.pem, CAPool: ca.pool, Verify: true},
 		ResolveAddresses: []netip.Addr{loopback}})
 	if err != nil {
 		t.Fatal(err)
@@ -182,14 +180,14 @@ func TestTLSVerify(t *testing.T) {
 	p := NewPool(Options{})
 
 	// System roots do not know the test CA.
-	strict, _ := p.Client(Target{BaseURL: base, TLS: resources.TLSSettings{Verify: true}, ResolveAddresses: []netip.Addr{loopback}})
+	strict, _ := p.Client(Target{BaseURL: base, TLS: TLS{Verify: true}, ResolveAddresses: []netip.Addr{loopback}})
 	_, err := post(t, strict, base+"/x")
 	var uae x509.UnknownAuthorityError
 	if !errors.As(err, &uae) || Classify(err, 0) != KindTransport {
 		t.Fatalf("got %v (%v); want unknown authority, transport", err, Classify(err, 0))
 	}
 	// tls.verify: false accepts it.
-	loose, _ := p.Client(Target{BaseURL: base, TLS: resources.TLSSettings{Verify: false}, ResolveAddresses: []netip.Addr{loopback}})
+	loose, _ := p.Client(Target{BaseURL: base, TLS: TLS{Verify: false}, ResolveAddresses: []netip.Addr{loopback}})
 	if loose == strict {
 		t.Fatal("verify true and false share a client")
 	}
@@ -248,19 +246,19 @@ func TestPoolSharing(t *testing.T) {
 		}
 		return c
 	}
-	a := get(Target{BaseURL: "https://api.openai.com/v1", TLS: resources.TLSSettings{Verify: true}})
-	if b := get(Target{BaseURL: "https://API.openai.com:443/other", TLS: resources.TLSSettings{Verify: true}}); b != a {
+	a := get(Target{BaseURL: "https://api.openai.com/v1", TLS: TLS{Verify: true}})
+	if b := get(Target{BaseURL: "https://API.openai.com:443/other", TLS: TLS{Verify: true}}); b != a {
 		t.Fatalf("same origin got two clients: %q %q", a.Key(), b.Key())
 	}
-	if b := get(Target{BaseURL: "https://user:secret@api.openai.com/v1", TLS: resources.TLSSettings{Verify: true}}); b != a || strings.Contains(b.Key(), "secret") {
+	if b := get(Target{BaseURL: "https://user:secret@api.openai.com/v1", TLS: TLS{Verify: true}}); b != a || strings.Contains(b.Key(), "secret") {
 		t.Fatalf("user-info must neither split nor enter the key: %q", b.Key())
 	}
 	for _, tg := range []Target{
 		{BaseURL: "https://api.openai.com/v1"}, // verify false
-		{BaseURL: "https://api.openai.com/v1", TLS: resources.TLSSettings{Verify: true, CACert: "x"}},
-		{BaseURL: "https://api.openai.com/v1", TLS: resources.TLSSettings{Verify: true}, ResolveAddresses: []netip.Addr{loopback}},
+		{BaseURL: "https://api.openai.com/v1", TLS: TLS{Verify: true, CACert: "x"}},
+		{BaseURL: "https://api.openai.com/v1", TLS: TLS{Verify: true}, ResolveAddresses: []netip.Addr{loopback}},
 		{BaseURL: "http://api.openai.com/v1"},
-		{BaseURL: "https://api.openai.com:8443/v1", TLS: resources.TLSSettings{Verify: true}},
+		{BaseURL: "https://api.openai.com:8443/v1", TLS: TLS{Verify: true}},
 	} {
 		if b := get(tg); b == a {
 			t.Fatalf("%+v shares %q", tg, a.Key())
@@ -304,7 +302,7 @@ func TestStreamGapTimeout(t *testing.T) {
 			}
 			base := scheme + "://" + fakeHost + ":" + strconv.Itoa(s.port)
 			p := NewPool(Options{})
-			c, _ := p.Client(Target{BaseURL: base, TLS: resources.TLSSettings{CAPool: testPool(ca), CACert: "ca", Verify: true},
+			c, _ := p.Client(Target{BaseURL: base, TLS: TLS{CAPool: testPool(ca), CACert: "ca", Verify: true},
 				ResolveAddresses: []netip.Addr{loopback}})
 
 			req := fasthttp.AcquireRequest()

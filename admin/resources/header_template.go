@@ -1,6 +1,10 @@
 package resources
 
-import "strings"
+import (
+	"strings"
+
+	"gw/adapters/headers"
+)
 
 // HeaderTemplate is a default header whose value may hold per-request
 // variables (written $${request.api_key.team_id} in the file, which
@@ -16,19 +20,21 @@ type TemplatePart struct {
 	Var     RequestVar // VarNone for literal parts
 }
 
-// RequestVar names a per-request value usable in default headers.
-type RequestVar uint8
+// RequestVar names a per-request value usable in default headers. It is
+// headers.Var: the adapters index their per-request values (headers.Vars)
+// with it.
+type RequestVar = headers.Var
 
 // Request variables. A header whose variable has no value for a request is dropped.
 const (
-	VarNone RequestVar = iota
-	VarAPIKeyID
-	VarAPIKeyName
-	VarAPIKeyTeamID
-	VarAPIKeyUserID
-	VarAPIKeyUserName
-	VarModel
-	VarRequestID
+	VarNone           = headers.VarNone
+	VarAPIKeyID       = headers.VarAPIKeyID
+	VarAPIKeyName     = headers.VarAPIKeyName
+	VarAPIKeyTeamID   = headers.VarAPIKeyTeamID
+	VarAPIKeyUserID   = headers.VarAPIKeyUserID
+	VarAPIKeyUserName = headers.VarAPIKeyUserName
+	VarModel          = headers.VarModel
+	VarRequestID      = headers.VarRequestID
 )
 
 // RequestVars maps the names accepted in ${...} to variables.

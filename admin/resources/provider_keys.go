@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"gw/adapters/headers"
 )
 
 // Adapter protocol families.
@@ -379,28 +381,13 @@ func validHeaderName(h string) bool {
 	return true
 }
 
-var hopByHop = map[string]bool{
-	"connection": true, "keep-alive": true, "proxy-authenticate": true, "proxy-authorization": true,
-	"proxy-connection": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
-}
+// alwaysDroppedHeader: host, hop-by-hop and x-gw-* never go upstream from
+// default_headers (the adapters' own list, headers.AlwaysDropped).
+func alwaysDroppedHeader(h string) bool { return headers.AlwaysDropped(h) }
 
-// alwaysDroppedHeader: host, hop-by-hop and x-gw-* never go upstream from default_headers.
-func alwaysDroppedHeader(h string) bool {
-	return h == "host" || hopByHop[h] || strings.HasPrefix(h, "x-gw-")
-}
-
-// NeverRelayedHeader reports names that forward_client_headers never relays.
-func NeverRelayedHeader(h string) bool {
-	if alwaysDroppedHeader(h) || strings.HasPrefix(h, "x-stainless-") {
-		return true
-	}
-	switch h {
-	case "content-type", "content-length", "accept", "accept-encoding", "content-encoding",
-		"expect", "set-cookie", "anthropic-version":
-		return true
-	}
-	return false
-}
+// NeverRelayedHeader reports names that forward_client_headers never relays
+// (the adapters' own list, headers.NeverRelayed).
+func NeverRelayedHeader(h string) bool { return headers.NeverRelayed(h) }
 
 // decodeForwardHeaders reads a forward_client_headers list with the rules
 // of provider keys: entries are trimmed and lowercased, hold at most one '*',

@@ -282,7 +282,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 func servable(p *Plan) bool {
 	switch p.Kind {
 	case resources.KindDirect:
-		return p.Model.ProviderKey != nil && registry.Built(p.Model.ProviderKey)
+		return p.Model.ProviderKey != nil && registry.Built(p.Model.ProviderKey.Adapter)
 	case resources.KindRouting:
 		for _, t := range p.Targets {
 			if servable(t.Plan) {
@@ -302,7 +302,8 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 	for _, pk := range res.ProviderKeys {
 		u := &Upstream{Key: pk}
 		out[pk] = u
-		a, err := registry.New(pk, opt.Adapters)
+		cfg := adapterConfig(pk)
+		a, err := registry.New(cfg, opt.Adapters)
 		if errors.Is(err, adapters.ErrUnsupported) {
 			u.Err = err
 			continue
@@ -310,11 +311,11 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 		if err != nil {
 			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): cannot compile adapter: " + err.Error())
 		}
-		base, err := registry.BaseURL(pk)
+		base, err := registry.BaseURL(cfg)
 		if err != nil {
 			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): api_base: required for adapter " + pk.Adapter)
 		}
-		c, err := opt.Pool.Client(upstream.TargetOf(pk, base))
+		c, err := opt.Pool.Client(cfg.Target(base))
 		if err != nil {
 			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): api_base: " + err.Error())
 		}
@@ -328,7 +329,7 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 				if nbase == "" {
 					continue
 				}
-				if u.Native[s], err = opt.Pool.Client(nativeTarget(pk, base, nbase)); err != nil {
+				if u.Native[s], err = opt.Pool.Client(nativeTarget(cfg, base, nbase)); err != nil {
 					return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): apis base: " + err.Error())
 				}
 			}
@@ -340,8 +341,8 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 // nativeTarget is the client target of a native surface's base URL.
 // resolve_addresses belong to api_base's host: they carry over only when the
 // surface's base has that same scheme, host and port.
-func nativeTarget(pk *resources.ProviderKey, base, nbase string) upstream.Target {
-	t := upstream.TargetOf(pk, nbase)
+func nativeTarget(cfg *registry.Config, base, nbase string) upstream.Target {
+	t := cfg.Target(nbase)
 	a, errA := url.Parse(base)
 	b, errB := url.Parse(nbase)
 	if errA != nil || errB != nil || a.Scheme != b.Scheme || a.Host != b.Host {
