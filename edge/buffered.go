@@ -41,7 +41,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 			c.upstreamDur += time.Since(sent)
 			fasthttp.ReleaseRequest(req)
 			status := resp.StatusCode()
-			if err == nil && status < 300 && !rawjson.Valid(resp.Body()) {
+			if err == nil && status < 300 && !looksLikeObject(resp.Body()) {
 				// A success gw cannot read is the upstream's failure, not
 				// an answer to relay: retry and failover rules apply.
 				fail = lastFailure{kind: kindInvalid, reason: "the upstream answered " + strconv.Itoa(status) + " with a body that is not JSON"}
@@ -177,3 +177,23 @@ func addMessagesUsage(u *adapters.Usage, usage []byte) {
 	}
 	u.Total = u.Prompt + u.Completion
 }
+
+// looksLikeObject reports whether an upstream success body is a JSON object
+// as far as its first and last bytes tell. Every buffered answer gw relays
+// is one; what upstreams send instead (an HTML error page from a proxy, an
+// empty body, plain text) fails here at no cost. A body that passes but is
+// malformed inside fails the conversion or reaches the caller as the
+// upstream wrote it; a full validation would scan every byte of every
+// answer on the hot path.
+func looksLikeObject(b []byte) bool {
+	i, j := 0, len(b)-1
+	for i <= j && isSpace(b[i]) {
+		i++
+	}
+	for j >= i && isSpace(b[j]) {
+		j--
+	}
+	return i < j && b[i] == '{' && b[j] == '}'
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -97,3 +97,12 @@ func TestHasContent(t *testing.T) {
 	f(`{"choices":[{"delta":{"reasoning_content":"think"}}]}`, true)
 	f(`{"choices":[],"usage":{"total_tokens":3}}`, false)
 }
+
+func TestLooksLikeObject(t *testing.T) {
+	for in, want := range map[string]bool{`{"a":1}`: true, " {}\n": true, "": false, "   ": false, "<html></html>": false,
+		"{": false, "}": false, "[1]": false, "plain text": false, "{\"a\"": false} {
+		if got := looksLikeObject([]byte(in)); got != want {
+			t.Errorf("%q: %v; want %v", in, got, want)
+		}
+	}
+}

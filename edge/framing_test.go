@@ -179,3 +179,26 @@ func TestHeaderTimeout(t *testing.T) {
 		t.Fatalf("closed after %v", d)
 	}
 }
+
+// BenchmarkBadFraming: the framing check every request pays (no
+// Transfer-Encoding, the common case).
+func BenchmarkBadFraming(b *testing.B) {
+	raw := []byte("Host: gw.example\r\nUser-Agent: OpenAI/Python 1.50.0\r\nContent-Type: application/json\r\nContent-Length: 1200\r\n" +
+		"Authorization: Bearer sk-0123456789\r\nX-Stainless-Lang: python\r\nX-Stainless-Runtime-Version: 3.12.1\r\nAccept: application/json\r\n")
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if BadFraming(raw) {
+			b.Fatal("flagged")
+		}
+	}
+}
+
+func TestBadFramingEdges(t *testing.T) {
+	for _, raw := range []string{"\n", "\n\n", "\r\n", "t", "c", "Transfer-Encoding", "Transfer-Encoding:", "te\n"} {
+		_ = BadFraming([]byte(raw)) // must not panic
+	}
+	if !BadFraming([]byte("Transfer-Encoding:\r\n")) {
+		t.Fatal("an empty Transfer-Encoding is not chunked")
+	}
+}

@@ -152,7 +152,7 @@ var Settings = []Setting{
 	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
 	{"server.max_body_bytes", "GW_MAX_BODY_BYTES", "max-body-bytes", "largest accepted request body; larger Content-Length gets 413", integer(1024, func(c *Config) *int64 { return &c.MaxBodyBytes })},
 	{"server.header_timeout", "GW_HEADER_TIMEOUT", "header-timeout", "time a client has to send a request's complete headers (from its first byte, or from connecting); 0 disables", duration(func(c *Config) *time.Duration { return &c.HeaderTimeout })},
-	{"server.body_timeout", "GW_BODY_TIMEOUT", "body-timeout", "time a client has to send a request body once its headers are in; 0 disables", duration(func(c *Config) *time.Duration { return &c.BodyTimeout })},
+	{"server.body_timeout", "GW_BODY_TIMEOUT", "body-timeout", "time a client has to send a request body over 64 KiB (or chunked) once its headers are in; smaller bodies arrive within header_timeout; 0 disables", duration(func(c *Config) *time.Duration { return &c.BodyTimeout })},
 	{"server.idle_timeout", "GW_IDLE_TIMEOUT", "idle-timeout", "close a keep-alive connection that sends no request for this long", duration(func(c *Config) *time.Duration { return &c.IdleTimeout })},
 	{"server.max_conns_per_ip", "GW_MAX_CONNS_PER_IP", "max-conns-per-ip", "concurrent connections allowed from one peer address (the TCP peer, not a forwarded address); 0: no cap", integer(0, func(c *Config) *int64 { return &c.MaxConnsPerIP })},
 	{"server.shutdown_grace", "GW_SHUTDOWN_GRACE", "shutdown-grace", "on SIGTERM/SIGINT, how long in-flight requests and streams may finish", duration(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
