@@ -167,6 +167,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		IdleTimeout: cfg.IdleTimeout, MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 	}
 	srv := edge.NewServer(mgr, proxy, statusLn == nil, lim, log)
+	// Signals are caught before the first request can be served: a SIGTERM
+	// that arrives as soon as /readyz answers must still shut down
+	// gracefully, not kill the process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(mainLn) }()
 	var statusSrv *fasthttp.Server
@@ -186,9 +192,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	log.Info("gw serving", "version", version, "listen", mainLn.Addr().String(),
 		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "resources_file", cfg.ResourcesFile)
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	for {
 		select {
 		case sig := <-sigs:
