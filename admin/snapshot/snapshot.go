@@ -78,6 +78,8 @@ type Snapshot struct {
 	Guardrails map[resources.GuardrailScope]*resources.GuardrailChain
 	// OIDC is the JWT verifier order (by issuer, then issuer-less HMAC providers).
 	OIDC *resources.OIDCVerifiers
+	// JWT maps verified tokens to callers (jwt_subject bindings, claim_mappings).
+	JWT *JWTTable
 
 	// Unenforced lists what the resources configure without runtime effect
 	// in this build (see Unenforced).
@@ -272,6 +274,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
 	s.OIDC = res.OIDCVerifiers()
+	s.compileJWT(res)
 	s.Unenforced = unenforced(res, s.PlanList)
 	return s, nil
 }

@@ -1,32 +1,42 @@
 // Package authn is the first stage of the request pipeline: it turns the
 // credential a caller presents into the compiled caller (grants, limits,
-// guardrail scopes, usage attribution). Caller keys are looked up by their
-// SHA-256; JWT/OIDC verification will end at the same caller.
+// guardrail scopes, usage attribution). A caller key is looked up by its
+// SHA-256; a credential shaped like a JWT that is no caller key is verified
+// as a token of an oidc_providers entry and mapped to its caller key
+// (jwt_subject, then claim_mappings). Both paths end at the same caller.
 package authn
 
 import (
 	"bytes"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/snapshot"
+	"gw/edge/authn/jwks"
 )
 
 // Failure is why a request is not authenticated: an error code and a
 // message for the caller's envelope (401). Messages never echo what was
-// presented.
+// presented, nor a claim value. Each failure is counted by
+// gw_auth_failures_total{reason=Code}.
 type Failure struct {
 	Code    string
 	Message string
+	count   *metrics.Counter
+}
+
+func newFailure(code, msg string) *Failure {
+	return &Failure{Code: code, Message: msg, count: metrics.GetOrCreateCounter(`gw_auth_failures_total{reason="` + code + `"}`)}
 }
 
 // Failures, shared: authentication allocates nothing.
 var (
-	Missing  = &Failure{"missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'."}
-	Invalid  = &Failure{"invalid_api_key", "Incorrect API key provided."}
-	Disabled = &Failure{"api_key_disabled", "This API key is disabled."}
-	Expired  = &Failure{"api_key_expired", "This API key has expired."}
+	Missing  = newFailure("missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'.")
+	Invalid  = newFailure("invalid_api_key", "Incorrect API key provided.")
+	Disabled = newFailure("api_key_disabled", "This API key is disabled.")
+	Expired  = newFailure("api_key_expired", "This API key has expired.")
 )
 
 var (
@@ -45,23 +55,105 @@ func Credential(h *fasthttp.RequestHeader) []byte {
 	return bytes.TrimSpace(h.PeekBytes(hdrXAPIKey))
 }
 
-// Authenticate resolves the caller of a request at time now, or says why
-// it cannot.
+// Options tune an Authenticator. Zero values take the defaults.
+type Options struct {
+	// CacheEntries bounds the verified-token cache (default 16384).
+	CacheEntries int
+	// CacheMaxTTL caps how long a verified token is served from the cache,
+	// whatever its exp (default 1 hour).
+	CacheMaxTTL time.Duration
+	// JWKS tunes signing-key fetching.
+	JWKS jwks.Options
+}
+
+// Authenticator holds the verification state that outlives snapshots: the
+// JWKS providers' signing keys and the verified-token cache.
+type Authenticator struct {
+	// Keys are the JWKS providers' key sets, by provider identity.
+	Keys   *jwks.Registry
+	cache  *tokenCache
+	maxTTL time.Duration
+}
+
+// New returns an Authenticator.
+func New(opt Options) *Authenticator {
+	if opt.CacheEntries <= 0 {
+		opt.CacheEntries = 16384
+	}
+	if opt.CacheMaxTTL <= 0 {
+		opt.CacheMaxTTL = time.Hour
+	}
+	return &Authenticator{Keys: jwks.NewRegistry(opt.JWKS), cache: newTokenCache(opt.CacheEntries), maxTTL: opt.CacheMaxTTL}
+}
+
+// Default is the process's Authenticator, used by Authenticate. It starts no
+// goroutine and fetches nothing until a token names a JWKS provider.
+var Default = New(Options{})
+
+// Authenticate resolves the caller of a request at time now with Default,
+// or says why it cannot.
 func Authenticate(h *fasthttp.RequestHeader, snap *snapshot.Snapshot, now time.Time) (*snapshot.Caller, *Failure) {
+	return Default.Authenticate(h, snap, now)
+}
+
+// Authenticate resolves the caller of a request at time now, or says why
+// it cannot. Caller keys and cached tokens allocate nothing.
+func (a *Authenticator) Authenticate(h *fasthttp.RequestHeader, snap *snapshot.Snapshot, now time.Time) (*snapshot.Caller, *Failure) {
 	key := Credential(h)
 	if len(key) == 0 {
-		return nil, Missing
+		return fail(Missing)
+	}
+	token := snap.JWT != nil && snap.JWT.Providers > 0 && looksLikeJWT(key)
+	if token {
+		// Fast path - a token verified before under this snapshot. Entries
+		// are made only after the caller-key lookup missed for the same
+		// generation, so a hit is never a caller key.
+		if c := a.cache.get(key, snap.JWT.Gen, now.UnixNano()); c != nil {
+			return checkKey(c, now)
+		}
 	}
 	c := snap.Lookup(key)
+	if c == nil {
+		if token {
+			// Slow path - verify the token.
+			return a.verify(key, snap, now)
+		}
+		return fail(Invalid)
+	}
+	return checkKey(c, now)
+}
+
+// checkKey: a disabled or expired key is 401 however it was reached.
+func checkKey(c *snapshot.Caller, now time.Time) (*snapshot.Caller, *Failure) {
 	switch {
-	case c == nil:
-		return nil, Invalid
 	case c.Key.Disabled:
-		return nil, Disabled
+		return fail(Disabled)
 	case !c.Key.ExpiresAt.IsZero() && !now.Before(c.Key.ExpiresAt):
-		return nil, Expired
+		return fail(Expired)
 	}
 	return c, nil
+}
+
+func fail(f *Failure) (*snapshot.Caller, *Failure) {
+	f.count.Inc()
+	return nil, f
+}
+
+// looksLikeJWT reports a compact JWS: three dot-separated segments, the
+// first the base64url of a JSON object ("ey" encodes `{"`).
+func looksLikeJWT(b []byte) bool {
+	if len(b) < 8 || b[0] != 'e' || b[1] != 'y' {
+		return false
+	}
+	i := bytes.IndexByte(b, '.')
+	if i < 0 {
+		return false
+	}
+	j := bytes.IndexByte(b[i+1:], '.')
+	if j <= 0 {
+		return false
+	}
+	return bytes.IndexByte(b[i+1+j+1:], '.') < 0
 }
 
 // HasAuthorization reports whether the request carries Authorization (an
