@@ -82,3 +82,11 @@ func BenchmarkAuthenticate(b *testing.B) {
 		}
 	}
 }
+
+var keyHeader fasthttp.RequestHeader
+
+func authKey(s *snapshot.Snapshot, key string) bool {
+	keyHeader.Set("Authorization", "Bearer "+key)
+	c, _ := Authenticate(&keyHeader, s, time.Now())
+	return c != nil
+}

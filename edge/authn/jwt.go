@@ -118,6 +118,11 @@ func (a *Authenticator) Verify(tok []byte, snap *snapshot.Snapshot, now time.Tim
 		}
 	}
 	if prov == nil {
+		if iss != "" && provs[0].Issuer == "" {
+			// No provider holds this iss and no issuer-less shared secret
+			// signed the token: the issuer is what the operator should check.
+			return nil, nil, TokenUnknownIssuer
+		}
 		return nil, nil, f
 	}
 	if f := checkClaims(prov, claims, now); f != nil {

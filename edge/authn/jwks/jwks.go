@@ -328,8 +328,6 @@ func (s *Set) start() {
 		return
 	}
 	s.started = true
-	// The first fetch counts as the miss of this interval.
-	s.lastMiss = time.Now()
 	first := s.launchLocked()
 	s.mu.Unlock()
 	go s.loop(first)
