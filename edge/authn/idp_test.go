@@ -38,13 +38,13 @@ type signer struct {
 }
 
 var (
-	keyOnce sync.Once
+	keyOnce  sync.Once
 	testKeys struct {
-		rsa, rsa2   *rsa.PrivateKey
-		p256, p384  *ecdsa.PrivateKey
-		p521        *ecdsa.PrivateKey
-		ed          ed25519.PrivateKey
-		rsaSmall    *rsa.PrivateKey
+		rsa, rsa2  *rsa.PrivateKey
+		p256, p384 *ecdsa.PrivateKey
+		p521       *ecdsa.PrivateKey
+		ed         ed25519.PrivateKey
+		rsaSmall   *rsa.PrivateKey
 	}
 )
 

@@ -49,7 +49,9 @@ var (
 	hmacAlgs = map[string]bool{"HS256": true, "HS384": true, "HS512": true}
 )
 
-var parser = jwt.NewParser()
+// Strict decoding: a segment whose unused trailing bits are set is
+// malformed, so one signature has exactly one encoding.
+var parser = jwt.NewParser(jwt.WithStrictDecoding())
 
 // verify is the slow path: parse, pick the provider, check the signature and
 // the claims, map to a caller, and cache the result until exp.
