@@ -38,6 +38,20 @@ type Status struct {
 	// Unenforced lists configured entries and fields without runtime
 	// effect in this build: the resource file's and the startup settings'.
 	Unenforced []snapshot.Unenforced `json:"unenforced"`
+	// JWKS is the signing-key state of the JWKS oidc_providers (filled by
+	// Manager.KeySets when set): a key endpoint that is down shows here.
+	JWKS []KeySetState `json:"jwks,omitempty"`
+}
+
+// KeySetState is one JWKS provider's signing keys (edge/authn/jwks).
+type KeySetState struct {
+	Provider      string     `json:"provider"`
+	URL           string     `json:"url"`
+	State         string     `json:"state"`
+	Keys          int        `json:"keys"`
+	LastRefreshAt *time.Time `json:"last_refresh_at,omitempty"`
+	LastSuccessAt *time.Time `json:"last_success_at,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
 }
 
 // Rejected is one load error of the last failed apply.
@@ -71,6 +85,10 @@ type Manager struct {
 	// OnApply, when set, runs after each successful apply with the new
 	// snapshot (background checks restart for it). Set before the first Apply.
 	OnApply func(*snapshot.Snapshot)
+
+	// KeySets, when set, reports the JWKS providers' signing-key state for
+	// /status/config (it lives outside the snapshot, in edge/authn).
+	KeySets func() []KeySetState
 }
 
 // NewManager returns a manager for the resource file at path.
@@ -87,7 +105,15 @@ func NewManager(path string, env resources.Env, opt snapshot.Options, holder *sn
 func (m *Manager) Holder() *snapshot.Holder { return m.holder }
 
 // Status returns the current config status. The value must not be modified.
-func (m *Manager) Status() *Status { return m.status.Load() }
+func (m *Manager) Status() *Status {
+	s := m.status.Load()
+	if m.KeySets == nil {
+		return s
+	}
+	c := *s
+	c.JWKS = m.KeySets()
+	return &c
+}
 
 // Apply runs the pipeline on the file and publishes the result when valid.
 // On failure the previous snapshot keeps serving and the state becomes

@@ -39,7 +39,6 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missJWT          = "JWT/OIDC caller authentication is not built; a token gets 401"
 	missMCP          = "MCP aggregation (/mcp) is not built"
 	missA2A          = "A2A agents (/a2a) are not built"
 	missPassthrough  = "passthrough routes are not built"
@@ -52,8 +51,6 @@ const (
 // wholeCollections have no runtime effect at all in this build: each entry
 // is reported once, whatever its fields.
 var wholeCollections = map[string]string{
-	resources.CollOIDCProviders:          missJWT,
-	resources.CollClaimMappings:          missJWT,
 	resources.CollMCPAuthSettings:        missMCP,
 	resources.CollMCPServers:             missMCP,
 	resources.CollA2AAgents:              missA2A,
@@ -104,8 +101,15 @@ var fieldRules = map[string]map[string]string{
 		"mcp_rate_limits": missMCP,
 		"allowed_agents":  missA2A,
 		"allowed_routes":  missPassthrough,
-		"jwt_subject":     missJWT,
-		"jwt_provider":    missJWT,
+		"jwt_subject":     "",
+		"jwt_provider":    "",
+	},
+	resources.CollOIDCProviders: {
+		"name": "", "issuer": "", "audiences": "", "jwks_uri": "", "hmac_secret": "", "identity_claim": "",
+		"required_scopes": "", "bound_claims": "", "leeway_secs": "", "enabled": "",
+	},
+	resources.CollClaimMappings: {
+		"name": "", "jwt_provider": "", "priority": "", "match": "", "resolve": "", "enabled": "",
 	},
 	resources.CollRateLimitPolicies: {
 		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",

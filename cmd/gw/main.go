@@ -1,4 +1,4 @@
-// Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock.
+// Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock, gw token.
 package main
 
 import (
@@ -16,6 +16,8 @@ const usage = `usage:
   gw validate [--ids] FILE
   gw version
   gw mock [flags]          run the mock upstream provider (tests, demos, perf)
+  gw token --secret-env NAME [--sub S] [--aud A] [--iss I] [--ttl 1h]
+                           print a JWT for a shared-secret oidc_providers entry (demos)
 
 Run "gw serve -h" for every startup flag.
 `
@@ -39,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "mock":
 		return mockCmd(args[1:], stderr)
+	case "token":
+		return tokenCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -24,6 +24,7 @@ import (
 	"gw/admin/startup"
 	"gw/balancer"
 	"gw/edge"
+	"gw/edge/authn"
 	"gw/limiter"
 )
 
@@ -107,8 +108,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	// Background model checks restart with every applied snapshot.
 	health := edge.NewHealth(log)
-	mgr.OnApply = health.Apply
+	mgr.OnApply = func(s *snapshot.Snapshot) {
+		health.Apply(s)
+		// JWKS key sets follow the providers of each applied snapshot: an
+		// unchanged provider keeps its keys, a removed one stops refreshing.
+		authn.Default.Keys.Sync(authn.Sources(s))
+	}
+	mgr.KeySets = keySetStates
 	defer health.Close()
+	defer authn.Default.Keys.Close()
 	if res := mgr.Apply("startup"); len(res.Errors) > 0 {
 		// Nothing binds when the file is invalid at startup.
 		for _, e := range res.Errors {
@@ -228,4 +236,15 @@ func addrOf(ln net.Listener) string {
 		return ""
 	}
 	return ln.Addr().String()
+}
+
+// keySetStates reports the JWKS providers' signing keys for /status/config.
+func keySetStates() []admin.KeySetState {
+	st := authn.Default.Keys.Status()
+	out := make([]admin.KeySetState, len(st))
+	for i, s := range st {
+		out[i] = admin.KeySetState{Provider: s.Provider, URL: s.URL, State: s.State, Keys: s.Keys,
+			LastRefreshAt: s.LastRefreshAt, LastSuccessAt: s.LastSuccessAt, LastError: s.LastError}
+	}
+	return out
 }
