@@ -34,6 +34,7 @@ var (
 	TokenMissingScope   = newFailure("token_missing_scope", "The token lacks a scope its OIDC provider requires.")
 	TokenBoundClaim     = newFailure("token_bound_claim", "The token does not satisfy its OIDC provider's bound_claims.")
 	TokenNoMapping      = newFailure("token_no_mapping", "No caller key is bound to the token's identity and no claim mapping matches it.")
+	TokenCritical       = newFailure("token_unsupported_crit", "The token names critical header extensions (crit), which gw does not support.")
 )
 
 // MaxTokenBytes bounds a token gw will parse.
@@ -93,6 +94,11 @@ func (a *Authenticator) Verify(tok []byte, snap *snapshot.Snapshot, now time.Tim
 	}
 	if len(t.Signature) == 0 {
 		return nil, nil, TokenUnsupportedAlg // unsigned
+	}
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 4.1.11: extensions a recipient does not understand make
+		// the token invalid; gw understands none.
+		return nil, nil, TokenCritical
 	}
 	iss := ""
 	if v, ok := claims["iss"]; ok {

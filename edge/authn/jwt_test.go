@@ -182,6 +182,12 @@ func TestJWTChecks(t *testing.T) {
 		}(), "token_unsupported_alg"},
 		{"alg none", noneTok, "token_unsupported_alg"},
 		{"alg none with a signature", noneTok + "c2ln", "token_unsupported_alg"},
+		{"crit header", func() string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodRS256, with(nil))
+			tok.Header["kid"], tok.Header["crit"], tok.Header["b64"] = "rsa-1", []string{"b64"}, false
+			out, _ := tok.SignedString(testKeys.rsa)
+			return out
+		}(), "token_unsupported_crit"},
 		{"expired", sign(t, rs, with(jwt.MapClaims{"exp": now.Add(-31 * time.Second).Unix()})), "token_expired"},
 		{"expired within leeway", sign(t, rs, with(jwt.MapClaims{"exp": now.Add(-20 * time.Second).Unix()})), "alice"},
 		{"nbf ahead", sign(t, rs, with(jwt.MapClaims{"nbf": now.Add(time.Minute).Unix()})), "token_not_yet_valid"},

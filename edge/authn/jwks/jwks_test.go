@@ -32,8 +32,8 @@ func TestParse(t *testing.T) {
 		jwk(t, &small.PublicKey, "small", jwkset.UseSig), // below MinRSABits: skipped
 		jwk(t, &ec.PublicKey, "e", ""),
 		jwk(t, edPub, "d", jwkset.UseSig),
-		jwk(t, &ec.PublicKey, "enc", jwkset.UseEnc), // not a signing key: skipped
-		{KTY: jwkset.KtyOct, KID: "hmac", K: "c2VjcmV0"}, // symmetric: skipped
+		jwk(t, &ec.PublicKey, "enc", jwkset.UseEnc),                            // not a signing key: skipped
+		{KTY: jwkset.KtyOct, KID: "hmac", K: "c2VjcmV0"},                       // symmetric: skipped
 		{KTY: jwkset.KtyEC, KID: "bad", CRV: jwkset.CrvP256, X: "AA", Y: "AA"}, // not on the curve: skipped
 		{KTY: "weird", KID: "w"},
 	}}
