@@ -1,10 +1,9 @@
 package fuzz
 
 import (
-	"crypto"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
@@ -48,17 +47,19 @@ claim_mappings:
 
 var jwtFuzz struct {
 	once sync.Once
-	key  *rsa.PrivateKey
+	key  ed25519.PrivateKey
 	iss  string
 	snap *snapshot.Snapshot
 	auth *authn.Authenticator
 }
 
 // jwtFuzzSetup: an HMAC provider and a JWKS provider whose key set a local
-// server publishes (the IdP stand-in), shared by every fuzz input.
+// server publishes (the IdP stand-in), shared by every fuzz input. The JWKS
+// key is Ed25519: signing per input stays cheap, so minimizing an input is
+// fast (RSA and EC are covered by edge/authn's tests).
 func jwtFuzzSetup(tb testing.TB) {
 	jwtFuzz.once.Do(func() {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		_, k, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {
 			panic(err)
 		}
@@ -90,7 +91,7 @@ func jwtFuzzSign(alg, header, claims string) string {
 	in := jwtSeg(header) + "." + jwtSeg(claims)
 	m := jwt.GetSigningMethod(alg)
 	var key any = []byte(jwtFuzzSecret)
-	if strings.HasPrefix(alg, "RS") {
+	if alg == "EdDSA" {
 		key = jwtFuzz.key
 	}
 	sig, err := m.Sign(in, key)
@@ -102,7 +103,7 @@ func jwtFuzzSign(alg, header, claims string) string {
 
 // signatureGenuine checks an accepted token independently of the library:
 // the signature must be the HMAC of the signing input under the configured
-// secret, or an RS256 signature of the IdP's key.
+// secret, or an Ed25519 signature of the IdP's key.
 func signatureGenuine(tok string) bool {
 	i := strings.LastIndexByte(tok, '.')
 	if i < 0 {
@@ -131,9 +132,8 @@ func signatureGenuine(tok string) bool {
 		nh = sha512.New384
 	case "HS512":
 		nh = sha512.New
-	case "RS256":
-		d := sha256.Sum256(in)
-		return rsa.VerifyPKCS1v15(&jwtFuzz.key.PublicKey, crypto.SHA256, d[:], sig) == nil
+	case "EdDSA":
+		return ed25519.Verify(jwtFuzz.key.Public().(ed25519.PublicKey), in, sig)
 	default:
 		return false
 	}
@@ -151,8 +151,8 @@ func FuzzJWTToken(f *testing.F) {
 	for _, s := range []string{
 		jwtFuzzSign("HS256", `{"alg":"HS256","typ":"JWT"}`, `{"sub":"alice"`+exp+`}`),
 		jwtFuzzSign("HS512", `{"alg":"HS512"}`, `{"sub":"x","groups":["g",1],"lvl":"hi"`+exp+`}`),
-		jwtFuzzSign("RS256", `{"alg":"RS256","kid":"k1"}`, `{"iss":"`+jwtFuzz.iss+`","aud":["gw"],"sub":"alice","scope":"s t","org":{"team":"x"}`+exp+`}`),
-		jwtFuzzSign("RS256", `{"alg":"RS256"}`, `{"iss":"`+jwtFuzz.iss+`","aud":"gw","sub":"alice","scope":["s"],"org":{"team":["q","y"]}`+exp+`}`),
+		jwtFuzzSign("EdDSA", `{"alg":"EdDSA","kid":"k1"}`, `{"iss":"`+jwtFuzz.iss+`","aud":["gw"],"sub":"alice","scope":"s t","org":{"team":"x"}`+exp+`}`),
+		jwtFuzzSign("EdDSA", `{"alg":"EdDSA"}`, `{"iss":"`+jwtFuzz.iss+`","aud":"gw","sub":"alice","scope":["s"],"org":{"team":["q","y"]}`+exp+`}`),
 		jwtSeg(`{"alg":"none"}`) + "." + jwtSeg(`{"sub":"alice"`+exp+`}`) + ".",
 		jwtSeg(`{"alg":"HS256","kid":"`+strings.Repeat("k", 4096)+`"}`) + "." + jwtSeg(`{"sub":"alice"}`) + ".c2ln",
 		jwtSeg(`{"alg":"HS256"}`) + "." + jwtSeg(`{"exp":"soon","aud":7,"iss":[1]}`) + ".c2ln",
@@ -186,7 +186,7 @@ func FuzzJWTClaims(f *testing.F) {
 		{`{"alg":"HS384"}`, `{"sub":1,"exp":1e300,"groups":["g"],"lvl":"hi"}`},
 		{`{"alg":"HS256"}`, `{"exp":-1e300,"nbf":"x"}`},
 		{`{"alg":"HS512","crit":["x"]}`, `{"sub":{"a":[{}]},"exp":null}`},
-		{`{"alg":"RS256","kid":"k1"}`, `{"iss":"ISS","aud":"gw","sub":"alice","scope":"s","org":{"team":"y"},"exp":1900000000}`},
+		{`{"alg":"EdDSA","kid":"k1"}`, `{"iss":"ISS","aud":"gw","sub":"alice","scope":"s","org":{"team":"y"},"exp":1900000000}`},
 		{`{"alg":"HS256"}`, `{"exp":1900000000,"groups":"g","lvl":["hi"]}`},
 	} {
 		f.Add(c.hdr, c.claims)
@@ -196,7 +196,7 @@ func FuzzJWTClaims(f *testing.F) {
 			Alg string `json:"alg"`
 		}
 		if json.Unmarshal([]byte(hdr), &h) != nil || jwt.GetSigningMethod(h.Alg) == nil ||
-			(!strings.HasPrefix(h.Alg, "HS") && h.Alg != "RS256") {
+			(!strings.HasPrefix(h.Alg, "HS") && h.Alg != "EdDSA") {
 			return
 		}
 		claims = strings.ReplaceAll(claims, `"ISS"`, `"`+jwtFuzz.iss+`"`)
@@ -222,7 +222,7 @@ func TestJWTFuzzHarness(t *testing.T) {
 	exp := `,"exp":1900000000`
 	for _, tok := range []string{
 		jwtFuzzSign("HS256", `{"alg":"HS256"}`, `{"sub":"alice"`+exp+`}`),
-		jwtFuzzSign("RS256", `{"alg":"RS256","kid":"k1"}`, `{"iss":"`+jwtFuzz.iss+`","aud":"gw","sub":"alice","scope":"s","org":{"team":"x"}`+exp+`}`),
+		jwtFuzzSign("EdDSA", `{"alg":"EdDSA","kid":"k1"}`, `{"iss":"`+jwtFuzz.iss+`","aud":"gw","sub":"alice","scope":"s","org":{"team":"x"}`+exp+`}`),
 	} {
 		if _, _, fail := jwtFuzz.auth.Verify([]byte(tok), jwtFuzz.snap, jwtFuzzNow); fail != nil || !signatureGenuine(tok) {
 			t.Fatalf("genuine token rejected: %v", fail)
