@@ -111,9 +111,13 @@ func TestJWTCallers(t *testing.T) {
 				t.Fatalf("try %d: %v", i, err)
 			}
 		}
-		// The token's caller key grants gpt only.
+		// The token's caller key grants gpt only, in /v1/models too.
 		_, err := c.Chat.Completions.New(ctx, chatParams("other"))
 		apiErr(t, err, 404, "")
+		page, err := c.Models.List(ctx)
+		if err != nil || len(page.Data) != 1 || page.Data[0].ID != "gpt" {
+			t.Fatalf("/v1/models with a token: %v %+v", err, page)
+		}
 	})
 
 	t.Run("JWKS token mapped by claim", func(t *testing.T) {
