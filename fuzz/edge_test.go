@@ -23,6 +23,7 @@ func FuzzEdgeChatRequest(f *testing.F) {
 		`{"model":"a","stream":true,"stream_options":{"include_usage":true},"messages":[]}`,
 		`{"model":"a\u0062","messages":[{"role":"User"}]}`,
 		`{"model":"a","model":"b","messages":[]}`, `[]`, `{`, `{"model":null}`,
+		`{"model":"a","streAm":true,"00000000":{"0000000000000":true},"messages":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -31,18 +32,26 @@ func FuzzEdgeChatRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var ref struct {
-			Model  string `json:"model"`
-			Stream *bool  `json:"stream"`
-		}
-		if json.Unmarshal(body, &ref) != nil {
+		// Member names are matched exactly, as the providers do: a map keeps
+		// encoding/json's struct matching (case-insensitive) out of the
+		// reference; the last duplicate wins in both.
+		var members map[string]json.RawMessage
+		if json.Unmarshal(body, &members) != nil {
 			t.Fatalf("accepted a body encoding/json rejects: %q", body)
 		}
-		if ref.Model != info.Model {
-			t.Fatalf("model %q; encoding/json says %q", info.Model, ref.Model)
+		var model string
+		if raw, ok := members["model"]; ok && json.Unmarshal(raw, &model) != nil {
+			t.Fatalf("accepted a model encoding/json rejects: %q", body)
 		}
-		if ref.Stream != nil && *ref.Stream != info.Stream {
-			t.Fatalf("stream %v; encoding/json says %v", info.Stream, *ref.Stream)
+		if model != info.Model {
+			t.Fatalf("model %q; encoding/json says %q", info.Model, model)
+		}
+		var stream *bool
+		if raw, ok := members["stream"]; ok && json.Unmarshal(raw, &stream) != nil {
+			t.Fatalf("accepted a stream encoding/json rejects: %q", body)
+		}
+		if stream != nil && *stream != info.Stream {
+			t.Fatalf("stream %v; encoding/json says %v", info.Stream, *stream)
 		}
 	})
 }
