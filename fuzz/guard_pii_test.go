@@ -28,8 +28,10 @@ type piiRef struct {
 	custom func(data []byte) [][2]int // instead of the above (private_key)
 }
 
-func refAlnum(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-func refTok(c byte) bool   { return refAlnum(c) || c == '_' || c == '-' }
+func refAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+func refTok(c byte) bool { return refAlnum(c) || c == '_' || c == '-' }
 
 func prevNot(f func(byte) bool) func([]byte, int) bool {
 	return func(d []byte, i int) bool { return i == 0 || !f(d[i-1]) }
