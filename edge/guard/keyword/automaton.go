@@ -28,8 +28,9 @@ type automaton struct {
 	factor []uint64 // prefilter bits of the factors ending here
 }
 
-// maxRow keeps row offsets below the flag bits.
-const maxRow = rowMask
+// maxTable bounds the transition table (64 MiB): some 250,000 automaton
+// states at 64 byte classes, far beyond a keyword list's needs.
+const maxTable = 1 << 24
 
 // asciiLower folds A–Z to a–z and leaves every other byte alone.
 func asciiLower(b byte) byte {
@@ -107,7 +108,7 @@ func buildAutomaton(lits []string, factors []string, factorBits []uint64) (*auto
 		s := insert(p)
 		nodes[s].factor |= factorBits[i]
 	}
-	if uint64(len(nodes))<<a.shift > maxRow {
+	if uint64(len(nodes))<<a.shift > maxTable {
 		return nil, errors.New("too many patterns: the automaton would exceed its size limit")
 	}
 
