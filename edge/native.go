@@ -231,7 +231,7 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 		return 499
 	}
 	for {
-		if s.gap > 0 {
+		if s.gap > 0 && !s.hooked { // hooked: the connection applies the gap (SetIdleHook)
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		ev, err := s.rd.Next()

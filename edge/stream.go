@@ -403,10 +403,10 @@ func (s *relayState) Read([]byte) (int, error) { return 0, io.EOF }
 func (s *relayState) WriteTo(w io.Writer) (int64, error) {
 	n := s.c.respBytes
 	s.wrote, s.w = true, w
-	s.hooked = upstream.SetIdleHook(s.resp, s.idleFn)
+	s.hooked = upstream.SetIdleHook(s.resp, s.idleFn, s.gap)
 	s.c.status = s.p.relay(w, s.c, s)
 	if s.hooked {
-		upstream.SetIdleHook(s.resp, nil)
+		upstream.SetIdleHook(s.resp, nil, 0)
 		s.hooked = false
 	}
 	return int64(s.c.respBytes - n), nil
@@ -419,7 +419,7 @@ func (s *relayState) idle() bool { return s.flush(s.w, s.c) }
 // flushAt bounds a batch when the upstream keeps delivering faster than
 // the relay reads: a batch this large is written without waiting for the
 // upstream to pause.
-const flushAt = 16 << 10
+const flushAt = 8<<10 - 64
 
 // batched ends the handling of one event: with the idle hook the batch
 // waits until the upstream has nothing more ready (or grows to flushAt);
@@ -448,7 +448,11 @@ func (s *relayState) finish() {
 	if s.gap > 0 && s.gap < d {
 		d = s.gap
 	}
-	upstream.SetReadDeadline(s.resp, time.Now().Add(d))
+	if s.hooked {
+		upstream.SetIdleHook(s.resp, s.idleFn, d)
+	} else {
+		upstream.SetReadDeadline(s.resp, time.Now().Add(d))
+	}
 	for range 8 {
 		if _, err := s.rd.Next(); err != nil {
 			return
@@ -497,7 +501,7 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 		return 499
 	}
 	for {
-		if s.gap > 0 {
+		if s.gap > 0 && !s.hooked { // hooked: the connection applies the gap (SetIdleHook)
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		data, err := s.next()

@@ -181,7 +181,11 @@ func startRawUpstream(tb testing.TB, write func(w *bufio.Writer, frames [][]byte
 
 // chunk appends one chunk of the chunked encoding.
 func appendChunk(w *bufio.Writer, b []byte) {
-	w.WriteString(strconv.FormatInt(int64(len(b)), 16))
+	for shift := 28; shift >= 0; shift -= 4 { // the size in hex, byte by byte: no allocation
+		if d := len(b) >> shift & 0xf; d > 0 || len(b)>>shift > 0 || shift == 0 {
+			w.WriteByte("0123456789abcdef"[d])
+		}
+	}
 	w.WriteString("\r\n")
 	w.Write(b)
 	w.WriteString("\r\n")
@@ -292,5 +296,75 @@ func TestRelayNeverHoldsALoneEvent(t *testing.T) {
 	}
 	if n := strings.Count(w.buf.String(), "data: "); n != 12 || !strings.Contains(w.buf.String(), "[DONE]") {
 		t.Fatalf("relayed %d events:\n%s", n, w.buf.String())
+	}
+}
+
+// rawProxy serves "gpt" on an OpenAI key at base, with stream_timeout ms
+// (0: none).
+func rawProxy(tb testing.TB, base string, streamTimeoutMS int) *Proxy {
+	tb.Helper()
+	env := map[string]string{"K": "sk-upstream", "CALLER": "caller-key", "BASE": base}
+	src := `_format_version: "1"
+provider_keys:
+  - {display_name: oa, api_key: "${K}", api_base: "${BASE}/v1"}
+api_keys:
+  - {display_name: caller, key_env: CALLER, allowed_models: ["*"]}
+models:
+  - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: oa, stream_timeout: ` + strconv.Itoa(streamTimeoutMS) + `}
+`
+	h := &snapshot.Holder{}
+	h.Store(compileFile(tb, src, env))
+	return &Proxy{Holder: h}
+}
+
+// TestRelayGapTimeoutWithIdleHook: with the idle hook the connection sets
+// the gap deadline only when a read waits; a stall past stream_timeout
+// after content still ends the stream with the timeout frame, after the
+// events before the stall were written, and closes the connection.
+func TestRelayGapTimeoutWithIdleHook(t *testing.T) {
+	stall := func(w *bufio.Writer, frames [][]byte) error {
+		for _, f := range frames[:5] {
+			appendChunk(w, f)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		time.Sleep(time.Second) // past the 300 ms stream_timeout
+		return io.EOF           // and hang up
+	}
+	p := rawProxy(t, startRawUpstream(t, stall, chatFrames(10)), 300)
+	var w countingWriter
+	start := time.Now()
+	relayOnce(t, p, &w)
+	took := time.Since(start)
+	out := w.buf.String()
+	if strings.Count(out, "tok") != 5 || !strings.Contains(out, "stream_timeout") || strings.Contains(out, "[DONE]") {
+		t.Fatalf("want 5 events and the timeout frame:\n%s", out)
+	}
+	if took < 250*time.Millisecond || took > 900*time.Millisecond {
+		t.Fatalf("the stall ended the stream after %s; want about 300 ms", took)
+	}
+}
+
+// TestRelayLongStreamWithinGap: a stream that keeps delivering for longer
+// than stream_timeout, never pausing that long, must not time out (the
+// deadline of a read that does not wait is pushed back, not left to expire).
+func TestRelayLongStreamWithinGap(t *testing.T) {
+	paced := func(w *bufio.Writer, frames [][]byte) error {
+		for _, f := range frames {
+			appendChunk(w, f)
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		w.WriteString("0\r\n\r\n")
+		return w.Flush()
+	}
+	p := rawProxy(t, startRawUpstream(t, paced, chatFrames(40)), 200) // ~840 ms of stream, gaps of 20 ms
+	var w countingWriter
+	relayOnce(t, p, &w)
+	if out := w.buf.String(); strings.Count(out, "tok") != 40 || !strings.HasSuffix(out, "data: [DONE]\n\n") {
+		t.Fatalf("stream cut short:\n%s", out)
 	}
 }

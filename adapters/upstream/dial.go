@@ -98,9 +98,12 @@ type Conn struct {
 	read    bool // a byte was read since the last write
 	eof     bool // the peer closed the connection (a read returned io.EOF)
 
-	// onIdle is the idle hook of the stream being read (SetIdleHook); raw
-	// and the fields below serve the reads made while it is set.
+	// onIdle is the idle hook of the stream being read (SetIdleHook), gap
+	// its read timeout; raw and the fields below serve the reads made while
+	// it is set. dl is the read deadline last set on the connection.
 	onIdle func() bool
+	gap    time.Duration
+	dl     time.Time
 	raw    syscall.RawConn
 	rawFn  func(fd uintptr) bool // c.rawRead, bound once so a read does not allocate
 	rp     []byte
@@ -136,8 +139,20 @@ func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
 
 func (c *Conn) Write(p []byte) (int, error) {
 	c.read = false
-	c.onIdle = nil // a new request: the hook of an earlier stream never outlives it
+	c.onIdle, c.gap = nil, 0 // a new request: the hook of an earlier stream never outlives it
 	return c.Conn.Write(p)
+}
+
+// SetReadDeadline records t (see readIdle) and sets it.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.dl = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline records the read deadline t and sets both.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.dl = t
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *Conn) Read(p []byte) (int, error) {
@@ -204,16 +219,21 @@ var ErrCallerGone = errors.New("upstream: the stream's caller left")
 // ErrCallerGone instead of waiting. The hook costs no extra system call: the
 // read that finds the socket empty is the one the runtime makes anyway.
 //
+// gap (> 0) is the stream's read timeout while the hook is set: a read that
+// has to wait fails with a timeout error (IsTimeout) when nothing arrives
+// for gap. The deadline is set only when a read is about to wait, not
+// before every read as SetReadDeadline would be.
+//
 // The hook runs on the goroutine that reads the stream. Clear it (nil)
 // before the body stream is closed; a new request on the connection clears
 // it too. SetIdleHook reports false when resp did not come from a Client of
 // this package; the hook is then not installed.
-func SetIdleHook(resp *fasthttp.Response, idle func() bool) bool {
+func SetIdleHook(resp *fasthttp.Response, idle func() bool, gap time.Duration) bool {
 	a, ok := resp.RemoteAddr().(*ConnAddr)
 	if !ok || a.conn == nil {
 		return false
 	}
-	a.conn.onIdle = idle
+	a.conn.onIdle, a.conn.gap = idle, gap
 	return true
 }
 
@@ -225,7 +245,7 @@ func SetIdleHook(resp *fasthttp.Response, idle func() bool) bool {
 // the call was cancelled.
 func CloseStream(resp *fasthttp.Response) {
 	if a, ok := resp.RemoteAddr().(*ConnAddr); ok && a.conn != nil {
-		a.conn.onIdle = nil
+		a.conn.onIdle, a.conn.gap = nil, 0
 		if a.conn.eof {
 			// fasthttp reports a chunked body cut between chunks as its end;
 			// the connection must not be pooled.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 )
 
 // readIdle reads like net.Conn.Read but calls the idle hook once when the
@@ -14,6 +15,16 @@ import (
 func (c *Conn) readIdle(p []byte) (int, error) {
 	if c.raw == nil || len(p) == 0 {
 		return c.idleFallback(p)
+	}
+	if c.gap > 0 {
+		// Only a read that waits needs the gap deadline (rawRead sets it);
+		// one that finds data must not fail on an older deadline, so a
+		// deadline less than half a gap away is pushed back first.
+		if now := time.Now(); c.dl.IsZero() || now.Add(c.gap/2).After(c.dl) {
+			if err := c.SetReadDeadline(now.Add(c.gap)); err != nil {
+				return 0, err
+			}
+		}
 	}
 	c.rp, c.rn, c.rerr, c.idled = p, 0, nil, false
 	err := c.raw.Read(c.rawFn)
@@ -52,6 +63,13 @@ func (c *Conn) rawRead(fd uintptr) bool {
 				}
 				continue // the hook took time: the upstream may have sent more
 			}
+			if c.gap > 0 {
+				// The wait starts now: nothing for gap from here is a stall.
+				if err := c.SetReadDeadline(time.Now().Add(c.gap)); err != nil {
+					c.rerr = err
+					return true
+				}
+			}
 			return false
 		default:
 			c.rerr = err
@@ -65,6 +83,11 @@ func (c *Conn) rawRead(fd uintptr) bool {
 func (c *Conn) idleFallback(p []byte) (int, error) {
 	if idle := c.onIdle; idle != nil && !idle() {
 		return 0, ErrCallerGone
+	}
+	if c.gap > 0 {
+		if err := c.SetReadDeadline(time.Now().Add(c.gap)); err != nil {
+			return 0, err
+		}
 	}
 	return c.Conn.Read(p)
 }
