@@ -73,7 +73,7 @@ const closedStreamChunks = 20
 // closedRounds interleaves the closed-loop runs (direct, gw, peers; then
 // again) so that a noisy neighbour hits every target alike; medians are
 // reported.
-const closedRounds = 2
+const closedRounds = 3
 
 // closedLoop runs the shared-core scenarios: 8, closed-loop throughput of
 // buffered and streamed calls (64 connections) straight at the mock, through
@@ -130,7 +130,9 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	for _, p := range o.Peers {
 		targets = append(targets, target{p.Name, p.URL, p.APIKey, p.Model, p.StreamModel, p.PID})
 	}
-	dur, warm := o.Duration*3/4, o.Warmup
+	// Short runs, more rounds: a median of three keeps `make perf` near five
+	// minutes and is steadier than one long run on a shared machine.
+	dur, warm := o.Duration*3/8, o.Warmup/2
 	type sample struct{ rps, cpuUS []float64 }
 	samples := map[string]*sample{}
 	for _, kind := range []string{"buffered", "streamed"} {
