@@ -312,6 +312,13 @@ func (s *relayState) processChunk(c *call, data []byte) bool {
 		}
 		return len(s.out) > 0
 	}
+	// Fast path - one walk over the chunk instead of three (see editChunk).
+	if out, ok := editChunk(append(s.out, "data: "...), data, c.plan.AliasJSON, c.in.ForceUsage); ok {
+		s.out = append(out, "\n\n"...)
+		return true
+	}
+	s.out = s.out[:0]
+	// Slow path - the usage chunk, and every chunk editChunk leaves alone.
 	if openai.IsUsageOnlyChunk(data) {
 		if u, ok := openai.ExtractUsage(data); ok {
 			c.usage, c.haveUsage = u, true
