@@ -27,14 +27,14 @@ var chunkEditCases = []string{
 	`{"id":"c","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"hi"}}]}`,
 	`{ "id" : "c" ,	"model" :"gpt-4o" , "usage" : null , "choices" : [ ] }`,
 	`{"model":"gpt-4o","usage":null}`,
-	`{"usage":null,"model":"gpt-4o","choices":[]}`,                                     // usage first: slow path
-	`{"id":"c","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":1}}`,             // usage-only
-	`{"id":"c","model":"gpt-4o","choices":null,"usage":{"prompt_tokens":1}}`,           // usage-only
-	`{"id":"c","model":"gpt-4o","usage":{"prompt_tokens":1}}`,                          // usage-only
+	`{"usage":null,"model":"gpt-4o","choices":[]}`,                                    // usage first: slow path
+	`{"id":"c","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":1}}`,            // usage-only
+	`{"id":"c","model":"gpt-4o","choices":null,"usage":{"prompt_tokens":1}}`,          // usage-only
+	`{"id":"c","model":"gpt-4o","usage":{"prompt_tokens":1}}`,                         // usage-only
 	`{"id":"c","model":"gpt-4o","choices":[{"index":0}],"usage":{"prompt_tokens":1}}`, // usage with content
-	`{"id":"c","choices":[]}`,                                                           // no model: slow path
-	`{"id":"c","model":"a","model":"b"}`,                                                // duplicates: slow path
-	`{"id":"c","m\u006fdel":"gpt-4o","usage":null}`,                                     // escaped key
+	`{"id":"c","choices":[]}`,                                                         // no model: slow path
+	`{"id":"c","model":"a","model":"b"}`,                                              // duplicates: slow path
+	`{"id":"c","m\u006fdel":"gpt-4o","usage":null}`,                                   // escaped key
 	`{"id":"say \"model\": x","model":"gpt-4o","choices":[{"delta":{"content":"\"usage\":null"}}],"usage":null}`,
 	`{"id":"c","model":"gpt-4o","usage":null,"choices":[],"x":{"usage":1}}`,
 	`[1,2]`,
