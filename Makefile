@@ -70,10 +70,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The perf suite: gw pinned to core 0, the mock and the load generator on core 1
-# (taskset from util-linux; without it nothing is pinned). A report, not a gate.
+# (taskset from util-linux; without it nothing is pinned), except scenarios 8-10,
+# which unpin everything (shared cores). A report, not a gate. Other gateways join
+# scenario 8 with PERF_ARGS='-mock-addr 127.0.0.1:9999 -peer name=URL,...'.
 perf: build
 	$(GO) build -o bin/gwperf ./perf/cmd/gwperf
-	@if command -v taskset >/dev/null; then taskset -c 1 ./bin/gwperf -gw bin/gw; else ./bin/gwperf -gw bin/gw -gw-core -1 -mock-core -1; fi
+	@if command -v taskset >/dev/null; then taskset -c 1 ./bin/gwperf -gw bin/gw $(PERF_ARGS); else ./bin/gwperf -gw bin/gw -gw-core -1 -mock-core -1 $(PERF_ARGS); fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -90,14 +90,15 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		if c.surf.nativeUsage != nil {
 			c.usage, c.haveUsage = c.surf.nativeUsage(body)
 		}
-		*bb = append((*bb)[:0], body...)
 		if _, _, ok := rawjson.Get(body, "model"); ok { // count_tokens answers carry none
 			*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
+		} else {
+			*bb = append((*bb)[:0], body...)
 		}
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.SetContentType("application/json")
-		_, _ = ctx.Response.BodyWriter().Write(*bb)
 		c.respBytes = len(*bb)
+		*bb = ctx.Response.SwapBody(*bb)[:0]
 		c.ttfb = time.Since(c.start)
 		return
 	}
@@ -133,8 +134,11 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
 	}
-	_, _ = ctx.Response.BodyWriter().Write(*bb)
+	// The answer was built in bb: it becomes the response body as it is
+	// (the response's empty buffer goes back to the pool in its place)
+	// instead of being copied once more.
 	c.respBytes = len(*bb)
+	*bb = ctx.Response.SwapBody(*bb)[:0]
 	c.ttfb = time.Since(c.start)
 }
 

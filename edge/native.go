@@ -227,15 +227,18 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 // relayNative copies the rest of a native stream.
 func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
-	if !s.rd.Pending() && !s.flush(w, c) {
+	if !s.batched(w, c) {
 		return 499
 	}
 	for {
-		if s.gap > 0 {
+		if s.gap > 0 && !s.hooked { // hooked: the connection applies the gap (SetIdleHook)
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		ev, err := s.rd.Next()
 		if err != nil {
+			if s.gone {
+				return 499
+			}
 			status, code := fasthttp.StatusBadGateway, transcode.CodeUpstreamStreamFail
 			switch {
 			case upstream.IsTimeout(err):
@@ -253,6 +256,7 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 		f := c.surf.nativeEvent(s, c, ev)
 		s.wbuf = append(s.wbuf, s.out...)
 		if f&evEnd != 0 {
+			s.finish()
 			if !s.flush(w, c) {
 				return 499
 			}
@@ -261,7 +265,7 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 			}
 			return fasthttp.StatusOK
 		}
-		if !s.rd.Pending() && !s.flush(w, c) {
+		if !s.batched(w, c) {
 			return 499
 		}
 	}

@@ -68,6 +68,9 @@ func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, lim Limits, log *
 		NoDefaultContentType:          true,
 		DisableHeaderNamesNormalizing: false,
 		MaxRequestBodySize:            int(lim.MaxBodyBytes),
+		// A relayed stream's batch (edge.flushAt) and its chunk framing fit
+		// the write buffer: one batch, one write.
+		WriteBufferSize: 8 << 10,
 		// fasthttp's ReadTimeout runs from a request's first byte to the end
 		// of its headers (and from accept for a new connection); once the
 		// headers are in, HeaderReceived moves the deadline to the body's.

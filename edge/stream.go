@@ -26,6 +26,14 @@ type relayState struct {
 	wrote    bool   // WriteTo ran (see CloseWithError)
 	wbuf     []byte // events waiting for one chunked write
 
+	// Write coalescing (see relay): w is WriteTo's writer; hooked is set
+	// while the upstream connection's idle hook (idleFn, s.idle bound once)
+	// flushes wbuf; gone once a write to the caller failed.
+	w      io.Writer
+	idleFn func() bool
+	hooked bool
+	gone   bool
+
 	rd      *sse.Reader
 	resp    *fasthttp.Response
 	pending []byte // events read before the commit point, already rewritten
@@ -104,7 +112,9 @@ var (
 )
 
 var relayPool = sync.Pool{New: func() any {
-	return &relayState{pending: make([]byte, 0, 1024), out: make([]byte, 0, 1024), tmp: make([]byte, 0, 1024)}
+	s := &relayState{pending: make([]byte, 0, 1024), out: make([]byte, 0, 1024), tmp: make([]byte, 0, 1024)}
+	s.idleFn = s.idle
+	return s
 }}
 
 func (s *relayState) release() {
@@ -112,9 +122,10 @@ func (s *relayState) release() {
 		sse.ReleaseReader(s.rd)
 	}
 	if s.resp != nil {
-		// Closing an unfinished body closes the upstream connection, which is
-		// how a caller leaving (or a failed stream) cancels the upstream call.
-		_ = s.resp.CloseBodyStream()
+		// A body read to its end returns the connection to the pool; closing
+		// an unfinished body closes the connection, which is how a caller
+		// leaving (or a failed stream) cancels the upstream call.
+		upstream.CloseStream(s.resp)
 		fasthttp.ReleaseResponse(s.resp)
 	}
 	if s.conv != nil {
@@ -129,6 +140,7 @@ func (s *relayState) release() {
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
+	s.w, s.hooked, s.gone = nil, false, false
 	s.seq, s.respID, s.respCreated = 0, s.respID[:0], s.respCreated[:0]
 	relayPool.Put(s)
 }
@@ -186,7 +198,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 				ctype := append([]byte(nil), resp.Header.ContentType()...)
 				retryAfter := string(resp.Header.Peek("Retry-After"))
 				backoff := appendBackoff(nil, &resp.Header)
-				_ = resp.CloseBodyStream()
+				upstream.CloseStream(resp)
 				fasthttp.ReleaseResponse(resp)
 				if !retryable(c.plan, status) {
 					c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: retryAfter}, 0)
@@ -300,6 +312,13 @@ func (s *relayState) processChunk(c *call, data []byte) bool {
 		}
 		return len(s.out) > 0
 	}
+	// Fast path - one walk over the chunk instead of three (see editChunk).
+	if out, ok := editChunk(append(s.out, "data: "...), data, c.plan.AliasJSON, c.in.ForceUsage); ok {
+		s.out = append(out, "\n\n"...)
+		return true
+	}
+	s.out = s.out[:0]
+	// Slow path - the usage chunk, and every chunk editChunk leaves alone.
 	if openai.IsUsageOnlyChunk(data) {
 		if u, ok := openai.ExtractUsage(data); ok {
 			c.usage, c.haveUsage = u, true
@@ -390,9 +409,62 @@ func (s *relayState) Read([]byte) (int, error) { return 0, io.EOF }
 // not release anything: see commit.
 func (s *relayState) WriteTo(w io.Writer) (int64, error) {
 	n := s.c.respBytes
-	s.wrote = true
+	s.wrote, s.w = true, w
+	s.hooked = upstream.SetIdleHook(s.resp, s.idleFn, s.gap)
 	s.c.status = s.p.relay(w, s.c, s)
+	if s.hooked {
+		upstream.SetIdleHook(s.resp, nil, 0)
+		s.hooked = false
+	}
 	return int64(s.c.respBytes - n), nil
+}
+
+// idle is the upstream connection's idle hook during the relay: the
+// upstream has nothing more ready, so what is batched goes out now.
+func (s *relayState) idle() bool { return s.flush(s.w, s.c) }
+
+// flushAt bounds a batch when the upstream keeps delivering faster than
+// the relay reads: a batch this large is written without waiting for the
+// upstream to pause.
+const flushAt = 8<<10 - 64
+
+// batched ends the handling of one event: with the idle hook the batch
+// waits until the upstream has nothing more ready (or grows to flushAt);
+// without it, the batch is written unless another complete event is already
+// buffered. false when the caller left.
+func (s *relayState) batched(w io.Writer, c *call) bool {
+	if s.hooked && len(s.wbuf) < flushAt || !s.hooked && s.ready() {
+		return !s.gone
+	}
+	return s.flush(w, c)
+}
+
+// drainAfterEnd bounds how long a stream whose last event was relayed waits
+// for the rest of the upstream body (normally the chunked terminator, sent
+// with the last event): reading it returns the connection to the pool.
+const drainAfterEnd = time.Second
+
+// finish reads the upstream body past the stream's last event to its end
+// (the chunked terminator or Content-Length), so that CloseStream returns
+// the connection to the keep-alive pool instead of closing it. With the
+// idle hook set, the batched last event is written as soon as the read
+// would wait. A body that does not end soon (or carries more than a few
+// stray events) is left unfinished, and its connection is closed.
+func (s *relayState) finish() {
+	d := drainAfterEnd
+	if s.gap > 0 && s.gap < d {
+		d = s.gap
+	}
+	if s.hooked {
+		upstream.SetIdleHook(s.resp, s.idleFn, d)
+	} else {
+		upstream.SetReadDeadline(s.resp, time.Now().Add(d))
+	}
+	for range 8 {
+		if _, err := s.rd.Next(); err != nil {
+			return
+		}
+	}
 }
 
 // CloseWithError is fasthttp's last call on the body stream, made exactly
@@ -432,11 +504,11 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 		return p.relayNative(w, c, s)
 	}
 	s.wbuf = append(s.wbuf[:0], s.pending...)
-	if !s.ready() && !s.flush(w, c) {
+	if !s.batched(w, c) {
 		return 499
 	}
 	for {
-		if s.gap > 0 {
+		if s.gap > 0 && !s.hooked { // hooked: the connection applies the gap (SetIdleHook)
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		data, err := s.next()
@@ -446,6 +518,9 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			return fasthttp.StatusBadGateway
 		}
 		if err != nil {
+			if s.gone {
+				return 499
+			}
 			if errors.Is(err, io.EOF) && s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp) {
 				err = io.ErrUnexpectedEOF // a chunked body cut off by the peer, not its end
 			}
@@ -481,6 +556,7 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			} else {
 				s.wbuf = append(s.wbuf, frameDone...)
 			}
+			s.finish()
 			if !s.flush(w, c) {
 				return 499
 			}
@@ -494,10 +570,9 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 		} else {
 			continue
 		}
-		// Write at once unless another complete event is already buffered:
-		// events that arrived together leave in one write, and no event ever
-		// waits for a later read.
-		if !s.ready() && !s.flush(w, c) {
+		// Events that arrived together leave in one write, and no event ever
+		// waits for a later read (see batched).
+		if !s.batched(w, c) {
 			return 499
 		}
 	}
@@ -505,11 +580,15 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 
 // flush writes the batched events as one chunk; false when the caller left.
 func (s *relayState) flush(w io.Writer, c *call) bool {
+	if s.gone {
+		return false
+	}
 	if len(s.wbuf) == 0 {
 		return true
 	}
 	if _, err := w.Write(s.wbuf); err != nil {
 		c.errClass = "client_gone"
+		s.gone = true
 		return false
 	}
 	c.respBytes += len(s.wbuf)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -96,6 +97,19 @@ type Conn struct {
 	created time.Time
 	read    bool // a byte was read since the last write
 	eof     bool // the peer closed the connection (a read returned io.EOF)
+
+	// onIdle is the idle hook of the stream being read (SetIdleHook), gap
+	// its read timeout; raw and the fields below serve the reads made while
+	// it is set. dl is the read deadline last set on the connection.
+	onIdle func() bool
+	gap    time.Duration
+	dl     time.Time
+	raw    syscall.RawConn
+	rawFn  func(fd uintptr) bool // c.rawRead, bound once so a read does not allocate
+	rp     []byte
+	rn     int
+	rerr   error
+	idled  bool
 }
 
 // ConnAddr is the remote address of a Conn. It embeds the real address, so
@@ -111,6 +125,12 @@ func (a *ConnAddr) Conn() *Conn { return a.conn }
 func newConn(c net.Conn) *Conn {
 	w := &Conn{Conn: c, created: time.Now()}
 	w.addr = ConnAddr{Addr: c.RemoteAddr(), conn: w}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw = raw
+			w.rawFn = w.rawRead
+		}
+	}
 	return w
 }
 
@@ -119,11 +139,30 @@ func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
 
 func (c *Conn) Write(p []byte) (int, error) {
 	c.read = false
+	c.onIdle, c.gap = nil, 0 // a new request: the hook of an earlier stream never outlives it
 	return c.Conn.Write(p)
 }
 
+// SetReadDeadline records t (see readIdle) and sets it.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.dl = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline records the read deadline t and sets both.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.dl = t
+	return c.Conn.SetDeadline(t)
+}
+
 func (c *Conn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	var n int
+	var err error
+	if c.onIdle != nil {
+		n, err = c.readIdle(p)
+	} else {
+		n, err = c.Conn.Read(p)
+	}
 	if n > 0 {
 		c.read = true
 	}
@@ -165,4 +204,53 @@ func SetReadDeadline(resp *fasthttp.Response, t time.Time) bool {
 		return false
 	}
 	return a.conn.SetReadDeadline(t) == nil
+}
+
+// ErrCallerGone is the read error of a stream whose idle hook reported that
+// its caller left: the read is abandoned instead of waiting for the upstream.
+var ErrCallerGone = errors.New("upstream: the stream's caller left")
+
+// SetIdleHook makes idle run whenever a read of the stream in resp finds
+// nothing more has arrived from the upstream — just before the read would
+// wait for the network. A relay uses it to write what it has batched
+// exactly when the upstream has nothing more ready: events that arrived
+// together leave in one write, and no event waits for a later one. idle
+// returns false when the stream's caller is gone; the read then fails with
+// ErrCallerGone instead of waiting. The hook costs no extra system call: the
+// read that finds the socket empty is the one the runtime makes anyway.
+//
+// gap (> 0) is the stream's read timeout while the hook is set: a read that
+// has to wait fails with a timeout error (IsTimeout) when nothing arrives
+// for gap. The deadline is set only when a read is about to wait, not
+// before every read as SetReadDeadline would be.
+//
+// The hook runs on the goroutine that reads the stream. Clear it (nil)
+// before the body stream is closed; a new request on the connection clears
+// it too. SetIdleHook reports false when resp did not come from a Client of
+// this package; the hook is then not installed.
+func SetIdleHook(resp *fasthttp.Response, idle func() bool, gap time.Duration) bool {
+	a, ok := resp.RemoteAddr().(*ConnAddr)
+	if !ok || a.conn == nil {
+		return false
+	}
+	a.conn.onIdle, a.conn.gap = idle, gap
+	return true
+}
+
+// CloseStream closes the body stream of resp (from DoStream). Its
+// connection returns to the keep-alive pool only when the body was read to
+// its end (the chunked terminator or Content-Length) and the peer did not
+// close it; a stream cut short — timed out, failed, or abandoned by its
+// caller — closes its connection, which is also how the upstream learns that
+// the call was cancelled.
+func CloseStream(resp *fasthttp.Response) {
+	if a, ok := resp.RemoteAddr().(*ConnAddr); ok && a.conn != nil {
+		a.conn.onIdle, a.conn.gap = nil, 0
+		if a.conn.eof {
+			// fasthttp reports a chunked body cut between chunks as its end;
+			// the connection must not be pooled.
+			resp.SetConnectionClose()
+		}
+	}
+	_ = resp.CloseBodyStream()
 }

@@ -144,8 +144,11 @@ func (p *Proc) Memory() (rss, hwm float64, err error) {
 }
 
 // CPUSeconds reads user+system CPU time from /proc/<pid>/stat.
-func (p *Proc) CPUSeconds() (float64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID()) + "/stat")
+func (p *Proc) CPUSeconds() (float64, error) { return cpuSeconds(p.PID()) }
+
+// cpuSeconds reads the user+system CPU time of pid from /proc/<pid>/stat.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
 	}

@@ -28,6 +28,10 @@ type Options struct {
 	Warmup   time.Duration
 	GWCore   int // core gw is pinned to (-1: no pinning)
 	MockCore int // core of the mock (the suite itself should run there too)
+	// MockAddr fixes the address of the shared-core scenarios' mock, so that
+	// Peers can be configured against it ("": a free port).
+	MockAddr string
+	Peers    []Peer // other gateways beside gw in scenario 8
 	Log      func(format string, args ...any)
 }
 
@@ -42,6 +46,13 @@ type Budgets struct {
 	RSSStreamsMB        float64 `yaml:"rss_streams_mb"`
 	ReloadFailed        float64 `yaml:"reload_failed_requests"`
 	SoakBrokenStreams   float64 `yaml:"soak_broken_streams"`
+	// Scenarios 8-10, shared cores.
+	ClosedBufferedRatioMin float64 `yaml:"closed_buffered_ratio_min"`
+	ClosedBufferedCPUUS    float64 `yaml:"closed_buffered_cpu_us"`
+	ClosedStreamRatioMin   float64 `yaml:"closed_stream_ratio_min"`
+	ClosedStreamCPUUS      float64 `yaml:"closed_stream_cpu_us"`
+	AddedP99At2kShared     float64 `yaml:"added_p99_us_at_2k_shared"`
+	ColdStartMS            float64 `yaml:"cold_start_ms"`
 }
 
 // Figure is one reported number, with its budget when it has one.
@@ -129,24 +140,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 
-	run := func(name string, cfg load.Config) (*load.Result, error) {
-		if cfg.Duration == 0 {
-			cfg.Duration = o.Duration
-		}
-		if cfg.Warmup == 0 {
-			cfg.Warmup = o.Warmup
-		}
-		o.Log("  %s ...", name)
-		res, err := load.Run(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		rep.Runs[name] = res
-		o.Log("    %.0f req/s, p50 %d µs, p99 %d µs, errors %d", res.SuccessRPS, res.LatencyUS.P50, res.LatencyUS.P99, res.Errors)
-		return res, nil
+	run := runner(ctx, o, rep)
+
+	if err := closedLoop(ctx, o, rep, &bud, tmp, env, run); err != nil {
+		return nil, err
 	}
 
-	// Scenario 3 first, on a fresh gw, so that VmHWM is the streams' peak.
+	// Scenario 3 first (of the pinned ones), on a fresh gw, so that VmHWM is the streams' peak.
 	o.Log("scenario 3: streaming, %d chunks at 10 ms, 1,000 concurrent streams", streamChunks)
 	gw, err := StartGW(o.GWBin, o.GWCore, basic, env)
 	if err != nil {
@@ -290,6 +290,38 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// runner returns the function that runs one load and keeps its result in
+// rep under name.
+func runner(ctx context.Context, o Options, rep *Report) func(string, load.Config) (*load.Result, error) {
+	return func(name string, cfg load.Config) (*load.Result, error) {
+		if cfg.Duration == 0 {
+			cfg.Duration = o.Duration
+		}
+		if cfg.Warmup == 0 {
+			cfg.Warmup = o.Warmup
+		}
+		o.Log("  %s ...", name)
+		res, err := load.Run(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Runs[name] = res
+		o.Log("    %.0f req/s, p50 %d µs, p99 %d µs, errors %d", res.SuccessRPS, res.LatencyUS.P50, res.LatencyUS.P99, res.Errors)
+		return res, nil
+	}
+}
+
+// RunClosed runs only the shared-core scenarios 8-10 (gwperf -only closed).
+func RunClosed(ctx context.Context, o Options) (*Report, error) {
+	sess, err := openSession(o)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.close()
+	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller"}
+	return sess.rep, closedLoop(ctx, o, sess.rep, &sess.bud, sess.tmp, env, runner(ctx, o, sess.rep))
+}
+
 // Scenario 4's load: about transcodeStreams concurrent streams, started in open loop at
 // transcodeRate streams/s (each lasts about 2 s). Scenario 3's 1,000 streams (100,000
 // chunks/s) saturate gw's core on the 2-core VM, so its added figures measure the
@@ -347,7 +379,7 @@ func transcoding(ctx context.Context, o Options, rep *Report, bud *Budgets, gw *
 			}
 			direct = d
 		}
-		cpu := cpuWindow(ctx, gw, o.Warmup, o.Duration)
+		cpu := cpuWindow(ctx, gw.CPUSeconds, o.Warmup, o.Duration)
 		g, err := run(sc.tag+"-gw", sc.viaGW)
 		gwCPU, cpuOK := cpu()
 		if err != nil {
@@ -401,7 +433,7 @@ func streamSpanUS(st *load.StreamResult) float64 {
 // background: started with a load run of the same warmup and duration, it measures the
 // run's measured window only. The returned function waits for the second reading; ok is
 // false when a reading failed or ctx ended first.
-func cpuWindow(ctx context.Context, p *Proc, warmup, duration time.Duration) func() (seconds float64, ok bool) {
+func cpuWindow(ctx context.Context, cpuSeconds func() (float64, error), warmup, duration time.Duration) func() (seconds float64, ok bool) {
 	type reading struct {
 		s  float64
 		ok bool
@@ -422,12 +454,12 @@ func cpuWindow(ctx context.Context, p *Proc, warmup, duration time.Duration) fun
 			ch <- reading{}
 			return
 		}
-		c0, err0 := p.CPUSeconds()
+		c0, err0 := cpuSeconds()
 		if !sleep(duration) {
 			ch <- reading{}
 			return
 		}
-		c1, err1 := p.CPUSeconds()
+		c1, err1 := cpuSeconds()
 		ch <- reading{c1 - c0, err0 == nil && err1 == nil}
 	}()
 	return func() (float64, bool) {

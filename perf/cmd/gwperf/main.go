@@ -23,7 +23,16 @@ func main() {
 	flag.DurationVar(&o.Warmup, "warmup", 2*time.Second, "warm-up of each load run")
 	flag.IntVar(&o.GWCore, "gw-core", 0, "core gw is pinned to (-1: none)")
 	flag.IntVar(&o.MockCore, "mock-core", 1, "core of the mock upstream (run gwperf on it too)")
-	only := flag.String("only", "", `run one scenario and print its figures without writing the report: "soak"`)
+	flag.StringVar(&o.MockAddr, "mock-addr", "", "address of the mock of the shared-core scenarios 8-10, for peers configured against it (default: a free port)")
+	flag.Func("peer", "another OpenAI-compatible gateway beside gw in scenario 8, repeatable: name=URL[,key=K][,model=M][,stream-model=M][,pid=N]\n"+
+		"(its model must reach <mock>/v1, its stream-model <mock>/knobs/chunks=20/v1; pid gives its CPU per request)", func(v string) error {
+		p, err := suite.ParsePeer(v)
+		if err == nil {
+			o.Peers = append(o.Peers, p)
+		}
+		return err
+	})
+	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", or "closed" (8-10, shared cores)`)
 	soakRequests := flag.Int("soak-requests", suite.SoakRequests, "streams of the soak scenario with -only soak")
 	flag.Parse()
 	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -33,6 +42,8 @@ func main() {
 	run := suite.Run
 	switch *only {
 	case "":
+	case "closed":
+		run = suite.RunClosed
 	case "soak":
 		run = func(ctx context.Context, o suite.Options) (*suite.Report, error) {
 			return suite.RunSoak(ctx, o, *soakRequests)

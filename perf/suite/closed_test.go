@@ -1,0 +1,38 @@
+package suite
+
+import "testing"
+
+func TestParsePeer(t *testing.T) {
+	f := func(in string, want Peer, wantErr bool) {
+		t.Helper()
+		got, err := ParsePeer(in)
+		if (err != nil) != wantErr {
+			t.Fatalf("ParsePeer(%q) error %v; want error %v", in, err, wantErr)
+		}
+		if err == nil && got != want {
+			t.Fatalf("ParsePeer(%q) = %+v; want %+v", in, got, want)
+		}
+	}
+	f("gomodel=http://127.0.0.1:8081/v1", Peer{Name: "gomodel", URL: "http://127.0.0.1:8081/v1", Model: "gpt-4o", StreamModel: "gpt-4o"}, false)
+	f("b=http://h:1/v1/,key=sk-x,model=m,stream-model=ms,pid=42",
+		Peer{Name: "b", URL: "http://h:1/v1", APIKey: "sk-x", Model: "m", StreamModel: "ms", PID: 42}, false)
+	f("b=http://h:1/v1,model=m", Peer{Name: "b", URL: "http://h:1/v1", Model: "m", StreamModel: "m"}, false)
+	f("nourl", Peer{}, true)
+	f("=http://h/v1", Peer{}, true)
+	f("b=ftp://h/v1", Peer{}, true)
+	f("b=http://h/v1,pid=x", Peer{}, true)
+	f("b=http://h/v1,colour=red", Peer{}, true)
+}
+
+func TestMedian(t *testing.T) {
+	f := func(in []float64, want float64) {
+		t.Helper()
+		if got := median(in); got != want {
+			t.Fatalf("median(%v) = %v; want %v", in, got, want)
+		}
+	}
+	f(nil, 0)
+	f([]float64{3}, 3)
+	f([]float64{5, 1, 3}, 3)
+	f([]float64{4, 1, 3, 2}, 2.5)
+}
