@@ -115,3 +115,8 @@ func skipWSColon(data []byte, i int) int {
 	}
 	return i
 }
+
+// EditChunk is editChunk for the fuzz targets in fuzz/ (FuzzEdgeEditChunk).
+func EditChunk(dst, data, alias []byte, dropUsage bool) ([]byte, bool) {
+	return editChunk(dst, data, alias, dropUsage)
+}

@@ -73,13 +73,3 @@ func checkChunkEdit(t *testing.T, data, alias []byte, drop bool) int {
 	}
 	return 1
 }
-
-// FuzzEditChunk: the fast edit never disagrees with the slow path.
-func FuzzEditChunk(f *testing.F) {
-	for _, in := range chunkEditCases {
-		f.Add([]byte(in), true)
-	}
-	f.Fuzz(func(t *testing.T, data []byte, drop bool) {
-		checkChunkEdit(t, data, []byte(`"a"`), drop)
-	})
-}
