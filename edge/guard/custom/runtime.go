@@ -3,6 +3,7 @@ package custom
 import (
 	"errors"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -66,7 +67,11 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	loadErr := func(e error) error {
 		return &Error{Guardrail: c.name, Err: classify(e), Detail: "while loading the script"}
 	}
-	if _, e := vm.Eval(glueJS, quickjs.EvalGlobal); e != nil {
+	bc, e := glueBytecode()
+	if e != nil {
+		return nil, loadErr(e)
+	}
+	if _, e := vm.EvalBytecode(bc); e != nil {
 		return nil, loadErr(e)
 	}
 	// Hold the entry points before the user's module runs: its top-level
@@ -106,6 +111,17 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	}
 	return r, nil
 }
+
+// glueBytecode compiles the glue once per process: parsing it was half of
+// a runtime's cold start.
+var glueBytecode = sync.OnceValues(func() ([]byte, error) {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	return vm.Compile(glueJS, quickjs.EvalGlobal)
+})
 
 // loadDetail keeps a load error readable (a syntax error's message and
 // position are what an operator needs) but scrubs secret values from it and
