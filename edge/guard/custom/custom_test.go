@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,6 +242,7 @@ export function checkInput(input) {
   if (k === "ping" && globalThis.stopped) return { action: "block", reason: "a stopped runtime was reused" };
   if (k !== "ping" && k !== "catchbomb") globalThis.stopped = true;
   if (k === "loop") while (true) {}
+  if (k === "redos") return /^(a+)+$/.test("a".repeat(40) + "b");
   if (k === "bomb") { let a = []; while (true) a.push("x".repeat(1e6) + a.length); }
   if (k === "catchbomb") { try { let a = []; while (true) a.push("x".repeat(1e6) + a.length); } catch (e) { return { action: "allow" } } }
   if (k === "asyncloop") return (async () => { await null; while (true) {} })();
@@ -270,7 +272,7 @@ func TestInfiniteLoopStopped(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	c := newCheckerWith(t, guardrail(loopOnDemand, timeout.Milliseconds(), 16<<20, nil))
 	goroutines := runtime.NumGoroutine()
-	for _, k := range []string{"loop", "asyncloop"} {
+	for _, k := range []string{"loop", "asyncloop", "redos"} {
 		started := c.Started()
 		var v guard.Verdict
 		start := time.Now()
@@ -444,5 +446,51 @@ func TestClose(t *testing.T) {
 	var v guard.Verdict
 	if err := c.Check(context.Background(), request(guard.Input, "x"), &v); !errors.Is(err, custom.ErrClosed) {
 		t.Fatalf("Check after Close: %v; want ErrClosed", err)
+	}
+}
+
+func TestPoolExhaustedWaits(t *testing.T) {
+	c := newChecker(t, `export function checkInput() {
+		const end = Date.now() + 20; while (Date.now() < end) {}
+		return { action: "block", reason: "done" };
+	}`)
+	n := 2 * custom.PoolSize()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var v guard.Verdict
+			if err := c.Check(context.Background(), request(guard.Input, "x"), &v); err != nil || v.Message != "done" {
+				errs <- errors.New("call failed while waiting for a runtime: " + strconv.Quote(v.Message))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := c.Started(); got > int64(custom.PoolSize()) {
+		t.Fatalf("runtimes started = %d; want at most %d", got, custom.PoolSize())
+	}
+	// With every runtime busy, the wait counts toward timeout_ms.
+	short := newCheckerWith(t, guardrail(`export function checkInput() { const end = Date.now() + 300; while (Date.now() < end) {} }`, 100, 16<<20, nil))
+	var timeouts sync.WaitGroup
+	var failed atomic.Int64
+	for range custom.PoolSize() + 1 {
+		timeouts.Add(1)
+		go func() {
+			defer timeouts.Done()
+			var v guard.Verdict
+			if err := short.Check(context.Background(), request(guard.Input, "x"), &v); errors.Is(err, custom.ErrTimeout) {
+				failed.Add(1)
+			}
+		}()
+	}
+	timeouts.Wait()
+	if got := failed.Load(); got != int64(custom.PoolSize()+1) {
+		t.Fatalf("%d of %d calls timed out; want all (each runs past timeout_ms)", got, custom.PoolSize()+1)
 	}
 }
