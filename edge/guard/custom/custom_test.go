@@ -281,7 +281,10 @@ func TestInfiniteLoopStopped(t *testing.T) {
 		if !errors.Is(err, custom.ErrTimeout) {
 			t.Fatalf("%s: got %v; want ErrTimeout", k, err)
 		}
-		if took < timeout || took > timeout+time.Second {
+		// The slack is generous because the CPU is shared with other
+		// builds; the stop itself comes within the engine's interrupt
+		// polling interval (microseconds).
+		if took < timeout || took > timeout+3*time.Second {
 			t.Fatalf("%s: stopped after %v; want about %v", k, took, timeout)
 		}
 		alive(t, c)
@@ -290,6 +293,10 @@ func TestInfiniteLoopStopped(t *testing.T) {
 		// runtime), and a replacement was started.
 		for range 2 * custom.PoolSize() {
 			alive(t, c)
+		}
+		// The replacement starts in a background goroutine.
+		for wait := 0; c.Started() <= started && wait < 100; wait++ {
+			time.Sleep(20 * time.Millisecond)
 		}
 		if got := c.Started(); got <= started {
 			t.Fatalf("%s: runtimes started %d -> %d; want a replacement", k, started, got)
