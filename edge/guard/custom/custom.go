@@ -133,6 +133,7 @@ func (c *Checker) callCancellable(ctx context.Context, r *jsRuntime, req *guard.
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		r.vm.Interrupt()
+		r.dog.poke()
 		close(fired)
 	})
 	enc, broken, err := r.call(req.Phase, req.Model, req.Texts, deadline)

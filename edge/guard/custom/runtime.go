@@ -25,6 +25,7 @@ type jsRuntime struct {
 	settled quickjs.Value // glue __gw_settled
 	hooks   [2]bool       // Input, Output
 	args    []any         // reused argument list of run
+	dog     *watchdog
 	closed  bool
 }
 
@@ -44,8 +45,10 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	if err != nil {
 		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "cannot start a runtime"}
 	}
-	r := &jsRuntime{vm: vm}
+	r := &jsRuntime{vm: vm, dog: newWatchdog(vm)}
+	r.dog.arm(time.Now().Add(c.timeout))
 	defer func() {
+		r.dog.disarm()
 		if p := recover(); p != nil {
 			err = &Error{Guardrail: c.name, Err: ErrEngine, Detail: "the engine panicked while loading the script"}
 		}
@@ -158,17 +161,19 @@ func global(vm *quickjs.VM, name string) (quickjs.Value, error) {
 // broken reports that the runtime must not be reused (interrupted, out of
 // memory, or an engine error).
 func (r *jsRuntime) call(phase guard.Phase, model string, texts []guard.Text, deadline time.Time) (enc string, broken bool, err error) {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return "", false, ErrTimeout
+	}
+	r.dog.arm(deadline)
 	defer func() {
+		r.dog.disarm()
 		if p := recover(); p != nil {
 			enc, broken, err = "", true, ErrEngine
 		}
 		clear(r.args)
 		r.args = r.args[:0]
 	}()
-	left := time.Until(deadline)
-	if left <= 0 {
-		return "", false, ErrTimeout
-	}
 	r.vm.SetEvalTimeout(left)
 	args := append(r.args[:0], int(phase), model)
 	for i := range texts {
@@ -242,6 +247,7 @@ func (r *jsRuntime) close() {
 		return
 	}
 	r.closed = true
+	r.dog.disarm()
 	if r.run.VM() != nil {
 		r.run.Free()
 	}
