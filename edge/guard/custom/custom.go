@@ -71,7 +71,7 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 			c.secrets = append(c.secrets, v)
 		}
 	}
-	first, err := newRuntime(cfg)
+	first, err := newRuntime(cfg, time.Now().Add(timeout))
 	if err != nil {
 		return nil, err
 	}

@@ -40,14 +40,24 @@ type config struct {
 }
 
 // newRuntime starts a runtime and evaluates the module under the memory
-// limit and the timeout. An error is a load error (*Error).
-func newRuntime(c *config) (rt *jsRuntime, err error) {
+// limit, by deadline. An error is a load error (*Error).
+func newRuntime(c *config, deadline time.Time) (rt *jsRuntime, err error) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "cannot start a runtime"}
 	}
 	r := &jsRuntime{vm: vm, dog: newWatchdog(vm)}
-	r.dog.arm(time.Now().Add(c.timeout))
+	r.dog.arm(deadline)
+	// Each entry into JS gets what is left of timeout_ms, so the whole load
+	// is bounded by it, not each step.
+	budget := func() error {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &Error{Guardrail: c.name, Err: ErrTimeout, Detail: "while loading the script"}
+		}
+		vm.SetEvalTimeout(left)
+		return nil
+	}
 	defer func() {
 		r.dog.disarm()
 		if p := recover(); p != nil {
@@ -59,7 +69,6 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 		}
 	}()
 	vm.SetMemoryLimit(c.memory)
-	vm.SetEvalTimeout(c.timeout)
 	src := c.source
 	vm.SetModuleLoader(func(_ *quickjs.VM, name string) (string, error) {
 		if name == moduleName {
@@ -74,6 +83,9 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	bc, e := glueBytecode()
 	if e != nil {
 		return nil, loadErr(e)
+	}
+	if err = budget(); err != nil {
+		return nil, err
 	}
 	if _, e := vm.EvalBytecode(bc); e != nil {
 		return nil, loadErr(e)
@@ -93,11 +105,20 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	for _, s := range c.secrets {
 		args = append(args, s)
 	}
+	if err = budget(); err != nil {
+		return nil, err
+	}
 	if _, e := vm.Call("__gw_boot", args...); e != nil {
 		return nil, loadErr(e)
 	}
+	if err = budget(); err != nil {
+		return nil, err
+	}
 	if _, e := vm.ExecutePendingJobs(); e != nil {
 		return nil, loadErr(e)
+	}
+	if err = budget(); err != nil {
+		return nil, err
 	}
 	st, e := vm.Call("__gw_status")
 	if e != nil {
@@ -114,6 +135,9 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	case strings.HasPrefix(s, "O"):
 		r.hooks = [2]bool{strings.Contains(s, "i"), strings.Contains(s, "o")}
 		// The entry points are held as values; hooks need not see them.
+		if err = budget(); err != nil {
+			return nil, err
+		}
 		if _, e := vm.Eval(`delete globalThis.__gw_run; delete globalThis.__gw_settled; delete globalThis.__gw_push; delete globalThis.__gw_boot; delete globalThis.__gw_status;`, quickjs.EvalGlobal); e != nil {
 			return nil, loadErr(e)
 		}
