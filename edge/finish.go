@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin"
+	"gw/edge/guard"
 )
 
 var (
@@ -126,6 +127,17 @@ func (p *Proxy) emitUsage(c *call, stream bool) {
 	}
 	e := ev
 	e.OccurredAt, e.AttemptKind, e.Attempt = time.Now(), AttemptFinal, c.attempts
+	if c.g.on {
+		o := &c.g.e.Outcome
+		e.AppliedGuardrails = append([]string(nil), o.Applied...)
+		if len(o.Enforced) > 0 {
+			e.GuardrailEnforcedHits = append([]guard.Hit(nil), o.Enforced...)
+		}
+		if len(o.Monitor) > 0 {
+			e.GuardrailMonitorHits = append([]guard.Hit(nil), o.Monitor...)
+		}
+		e.GuardrailBypassedReason, e.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+	}
 	e.StatusCode, e.ErrorClass, e.Latency = c.status, c.errClass, time.Since(c.start)
 	if c.target != nil {
 		e.TargetModel, e.ProviderKey = c.target.Alias, c.target.Model.ProviderKeyName

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/edge/guard"
 	"gw/sse"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
@@ -47,6 +49,12 @@ type relayState struct {
 	up    *msgconv.MessagesToChatStream
 	upBuf []byte // converted chat frames not yet consumed
 	upOff int
+
+	// Output policy (guard_output.go): nil when no output guardrail applies.
+	gs     *guard.ChatStream
+	gEnded bool  // the upstream ended; what gs held is judged
+	gErr   error // how it ended (nil: [DONE])
+	gDec   guard.Decision
 }
 
 // errStreamErrored ends a stream whose upstream already reported an in-band
@@ -57,6 +65,14 @@ var errStreamErrored = errors.New("edge: upstream stream reported an error")
 // stream ("[DONE]" included): the upstream's own events, or — for a
 // messages upstream — the chat chunks its events convert to.
 func (s *relayState) next() ([]byte, error) {
+	if s.gs != nil {
+		return s.guardedNext()
+	}
+	return s.rawNext()
+}
+
+// rawNext is next without the output policy.
+func (s *relayState) rawNext() ([]byte, error) {
 	if s.up == nil {
 		ev, err := s.rd.Next()
 		return ev.Data, err
@@ -126,6 +142,7 @@ func (s *relayState) release() {
 		s.up = nil
 	}
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
+	s.gs, s.gEnded, s.gErr, s.gDec = nil, false, nil, guard.Pass
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
@@ -149,6 +166,7 @@ const (
 	preEmpty          // the stream ended without content
 	preTimeout        // the gap timeout elapsed
 	preFailed         // transport failure or an error event
+	preBlocked        // the output policy blocked before the commit point
 )
 
 // stream dispatches a streaming chat call. Until the first content event
@@ -162,6 +180,10 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 		for try := 0; try <= t.Retries; try++ {
 			req, client := p.buildRequest(ctx, c, t, up)
 			if req == nil {
+				return
+			}
+			if c.native && c.outputOn() && !p.nativeGuard(ctx, c) {
+				fasthttp.ReleaseRequest(req)
 				return
 			}
 			resp := fasthttp.AcquireResponse()
@@ -212,9 +234,19 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 				if up.Protocol == anthropic.ProtocolMessages {
 					s.up = msgconv.AcquireMessagesToChatStream(c.plan.AliasBytes)
 				}
+				if c.outputOn() {
+					s.gs = &c.g.cs
+					s.gs.Reset(context.Background(), &c.g.e, c.plan.Alias, c.g.e.Chain.Output)
+				}
 			}
 			outcome, ferr := p.prefetch(c, s)
 			c.upstreamDur += time.Since(sent)
+			if outcome == preBlocked {
+				s.guardReject(ctx, c)
+				s.release()
+				c.dropBusy()
+				return
+			}
 			if outcome == preContent {
 				c.upTTFT = time.Since(sent)
 				c.observe(t, nil, c.upTTFT)
@@ -260,6 +292,9 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 		}
 		data, err := s.next()
 		if err != nil {
+			if errors.Is(err, errGuardBlocked) {
+				return preBlocked, prefetchErr{}
+			}
 			if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
 				return preEmpty, prefetchErr{}
 			}
@@ -440,6 +475,11 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		data, err := s.next()
+		if errors.Is(err, errGuardBlocked) {
+			s.guardFail(c)
+			s.flush(w, c)
+			return fasthttp.StatusUnprocessableEntity
+		}
 		if errors.Is(err, errStreamErrored) {
 			c.errClass = "upstream_error_event"
 			s.flush(w, c)

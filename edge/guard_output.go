@@ -1,0 +1,147 @@
+package edge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/edge/guard"
+	"gw/sse"
+	"gw/sse/rawjson"
+)
+
+// The output policy stage: the guardrails of the request's merged output
+// chain judge the answer before its bytes reach the caller.
+//
+//   - A buffered answer (guardAnswer) is judged whole: a block answers 422
+//     content_filter, a mask rewrites the answer.
+//   - A converted stream (every stream whose chat-completions pivot passes
+//     through relayState.next) is judged delta by delta: guard.ChatStream
+//     holds text, reasoning and tool-argument deltas in a sliding window
+//     and releases them once judged. The commit point moves with it: gw
+//     commits the stream when the first judged content is released, so a
+//     block before that is still a 422; after it, the stream ends with the
+//     caller format's in-band error.
+//   - A native stream (the caller's format relayed as is) is not judged in
+//     this build: nativeGuard decides per output_fail_open before the
+//     upstream call.
+
+// outputOn reports whether an output chain applies to c.
+func (c *call) outputOn() bool { return c.g.on && len(c.g.e.Chain.Output) > 0 }
+
+// guardAnswer judges a buffered answer of format f and returns the body to
+// write (body itself, or its masked form). On a block it answers the
+// caller and returns false.
+func (p *Proxy) guardAnswer(ctx *fasthttp.RequestCtx, c *call, body []byte, f guard.Format) ([]byte, bool) {
+	g := &c.g
+	if err := g.x.Extract(&g.e, f, body); err != nil {
+		return body, true // not an object: relayed as the upstream wrote it
+	}
+	d := g.e.Judge(context.Background(), guard.Output, c.plan.Alias, g.e.Chain.Output)
+	p.logGuardErr(c)
+	switch d {
+	case guard.Blocked:
+		c.errClass = "guardrail_blocked"
+		c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeFilter, blockMessage(&g.e, msgBlockedOutput))
+		return nil, false
+	case guard.Unavailable:
+		c.errClass = "guardrail_unavailable"
+		c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable, msgUnavailable)
+		return nil, false
+	case guard.Masked:
+		g.ans = g.x.Rewrite(g.ans[:0], &g.e)
+		return g.ans, true
+	}
+	return body, true
+}
+
+// nativeGuard decides a native stream with an output chain, which this
+// build cannot judge delta by delta: with output_fail_open on every stage
+// it passes, a bypass recorded (unsupported_route); otherwise it answers
+// 422 guardrail_unavailable before the upstream call and returns false.
+func (p *Proxy) nativeGuard(ctx *fasthttp.RequestCtx, c *call) bool {
+	for _, st := range c.g.e.Chain.Output {
+		if !st.G.OutputFailOpen {
+			c.g.e.Outcome.BlockedFailClosed = true
+			c.errClass = "guardrail_unavailable"
+			c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable,
+				"guardrail `"+st.G.Name+"` cannot judge a native "+c.surf.protocol+" stream in this build and fails closed (output_fail_open: false)")
+			return false
+		}
+	}
+	c.g.e.Outcome.Bypass(guard.BypassUnsupported)
+	return true
+}
+
+// errGuardBlocked ends a guarded stream: s.gDec says why.
+var errGuardBlocked = errors.New("edge: the stream was blocked by guardrail policy")
+
+var doneMarker = []byte("[DONE]")
+
+// guardedNext is next() through the output policy: upstream chunks go
+// into the window filter; what it releases comes out. The upstream's end
+// (or failure) first judges everything held.
+func (s *relayState) guardedNext() ([]byte, error) {
+	for {
+		if d, ok := s.gs.Next(); ok {
+			return d, nil
+		}
+		if s.gEnded {
+			if s.gErr != nil {
+				return nil, s.gErr
+			}
+			return doneMarker, nil
+		}
+		data, err := s.rawNext()
+		if err != nil || sse.IsDone(data) {
+			s.gEnded, s.gErr = true, err
+			if d := s.gs.End(); d >= guard.Blocked {
+				s.gDec = d
+				return nil, errGuardBlocked
+			}
+			continue
+		}
+		if d := s.gs.Push(data); d >= guard.Blocked {
+			s.gDec = d
+			return nil, errGuardBlocked
+		}
+	}
+}
+
+// guardCode is the error code and message of a guarded stream's block.
+func (s *relayState) guardCode() (code, msg string) {
+	if s.gDec == guard.Unavailable {
+		return codeUnavailable, msgUnavailable
+	}
+	return codeFilter, blockMessage(&s.c.g.e, msgBlockedOutput)
+}
+
+// guardReject answers a stream blocked before its commit point: 422.
+func (s *relayState) guardReject(ctx *fasthttp.RequestCtx, c *call) {
+	code, msg := s.guardCode()
+	c.errClass = "guardrail_blocked"
+	if code == codeUnavailable {
+		c.errClass = "guardrail_unavailable"
+	}
+	c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", code, msg)
+}
+
+// guardFail appends the in-band end of a stream blocked after its commit
+// point, in the caller's format.
+func (s *relayState) guardFail(c *call) {
+	code, msg := s.guardCode()
+	c.errClass = "guardrail_blocked"
+	if code == codeUnavailable {
+		c.errClass = "guardrail_unavailable"
+	}
+	if s.conv != nil {
+		s.wbuf = s.conv.Fail(s.wbuf, code, msg)
+		return
+	}
+	s.wbuf = append(s.wbuf, `data: {"error":{"type":"invalid_request_error","code":`...)
+	s.wbuf = rawjson.AppendQuote(s.wbuf, code)
+	s.wbuf = append(s.wbuf, `,"message":`...)
+	s.wbuf = rawjson.AppendQuote(s.wbuf, msg)
+	s.wbuf = append(s.wbuf, "}}\n\n"...)
+}
