@@ -168,6 +168,17 @@ func (e *Exec) Texts() []Text { return e.req.Texts }
 // Changed reports whether text i was rewritten by a mask.
 func (e *Exec) Changed(i int) bool { return e.changed[i] }
 
+// Replace rewrites text i as a mask would (for callers that judge texts
+// themselves, and tests).
+func (e *Exec) Replace(i int, data []byte) {
+	for len(e.over) < len(e.req.Texts) {
+		e.over = append(e.over, nil)
+	}
+	e.over[i] = append(e.over[i][:0], data...)
+	e.req.Texts[i].Data = e.over[i]
+	e.changed[i] = true
+}
+
 // AddText appends one text to judge. fixed marks content the route cannot
 // rewrite; latest marks texts of the latest turn.
 func (e *Exec) AddText(t Text, fixed, latest bool) {
