@@ -16,6 +16,7 @@ type guardState struct {
 	e   guard.Exec
 	x   guard.Extractor
 	cs  guard.ChatStream
+	ns  guard.NativeStream
 	buf []byte // the rewritten request body
 	ans []byte // the rewritten answer body
 }

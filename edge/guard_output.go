@@ -9,6 +9,7 @@ import (
 	"gw/edge/guard"
 	"gw/sse"
 	"gw/sse/rawjson"
+	"gw/sse/respconv"
 )
 
 // The output policy stage: the guardrails of the request's merged output
@@ -23,9 +24,10 @@ import (
 //     commits the stream when the first judged content is released, so a
 //     block before that is still a 422; after it, the stream ends with the
 //     caller format's in-band error.
-//   - A native stream (the caller's format relayed as is) is not judged in
-//     this build: nativeGuard decides per output_fail_open before the
-//     upstream call.
+//   - A native stream (the caller's format relayed as is) goes through
+//     guard.NativeStream: each event is held until the text it carries is
+//     judged and then relayed unchanged (no rewriting: a mask records
+//     mask_unsupported); a block ends it like a converted stream.
 
 // outputOn reports whether an output chain applies to c.
 func (c *call) outputOn() bool { return c.g.on && len(c.g.e.Chain.Output) > 0 }
@@ -54,24 +56,6 @@ func (p *Proxy) guardAnswer(ctx *fasthttp.RequestCtx, c *call, body []byte, f gu
 		return g.ans, true
 	}
 	return body, true
-}
-
-// nativeGuard decides a native stream with an output chain, which this
-// build cannot judge delta by delta: with output_fail_open on every stage
-// it passes, a bypass recorded (unsupported_route); otherwise it answers
-// 422 guardrail_unavailable before the upstream call and returns false.
-func (p *Proxy) nativeGuard(ctx *fasthttp.RequestCtx, c *call) bool {
-	for _, st := range c.g.e.Chain.Output {
-		if !st.G.OutputFailOpen {
-			c.g.e.Outcome.BlockedFailClosed = true
-			c.errClass = "guardrail_unavailable"
-			c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable,
-				"guardrail `"+st.G.Name+"` cannot judge a native "+c.surf.protocol+" stream in this build and fails closed (output_fail_open: false)")
-			return false
-		}
-	}
-	c.g.e.Outcome.Bypass(guard.BypassUnsupported)
-	return true
 }
 
 // errGuardBlocked ends a guarded stream: s.gDec says why.
@@ -135,7 +119,18 @@ func (s *relayState) guardFail(c *call) {
 	if code == codeUnavailable {
 		c.errClass = "guardrail_unavailable"
 	}
-	if s.conv != nil {
+	switch {
+	case s.native && c.surf == surfResponses:
+		s.wbuf = respconv.AppendFailed(s.wbuf, s.seq+1, s.respID, s.respCreated, c.plan.AliasJSON, code, msg)
+		return
+	case s.native: // Messages: an error event, type invalid_request_error with error.code
+		s.wbuf = append(s.wbuf, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"code\":"...)
+		s.wbuf = rawjson.AppendQuote(s.wbuf, code)
+		s.wbuf = append(s.wbuf, `,"message":`...)
+		s.wbuf = rawjson.AppendQuote(s.wbuf, msg)
+		s.wbuf = append(s.wbuf, "}}\n\n"...)
+		return
+	case s.conv != nil:
 		s.wbuf = s.conv.Fail(s.wbuf, code, msg)
 		return
 	}
@@ -144,4 +139,42 @@ func (s *relayState) guardFail(c *call) {
 	s.wbuf = append(s.wbuf, `,"message":`...)
 	s.wbuf = rawjson.AppendQuote(s.wbuf, msg)
 	s.wbuf = append(s.wbuf, "}}\n\n"...)
+}
+
+// nextEvent returns the next event of a native stream: the upstream's, or
+// through the output policy the next one it released.
+func (s *relayState) nextEvent() (sse.Event, error) {
+	if s.ns == nil {
+		return s.rd.Next()
+	}
+	for {
+		if name, data, ok := s.ns.Next(); ok {
+			return sse.Event{Name: name, Data: data}, nil
+		}
+		if s.gEnded {
+			return sse.Event{}, s.gErr
+		}
+		ev, err := s.rd.Next()
+		if err != nil {
+			s.gEnded, s.gErr = true, err
+			if d := s.ns.End(); d >= guard.Blocked {
+				s.gDec = d
+				return sse.Event{}, errGuardBlocked
+			}
+			continue
+		}
+		if d := s.ns.Push(ev.Name, ev.Data); d >= guard.Blocked {
+			s.gDec = d
+			return sse.Event{}, errGuardBlocked
+		}
+	}
+}
+
+// pendingEvent reports whether another native event is ready without
+// reading (events that arrived together leave in one write).
+func (s *relayState) pendingEvent() bool {
+	if s.ns != nil && s.ns.Pending() {
+		return true
+	}
+	return s.rd.Pending()
 }

@@ -200,9 +200,11 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
-		ev, err := s.rd.Next()
+		ev, err := s.nextEvent()
 		if err != nil {
 			switch {
+			case errors.Is(err, errGuardBlocked):
+				return preBlocked, prefetchErr{}
 			case upstream.IsTimeout(err):
 				return preTimeout, prefetchErr{}
 			case errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)):
@@ -227,14 +229,19 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 // relayNative copies the rest of a native stream.
 func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
-	if !s.rd.Pending() && !s.flush(w, c) {
+	if !s.pendingEvent() && !s.flush(w, c) {
 		return 499
 	}
 	for {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
-		ev, err := s.rd.Next()
+		ev, err := s.nextEvent()
+		if errors.Is(err, errGuardBlocked) {
+			s.guardFail(c)
+			s.flush(w, c)
+			return fasthttp.StatusUnprocessableEntity
+		}
 		if err != nil {
 			status, code := fasthttp.StatusBadGateway, transcode.CodeUpstreamStreamFail
 			switch {
@@ -261,7 +268,7 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 			}
 			return fasthttp.StatusOK
 		}
-		if !s.rd.Pending() && !s.flush(w, c) {
+		if !s.pendingEvent() && !s.flush(w, c) {
 			return 499
 		}
 	}

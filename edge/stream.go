@@ -52,6 +52,7 @@ type relayState struct {
 
 	// Output policy (guard_output.go): nil when no output guardrail applies.
 	gs     *guard.ChatStream
+	ns     *guard.NativeStream
 	gEnded bool  // the upstream ended; what gs held is judged
 	gErr   error // how it ended (nil: [DONE])
 	gDec   guard.Decision
@@ -108,6 +109,9 @@ func (s *relayState) rawNext() ([]byte, error) {
 
 // ready reports whether another chunk is ready without reading.
 func (s *relayState) ready() bool {
+	if s.gs != nil && s.gs.Pending() {
+		return true
+	}
 	if s.up != nil && s.upOff < len(s.upBuf) {
 		return true
 	}
@@ -142,7 +146,7 @@ func (s *relayState) release() {
 		s.up = nil
 	}
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
-	s.gs, s.gEnded, s.gErr, s.gDec = nil, false, nil, guard.Pass
+	s.gs, s.ns, s.gEnded, s.gErr, s.gDec = nil, nil, false, nil, guard.Pass
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
@@ -180,10 +184,6 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 		for try := 0; try <= t.Retries; try++ {
 			req, client := p.buildRequest(ctx, c, t, up)
 			if req == nil {
-				return
-			}
-			if c.native && c.outputOn() && !p.nativeGuard(ctx, c) {
-				fasthttp.ReleaseRequest(req)
 				return
 			}
 			resp := fasthttp.AcquireResponse()
@@ -227,6 +227,10 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			switch {
 			case c.native:
 				s.native = true // the upstream speaks the caller's format: relay events as they are
+				if c.outputOn() {
+					s.ns = &c.g.ns
+					s.ns.Reset(context.Background(), &c.g.e, c.plan.Alias, c.g.e.Chain.Output, c.surf.guardStream)
+				}
 			default:
 				if c.surf.newStream != nil {
 					s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream

@@ -28,9 +28,10 @@ type surface struct {
 	// guardIn is the request's shape for the input policy; guardNative the
 	// shape of an answer the upstream gives natively (output policy).
 	guardIn, guardNative guard.Format
-	path                 string // for the access log
-	protocol             string // usage events: inbound_protocol
-	operation            string // usage events: operation
+	guardStream          guard.NativeFormat // a native stream's events
+	path                 string             // for the access log
+	protocol             string             // usage events: inbound_protocol
+	operation            string             // usage events: operation
 	// fromChat converts a buffered chat-completions answer (nil: native).
 	fromChat func(dst, body []byte, c *call) ([]byte, transcode.Usage, error)
 	// newStream returns a pooled chat-chunk → caller-format transcoder
@@ -73,7 +74,7 @@ var (
 	surfChat = &surface{read: readChat, guardIn: guard.ChatRequest, guardNative: guard.ChatAnswer, path: pathChat, protocol: "chat_completions", operation: "chat.completions"}
 
 	surfResponses = &surface{
-		read: readResponses, guardIn: guard.ResponsesRequest, guardNative: guard.ResponsesAnswer,
+		read: readResponses, guardIn: guard.ResponsesRequest, guardNative: guard.ResponsesAnswer, guardStream: guard.NativeResponses,
 		path: pathResponses, protocol: "responses", operation: "responses",
 		fromChat: func(dst, body []byte, c *call) ([]byte, transcode.Usage, error) {
 			return respconv.ChatResponseToResponses(dst, body, respconv.ResponseOptions{Model: c.plan.AliasJSON, Request: c.origBody})
@@ -93,7 +94,7 @@ var (
 	}
 
 	surfMessages = &surface{
-		read: readMessages, guardIn: guard.MessagesRequest, guardNative: guard.MessagesAnswer,
+		read: readMessages, guardIn: guard.MessagesRequest, guardNative: guard.MessagesAnswer, guardStream: guard.NativeMessages,
 		path: pathMessages, protocol: "messages", operation: "messages",
 		fromChat: func(dst, body []byte, c *call) ([]byte, transcode.Usage, error) {
 			return msgconv.ChatResponseToMessages(dst, body, c.plan.AliasBytes)

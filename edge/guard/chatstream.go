@@ -151,6 +151,9 @@ func (s *ChatStream) Next() ([]byte, bool) {
 	return s.q[start:end:end], true
 }
 
+// Pending reports whether a released chunk is waiting.
+func (s *ChatStream) Pending() bool { return s.qPos < len(s.qEnd) }
+
 func (s *ChatStream) emit(chunk []byte) {
 	s.q = append(s.q, chunk...)
 	s.qEnd = append(s.qEnd, len(s.q))
