@@ -1,0 +1,193 @@
+package keyword
+
+import (
+	"errors"
+	"sort"
+)
+
+// Transition entries carry the next state's row offset in the low bits and
+// two flags in the high bits, so the scan loop needs one load, one add and
+// one compare per byte.
+const (
+	flagLiteral = 1 << 31 // a literal pattern ends here: stop
+	flagFactor  = 1 << 30 // a regex prefilter factor ends here: note it, go on
+	rowMask     = flagFactor - 1
+)
+
+// automaton is an Aho-Corasick automaton compiled into a dense DFA over
+// byte classes: bytes that occur in no pattern share class 0, and ASCII
+// upper-case letters share the class of their lower-case twin, which makes
+// matching ASCII-case-insensitive at no cost per byte.
+type automaton struct {
+	cls   [256]uint16 // byte → class
+	nc    uint32      // number of classes
+	shift uint32      // row width is 1<<shift ≥ nc: a state is its row offset >> shift
+	trans []uint32    // state*nc + class → next row offset | flags
+	// Per state (indexed by row offset / nc):
+	lit    []int32  // lowest literal id ending here (via suffix links), or -1
+	factor []uint64 // prefilter bits of the factors ending here
+}
+
+// maxRow keeps row offsets below the flag bits.
+const maxRow = rowMask
+
+// asciiLower folds A–Z to a–z and leaves every other byte alone.
+func asciiLower(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + ('a' - 'A')
+	}
+	return b
+}
+
+// buildAutomaton compiles literals (reported by id, their position in
+// lits) and prefilter factors (each with its bit) into one automaton.
+// Patterns must be non-empty.
+func buildAutomaton(lits []string, factors []string, factorBits []uint64) (*automaton, error) {
+	a := &automaton{}
+	// Byte classes from the folded patterns; class 0 is "no pattern uses it".
+	next := uint16(1)
+	assign := func(p string) {
+		for i := 0; i < len(p); i++ {
+			b := asciiLower(p[i])
+			if a.cls[b] == 0 {
+				a.cls[b] = next
+				next++
+			}
+		}
+	}
+	for _, p := range lits {
+		assign(p)
+	}
+	for _, p := range factors {
+		assign(p)
+	}
+	for b := 'A'; b <= 'Z'; b++ {
+		a.cls[b] = a.cls[b+('a'-'A')]
+	}
+	a.nc = uint32(next)
+	for 1<<a.shift < a.nc {
+		a.shift++
+	}
+
+	// Trie with sparse children while building.
+	type node struct {
+		child  map[uint16]int32
+		fail   int32
+		lit    int32
+		factor uint64
+	}
+	nodes := []node{{child: map[uint16]int32{}, lit: -1}}
+	insert := func(p string) int32 {
+		s := int32(0)
+		for i := 0; i < len(p); i++ {
+			c := a.cls[asciiLower(p[i])]
+			n, ok := nodes[s].child[c]
+			if !ok {
+				n = int32(len(nodes))
+				nodes = append(nodes, node{child: map[uint16]int32{}, lit: -1})
+				nodes[s].child[c] = n
+			}
+			s = n
+		}
+		return s
+	}
+	for id, p := range lits {
+		if p == "" {
+			return nil, errors.New("empty literal")
+		}
+		s := insert(p)
+		if nodes[s].lit < 0 {
+			nodes[s].lit = int32(id)
+		}
+	}
+	for i, p := range factors {
+		if p == "" {
+			return nil, errors.New("BUG: empty prefilter factor")
+		}
+		s := insert(p)
+		nodes[s].factor |= factorBits[i]
+	}
+	if uint64(len(nodes))<<a.shift > maxRow {
+		return nil, errors.New("too many patterns: the automaton would exceed its size limit")
+	}
+
+	// Breadth-first: suffix links, inherited outputs, and the dense table.
+	a.trans = make([]uint32, len(nodes)<<a.shift)
+	a.lit = make([]int32, len(nodes))
+	a.factor = make([]uint64, len(nodes))
+	queue := make([]int32, 0, len(nodes))
+	queue = append(queue, 0)
+	for qi := 0; qi < len(queue); qi++ {
+		s := queue[qi]
+		n := &nodes[s]
+		if s != 0 {
+			f := &nodes[n.fail]
+			// Outputs of the longest proper suffix that is a pattern prefix;
+			// the parent was finished first, so f's outputs are complete.
+			if f.lit >= 0 && (n.lit < 0 || f.lit < n.lit) {
+				n.lit = f.lit
+			}
+			n.factor |= f.factor
+		}
+		a.lit[s], a.factor[s] = n.lit, n.factor
+		// Children in class order so the build is deterministic.
+		cs := make([]int, 0, len(n.child))
+		for c := range n.child {
+			cs = append(cs, int(c))
+		}
+		sort.Ints(cs)
+		row := uint32(s) << a.shift
+		for c := uint32(0); c < a.nc; c++ {
+			var t int32
+			if ch, ok := n.child[uint16(c)]; ok {
+				t = ch
+			} else if s != 0 {
+				// Already filled: the fail state is shallower.
+				a.trans[row+c] = a.trans[uint32(n.fail)<<a.shift+c]
+				continue
+			}
+			a.trans[row+c] = uint32(t) << a.shift
+		}
+		for _, c := range cs {
+			ch := n.child[uint16(c)]
+			if s == 0 {
+				nodes[ch].fail = 0
+			} else {
+				nodes[ch].fail = int32(a.trans[uint32(n.fail)<<a.shift+uint32(c)] >> a.shift)
+			}
+			queue = append(queue, ch)
+		}
+	}
+	// Flags go on after every row is built: targets are final by then.
+	for i, e := range a.trans {
+		st := e >> a.shift
+		if a.lit[st] >= 0 {
+			a.trans[i] |= flagLiteral
+		}
+		if a.factor[st] != 0 {
+			a.trans[i] |= flagFactor
+		}
+	}
+	return a, nil
+}
+
+// scan runs data through the automaton. It returns the id of the literal
+// that ends first in data (lowest id on a tie), or -1, and the prefilter
+// bits of the factors seen before that point.
+func (a *automaton) scan(data []byte) (lit int32, seen uint64) {
+	trans, cls := a.trans, &a.cls
+	s := uint32(0)
+	for _, b := range data {
+		e := trans[s+uint32(cls[b])]
+		// Fast path - no output: most bytes of most texts.
+		if e >= flagFactor {
+			st := (e & rowMask) >> a.shift
+			if e&flagLiteral != 0 {
+				return a.lit[st], seen
+			}
+			seen |= a.factor[st]
+		}
+		s = e & rowMask
+	}
+	return -1, seen
+}
