@@ -1,0 +1,236 @@
+package custom
+
+import (
+	"errors"
+	"strings"
+	"time"
+	"unsafe"
+
+	"modernc.org/quickjs"
+
+	"gw/edge/guard"
+)
+
+// errNoImports is what the module loader answers for any import other than
+// the script itself: a script has no filesystem, network or other modules.
+var errNoImports = errors.New("imports are not available to custom guardrail scripts")
+
+// jsRuntime is one QuickJS runtime with the guardrail's module evaluated
+// and the glue's entry points held. It is used by one goroutine at a time
+// (the pool hands it out exclusively).
+type jsRuntime struct {
+	vm      *quickjs.VM
+	run     quickjs.Value // glue __gw_run
+	settled quickjs.Value // glue __gw_settled
+	hooks   [2]bool       // Input, Output
+	args    []any         // reused argument list of run
+	closed  bool
+}
+
+// config is what every runtime of one guardrail is built from.
+type config struct {
+	name    string
+	source  string
+	secrets []string // name, value, name, value...
+	memory  uintptr
+	timeout time.Duration
+}
+
+// newRuntime starts a runtime and evaluates the module under the memory
+// limit and the timeout. An error is a load error (*Error).
+func newRuntime(c *config) (rt *jsRuntime, err error) {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "cannot start a runtime"}
+	}
+	r := &jsRuntime{vm: vm}
+	defer func() {
+		if p := recover(); p != nil {
+			err = &Error{Guardrail: c.name, Err: ErrEngine, Detail: "the engine panicked while loading the script"}
+		}
+		if err != nil {
+			r.close()
+			rt = nil
+		}
+	}()
+	vm.SetMemoryLimit(c.memory)
+	vm.SetEvalTimeout(c.timeout)
+	src := c.source
+	vm.SetModuleLoader(func(_ *quickjs.VM, name string) (string, error) {
+		if name == moduleName {
+			return src, nil
+		}
+		return "", errNoImports
+	}, nil)
+
+	loadErr := func(e error) error {
+		return &Error{Guardrail: c.name, Err: classify(e), Detail: "while loading the script"}
+	}
+	if _, e := vm.Eval(glueJS, quickjs.EvalGlobal); e != nil {
+		return nil, loadErr(e)
+	}
+	// Hold the entry points before the user's module runs: its top-level
+	// code could replace the globals.
+	if r.run, err = global(vm, "__gw_run"); err != nil {
+		return nil, loadErr(err)
+	}
+	if r.settled, err = global(vm, "__gw_settled"); err != nil {
+		return nil, loadErr(err)
+	}
+	args := make([]any, 0, len(c.secrets))
+	for _, s := range c.secrets {
+		args = append(args, s)
+	}
+	if _, e := vm.Call("__gw_boot", args...); e != nil {
+		return nil, loadErr(e)
+	}
+	if _, e := vm.ExecutePendingJobs(); e != nil {
+		return nil, loadErr(e)
+	}
+	st, e := vm.Call("__gw_status")
+	if e != nil {
+		return nil, loadErr(e)
+	}
+	s, _ := st.(string)
+	switch {
+	case s == "M":
+		return nil, &Error{Guardrail: c.name, Err: ErrMemory, Detail: "while loading the script"}
+	case s == "P":
+		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "the module did not finish evaluating (a top-level await that never settles?)"}
+	case strings.HasPrefix(s, "L"):
+		return nil, &Error{Guardrail: c.name, Err: ErrThrew, Detail: loadDetail(s[1:], c.secrets)}
+	case strings.HasPrefix(s, "O"):
+		r.hooks = [2]bool{strings.Contains(s, "i"), strings.Contains(s, "o")}
+	default:
+		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "unexpected load state"}
+	}
+	return r, nil
+}
+
+// loadDetail keeps a load error readable (a syntax error's message and
+// position are what an operator needs) but scrubs secret values from it and
+// bounds its length. Load errors come from the script's source and the
+// engine, never from a request.
+func loadDetail(msg string, secrets []string) string {
+	for i := 1; i < len(secrets); i += 2 {
+		if secrets[i] != "" {
+			msg = strings.ReplaceAll(msg, secrets[i], "[REDACTED]")
+		}
+	}
+	if len(msg) > 300 {
+		cut := 300
+		for cut > 0 && msg[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	return msg
+}
+
+func global(vm *quickjs.VM, name string) (quickjs.Value, error) {
+	g := vm.GlobalObject()
+	defer g.Free()
+	a, err := vm.NewAtom(name)
+	if err != nil {
+		return quickjs.Value{}, err
+	}
+	return vm.GetPropertyValue(g, a)
+}
+
+// call runs the phase's hook on texts and returns the glue's encoding.
+// Every entry into JS gets what is left of the budget up to deadline.
+// broken reports that the runtime must not be reused (interrupted, out of
+// memory, or an engine error).
+func (r *jsRuntime) call(phase guard.Phase, model string, texts []guard.Text, deadline time.Time) (enc string, broken bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			enc, broken, err = "", true, ErrEngine
+		}
+		clear(r.args)
+		r.args = r.args[:0]
+	}()
+	left := time.Until(deadline)
+	if left <= 0 {
+		return "", false, ErrTimeout
+	}
+	r.vm.SetEvalTimeout(left)
+	args := append(r.args[:0], int(phase), model)
+	for i := range texts {
+		t := &texts[i]
+		// The engine copies the bytes into its own string before the call
+		// returns, so the text is not copied into a Go string first.
+		args = append(args, int(t.Role)<<4|int(t.Part), bytesString(t.Data))
+	}
+	r.args = args
+	res, err := r.run.Call(quickjs.UndefinedValue, args...)
+	if err != nil {
+		return "", true, classify(err)
+	}
+	enc, _ = res.(string)
+	if enc == "P" {
+		// An async hook: drain the job queue, then read how it settled.
+		if left = time.Until(deadline); left <= 0 {
+			return "", true, ErrTimeout
+		}
+		r.vm.SetEvalTimeout(left)
+		if _, err = r.vm.ExecutePendingJobs(); err != nil {
+			return "", true, classify(err)
+		}
+		if left = time.Until(deadline); left <= 0 {
+			return "", true, ErrTimeout
+		}
+		r.vm.SetEvalTimeout(left)
+		if res, err = r.settled.Call(quickjs.UndefinedValue); err != nil {
+			return "", true, classify(err)
+		}
+		if enc, _ = res.(string); enc == "P" {
+			return "", false, errUnsettled
+		}
+	}
+	// An out-of-memory the hook caught and reported is still a full heap.
+	return enc, enc == "M", nil
+}
+
+var errUnsettled = &Error{Err: ErrResult, Detail: "the returned promise did not settle (no timers or I/O exist to settle it later)"}
+
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// classify maps an engine error to a sentinel. The engine's message is
+// compared with the fixed texts QuickJS uses for its own limits and never
+// passed on: a thrown value's message could carry anything.
+func classify(err error) error {
+	var qe *quickjs.Error
+	if errors.As(err, &qe) && qe.Name == "InternalError" {
+		switch qe.Message {
+		case "interrupted":
+			return ErrTimeout
+		case "out of memory":
+			return ErrMemory
+		}
+	}
+	if err.Error() == "OOM" {
+		return ErrMemory
+	}
+	return ErrEngine
+}
+
+// close frees the held values and the VM. A VM that a panic abandoned can
+// only be closed; its Free calls do nothing.
+func (r *jsRuntime) close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.run.VM() != nil {
+		r.run.Free()
+	}
+	if r.settled.VM() != nil {
+		r.settled.Free()
+	}
+	r.vm.Close()
+}
