@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/edge/guard"
+	"gw/sse/transcode"
 )
 
 // guardState is a request's guardrail state (edge/guard): the merged chain
@@ -34,8 +35,8 @@ const (
 	msgBlockedInput  = "The request was blocked by guardrail policy"
 	msgBlockedOutput = "The response was blocked by guardrail policy"
 	msgUnavailable   = "A guardrail could not evaluate the content and fails closed"
-	codeFilter       = "content_filter"
-	codeUnavailable  = "guardrail_unavailable"
+	codeFilter       = transcode.CodeContentFilter
+	codeUnavailable  = transcode.CodeGuardrailUnavailable
 )
 
 // inputPolicy is the input policy stage: the guardrails attached to the

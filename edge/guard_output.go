@@ -94,16 +94,16 @@ func (s *relayState) guardedNext() ([]byte, error) {
 }
 
 // guardCode is the error code and message of a guarded stream's block.
-func (s *relayState) guardCode() (code, msg string) {
+func (s *relayState) guardCode(c *call) (code, msg string) {
 	if s.gDec == guard.Unavailable {
 		return codeUnavailable, msgUnavailable
 	}
-	return codeFilter, blockMessage(&s.c.g.e, msgBlockedOutput)
+	return codeFilter, blockMessage(&c.g.e, msgBlockedOutput)
 }
 
 // guardReject answers a stream blocked before its commit point: 422.
 func (s *relayState) guardReject(ctx *fasthttp.RequestCtx, c *call) {
-	code, msg := s.guardCode()
+	code, msg := s.guardCode(c)
 	c.errClass = "guardrail_blocked"
 	if code == codeUnavailable {
 		c.errClass = "guardrail_unavailable"
@@ -114,7 +114,7 @@ func (s *relayState) guardReject(ctx *fasthttp.RequestCtx, c *call) {
 // guardFail appends the in-band end of a stream blocked after its commit
 // point, in the caller's format.
 func (s *relayState) guardFail(c *call) {
-	code, msg := s.guardCode()
+	code, msg := s.guardCode(c)
 	c.errClass = "guardrail_blocked"
 	if code == codeUnavailable {
 		c.errClass = "guardrail_unavailable"

@@ -196,6 +196,7 @@ func bytesEq(a, b []byte) bool { return string(a) == string(b) }
 
 // prefetchNative reads events until the first content event, keeping them.
 func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
+	sawContent := false
 	for {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
@@ -218,9 +219,17 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 		}
 		s.pending = append(s.pending, s.out...)
 		if f&evContent != 0 {
-			return preContent, prefetchErr{}
+			sawContent = true
+			// With an output policy, commit once judged text leaves.
+			if s.ns == nil || s.ns.TextReleased() {
+				return preContent, prefetchErr{}
+			}
 		}
 		if f&evEnd != 0 {
+			if sawContent { // a guarded stream that ended before committing
+				s.gDone = true
+				return preContent, prefetchErr{}
+			}
 			return preEmpty, prefetchErr{}
 		}
 	}
@@ -229,6 +238,15 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 // relayNative copies the rest of a native stream.
 func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
+	if s.gDone { // the whole stream was read before the commit point
+		if !s.flush(w, c) {
+			return 499
+		}
+		if c.errClass == "upstream_error_event" {
+			return fasthttp.StatusBadGateway
+		}
+		return fasthttp.StatusOK
+	}
 	if !s.pendingEvent() && !s.flush(w, c) {
 		return 499
 	}

@@ -56,6 +56,7 @@ type relayState struct {
 	gEnded bool  // the upstream ended; what gs held is judged
 	gErr   error // how it ended (nil: [DONE])
 	gDec   guard.Decision
+	gDone  bool // a guarded native stream ended before its commit point
 }
 
 // errStreamErrored ends a stream whose upstream already reported an in-band
@@ -146,7 +147,7 @@ func (s *relayState) release() {
 		s.up = nil
 	}
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
-	s.gs, s.ns, s.gEnded, s.gErr, s.gDec = nil, nil, false, nil, guard.Pass
+	s.gs, s.ns, s.gEnded, s.gErr, s.gDec, s.gDone = nil, nil, false, nil, guard.Pass, false
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false

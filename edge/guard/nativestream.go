@@ -35,6 +35,7 @@ type NativeStream struct {
 	cur    *nchannel
 	off    bool
 	raw    int64
+	text   bool // an event carrying text was released
 
 	held  []heldEvent // events not yet released, in order
 	arena []byte      // their names and data
@@ -65,7 +66,7 @@ func (s *NativeStream) Reset(ctx context.Context, e *Exec, model string, stages 
 	for i := range s.chans {
 		s.chans[i].w.Reset()
 	}
-	s.chans, s.cur, s.off, s.raw = s.chans[:0], nil, false, 0
+	s.chans, s.cur, s.off, s.raw, s.text = s.chans[:0], nil, false, 0, false
 	s.held, s.arena, s.q, s.qPos = s.held[:0], s.arena[:0], s.q[:0], 0
 }
 
@@ -81,6 +82,11 @@ func (s *NativeStream) Next() (name, data []byte, ok bool) {
 	s.qPos++
 	return s.arena[h.name[0]:h.name[1]], s.arena[h.data[0]:h.data[1]], true
 }
+
+// TextReleased reports whether an event carrying text has been released:
+// with an output policy, a native stream commits (200) only then, so a
+// block of the first judged text is still answered 422.
+func (s *NativeStream) TextReleased() bool { return s.text }
 
 // Pending reports whether a released event is waiting.
 func (s *NativeStream) Pending() bool { return s.qPos < len(s.q) }
@@ -196,6 +202,9 @@ func (s *NativeStream) releaseReady() {
 		h := s.held[n]
 		if h.ch >= 0 && s.chans[h.ch].released < h.end {
 			break
+		}
+		if h.ch >= 0 {
+			s.text = true
 		}
 		s.q = append(s.q, h)
 		n++

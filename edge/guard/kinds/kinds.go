@@ -4,11 +4,17 @@
 package kinds
 
 import (
+	"gw/admin/resources"
 	"gw/edge/guard"
+	"gw/edge/guard/custom"
+	"gw/edge/guard/keyword"
 )
 
 // Table returns the kinds this build runs. A kind missing here still loads;
 // attached, its checks fail and its fail-open settings decide.
 func Table() guard.Table {
-	return guard.Table{}
+	return guard.Table{
+		resources.GuardrailKeyword: keyword.New,
+		resources.GuardrailCustom:  custom.New,
+	}
 }
