@@ -28,6 +28,10 @@ func FuzzKeyword(f *testing.F) {
 	f.Add("aab\nab\nb", []byte("aaab"))
 	f.Add("re:ab\uFFFDcd\nre:^$", []byte("ab\xffcd\x00"))
 	f.Add("", []byte("anything"))
+	// Texts of 256 bytes and more are scanned as two interleaved streams.
+	f.Add("needle\nre:(?i)select \\* from", []byte(strings.Repeat("hay ", 100)+"nee"+"dle"+strings.Repeat(" hay", 100)))
+	f.Add("stradd\nzz", []byte(strings.Repeat("x", 148)+"stradd"+strings.Repeat("y", 150)))
+	f.Add("re:(?i)select \\* from", []byte(strings.Repeat("a", 140)+"SELECT * FROM t"+strings.Repeat("b", 140)))
 	f.Fuzz(func(t *testing.T, spec string, text []byte) {
 		var ps []resources.KeywordPattern
 		type refRe struct {

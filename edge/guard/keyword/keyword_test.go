@@ -2,6 +2,7 @@ package keyword
 
 import (
 	"context"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -174,4 +175,63 @@ func TestKeywordConcurrent(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		<-done
 	}
+}
+
+// TestScan2: the two-stream scan agrees with the one-stream walk (first
+// literal, and every factor when there is none) on random texts over a
+// small alphabet, so matches straddle the split point often.
+func TestScan2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abcAB"[rng.IntN(5)]
+		}
+		return string(b)
+	}
+	var inA, inB, none int
+	defer func() {
+		if inA == 0 || inB == 0 || none == 0 {
+			t.Errorf("coverage: %d hits in A, %d in B, %d without", inA, inB, none)
+		}
+	}()
+	for round := 0; round < 3000; round++ {
+		var lits, factors []string
+		var bits []uint64
+		for i := rng.IntN(4); i >= 0; i-- {
+			lits = append(lits, word(4+rng.IntN(5)))
+		}
+		for i := rng.IntN(4); i > 0; i-- {
+			factors = append(factors, word(2+rng.IntN(5)))
+			bits = append(bits, 1<<rng.IntN(8))
+		}
+		a, err := buildAutomaton(lits, factors, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := []byte(word(4*a.maxLen + rng.IntN(200)))
+		_, want, wantSeen := a.run(0, data)
+		switch first := firstEnd(a, data); {
+		case want < 0:
+			none++
+		case first < len(data)/2+a.maxLen-1:
+			inA++
+		default:
+			inB++
+		}
+		got, gotSeen := a.scan2(data)
+		if got != want || want < 0 && gotSeen != wantSeen {
+			t.Fatalf("lits %q factors %q data %q: scan2 = %d %b; run = %d %b", lits, factors, data, got, gotSeen, want, wantSeen)
+		}
+	}
+}
+
+// firstEnd is the end of the first literal match (len(data) when none).
+func firstEnd(a *automaton, data []byte) int {
+	for i := 1; i <= len(data); i++ {
+		if _, lit, _ := a.run(0, data[:i]); lit >= 0 {
+			return i
+		}
+	}
+	return len(data)
 }
