@@ -13,6 +13,7 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/valyala/fasthttp v1.74.0
 	go.yaml.in/yaml/v3 v3.0.6
+	modernc.org/libquickjs v0.14.0
 	modernc.org/quickjs v0.27.0
 )
 
@@ -45,7 +46,6 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	modernc.org/libc v1.79.0 // indirect
-	modernc.org/libquickjs v0.14.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )

@@ -102,14 +102,12 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 	if err != nil {
 		return c.fail(ctx, ctxFirst, err)
 	}
-	var stop func() bool
-	if ctx.Done() != nil {
-		// A cancelled request stops its script at once.
-		stop = context.AfterFunc(ctx, r.vm.Interrupt)
-	}
-	enc, broken, err := r.call(req.Phase, req.Model, req.Texts, deadline)
-	if stop != nil {
-		stop()
+	var enc string
+	var broken bool
+	if ctx.Done() == nil {
+		enc, broken, err = r.call(req.Phase, req.Model, req.Texts, deadline)
+	} else {
+		enc, broken, err = c.callCancellable(ctx, r, req, deadline)
 	}
 	c.pool.put(r, broken)
 	if err != nil {
@@ -122,6 +120,27 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 		v.Message = scrub(v.Message, c.secrets)
 	}
 	return nil
+}
+
+// callCancellable is call with the caller's context able to stop the
+// script at once. The interrupt must not outlive the call: a late one would
+// stop the next request that borrows this runtime, so a fired interrupt is
+// waited for before the runtime goes back to the pool.
+func (c *Checker) callCancellable(ctx context.Context, r *jsRuntime, req *guard.Request, deadline time.Time) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		r.vm.Interrupt()
+		r.dog.poke()
+		close(fired)
+	})
+	enc, broken, err := r.call(req.Phase, req.Model, req.Texts, deadline)
+	if !stop() {
+		<-fired
+	}
+	return enc, broken, err
 }
 
 // fail names the guardrail in err. A stop caused by the caller's context

@@ -85,7 +85,7 @@ const maxReasonBytes = 3072
 // is left reset. The returned error's Guardrail is empty; the caller fills it.
 func DecodeResult(enc string, texts []guard.Text, v *guard.Verdict) *Error {
 	if enc == "" {
-		return &Error{Err: ErrResult, Detail: "empty encoding"}
+		return &Error{Err: ErrResult, Detail: "malformed result encoding"}
 	}
 	body := enc[1:]
 	switch enc[0] {

@@ -3,6 +3,7 @@ package custom
 import (
 	"errors"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -24,6 +25,7 @@ type jsRuntime struct {
 	settled quickjs.Value // glue __gw_settled
 	hooks   [2]bool       // Input, Output
 	args    []any         // reused argument list of run
+	dog     *watchdog
 	closed  bool
 }
 
@@ -43,8 +45,10 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	if err != nil {
 		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "cannot start a runtime"}
 	}
-	r := &jsRuntime{vm: vm}
+	r := &jsRuntime{vm: vm, dog: newWatchdog(vm)}
+	r.dog.arm(time.Now().Add(c.timeout))
 	defer func() {
+		r.dog.disarm()
 		if p := recover(); p != nil {
 			err = &Error{Guardrail: c.name, Err: ErrEngine, Detail: "the engine panicked while loading the script"}
 		}
@@ -66,7 +70,11 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	loadErr := func(e error) error {
 		return &Error{Guardrail: c.name, Err: classify(e), Detail: "while loading the script"}
 	}
-	if _, e := vm.Eval(glueJS, quickjs.EvalGlobal); e != nil {
+	bc, e := glueBytecode()
+	if e != nil {
+		return nil, loadErr(e)
+	}
+	if _, e := vm.EvalBytecode(bc); e != nil {
 		return nil, loadErr(e)
 	}
 	// Hold the entry points before the user's module runs: its top-level
@@ -107,6 +115,17 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	return r, nil
 }
 
+// glueBytecode compiles the glue once per process: parsing it was half of
+// a runtime's cold start.
+var glueBytecode = sync.OnceValues(func() ([]byte, error) {
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	return vm.Compile(glueJS, quickjs.EvalGlobal)
+})
+
 // loadDetail keeps a load error readable (a syntax error's message and
 // position are what an operator needs) but scrubs secret values from it and
 // bounds its length. Load errors come from the script's source and the
@@ -142,17 +161,19 @@ func global(vm *quickjs.VM, name string) (quickjs.Value, error) {
 // broken reports that the runtime must not be reused (interrupted, out of
 // memory, or an engine error).
 func (r *jsRuntime) call(phase guard.Phase, model string, texts []guard.Text, deadline time.Time) (enc string, broken bool, err error) {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return "", false, ErrTimeout
+	}
+	r.dog.arm(deadline)
 	defer func() {
+		r.dog.disarm()
 		if p := recover(); p != nil {
 			enc, broken, err = "", true, ErrEngine
 		}
 		clear(r.args)
 		r.args = r.args[:0]
 	}()
-	left := time.Until(deadline)
-	if left <= 0 {
-		return "", false, ErrTimeout
-	}
 	r.vm.SetEvalTimeout(left)
 	args := append(r.args[:0], int(phase), model)
 	for i := range texts {
@@ -226,6 +247,7 @@ func (r *jsRuntime) close() {
 		return
 	}
 	r.closed = true
+	r.dog.disarm()
 	if r.run.VM() != nil {
 		r.run.Free()
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package custom_test
+
+const slowdown = 1
