@@ -8,6 +8,7 @@ import (
 	"gw/edge/guard"
 	"gw/edge/guard/custom"
 	"gw/edge/guard/keyword"
+	"gw/edge/guard/pii"
 )
 
 // Table returns the kinds this build runs. A kind missing here still loads;
@@ -16,5 +17,6 @@ func Table() guard.Table {
 	return guard.Table{
 		resources.GuardrailKeyword: keyword.New,
 		resources.GuardrailCustom:  custom.New,
+		resources.GuardrailPII:     pii.New,
 	}
 }
