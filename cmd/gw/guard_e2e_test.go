@@ -63,6 +63,8 @@ models:
   - {display_name: gpt-mem, provider: openai, model_name: gpt-4o, provider_key: mock}
   - {display_name: gpt-open, provider: openai, model_name: gpt-4o, provider_key: mock}
   - {display_name: gpt-plain, provider: openai, model_name: gpt-4o, provider_key: mock}
+  - {display_name: gpt-pii, provider: openai, model_name: gpt-4o, provider_key: mock}
+  - {display_name: claude-pii, provider: anthropic, model_name: claude-x, provider_key: claude-key}
 guardrails:
   - name: in-words
     kind: keyword
@@ -116,7 +118,12 @@ guardrails:
     fail_open: true
     script: |
       export function checkInput(input) { throw new Error("broken"); }
+  - name: pii-in
+    kind: pii
+    hook_point: input
 guardrail_attachments:
+  - {guardrail_id: pii-in, scope_type: model, scope_id: gpt-pii}
+  - {guardrail_id: pii-in, scope_type: model, scope_id: claude-pii}
   - {guardrail_id: in-words, scope_type: model, scope_id: gpt}
   - {guardrail_id: out-words, scope_type: model, scope_id: gpt}
   - {guardrail_id: in-words, scope_type: model, scope_id: claude}
@@ -331,6 +338,39 @@ func TestGuardMask(t *testing.T) {
 	last = e.m.Requests()[len(e.m.Requests())-1].Body
 	if strings.Contains(last, "tok-12345") || !strings.Contains(last, "use [TOKEN]") {
 		t.Fatalf("upstream body: %s", last)
+	}
+}
+
+// TestGuardPII: the pii kind masks what reaches the upstream on every
+// surface: chat, Messages (converted and native) and Responses.
+func TestGuardPII(t *testing.T) {
+	e := startGuardE2E(t)
+	ctx := context.Background()
+	const mail = "jane.doe@example.com"
+	check := func(what string) {
+		t.Helper()
+		last := e.m.Requests()[len(e.m.Requests())-1].Body
+		if strings.Contains(last, mail) || !strings.Contains(last, "[EMAIL_REDACTED]") {
+			t.Fatalf("%s: upstream body: %s", what, last)
+		}
+	}
+	if _, err := e.oa.Chat.Completions.New(ctx, userChat("gpt-pii", "mail "+mail+" please")); err != nil {
+		t.Fatal(err)
+	}
+	check("chat")
+	for _, model := range []string{"gpt-pii", "claude-pii"} {
+		if _, err := e.an.Messages.New(ctx, anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("write to " + mail))}}); err != nil {
+			t.Fatal(err)
+		}
+		check("messages " + model)
+	}
+	if _, err := e.oa.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-pii", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(mail)}}); err != nil {
+		t.Fatal(err)
+	}
+	check("responses")
+	if strings.Contains(e.g.stderr.String(), mail) {
+		t.Fatal("the matched value reached the log")
 	}
 }
 
