@@ -36,8 +36,14 @@ type span struct {
 	role       Role
 	part       Part
 	fixed      bool
-	latest     bool
+	msg        int // the message (item) index; latest is msg > lastAsst
 }
+
+// Message indexes that are not array positions.
+const (
+	msgNone   = -1      // system / instructions: never the latest turn
+	msgAnswer = 1 << 30 // an answer's texts: always latest
+)
 
 const (
 	srcBody uint8 = iota
@@ -64,18 +70,19 @@ type Extractor struct {
 	nests  []nestSpan
 	doc    []byte // the document being walked (body or a nested one)
 	docN   int    // its index in nests, -1 for body
-	role   Role
-	part   Part
-	fixed  bool
-	latest bool
-	tmp    []byte
+	role     Role
+	part     Part
+	fixed    bool
+	msg      int
+	lastAsst int // index of the last assistant message (item) seen
+	tmp      []byte
 }
 
 // Extract walks body of format f and adds every text value to e, each
 // judged on its own, in document order. The caller validated body.
 func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 	x.body, x.spans, x.arena, x.nested, x.nests = body, x.spans[:0], x.arena[:0], x.nested[:0], x.nests[:0]
-	x.doc, x.docN = body, -1
+	x.doc, x.docN, x.lastAsst = body, -1, -1
 	e.clearTexts()
 	if rawjson.KindOf(body) != rawjson.Object {
 		return ErrBody
@@ -91,13 +98,13 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 	case ChatAnswer:
 		err = x.chatAnswer()
 	case MessagesAnswer:
-		x.set(RoleAssistant, PartContent, false, true)
+		x.set(RoleAssistant, PartContent, false, msgAnswer)
 		if v, k, ok := rawjson.Get(body, "content"); ok && k == rawjson.Array {
-			x.blocks(v, RoleAssistant, true)
+			x.blocks(v, RoleAssistant, msgAnswer)
 		}
 	case ResponsesAnswer:
 		if v, k, ok := rawjson.Get(body, "output"); ok && k == rawjson.Array {
-			x.responseItems(v, -1)
+			x.responseItems(v, true)
 		}
 	}
 	for i := range x.spans {
@@ -111,13 +118,21 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 		default:
 			data = x.nested[sp.off : sp.off+sp.n]
 		}
-		e.AddText(Text{Role: sp.role, Part: sp.part, Data: data}, sp.fixed, sp.latest)
+		e.AddText(Text{Role: sp.role, Part: sp.part, Data: data}, sp.fixed, sp.msg > x.lastAsst)
 	}
 	return err
 }
 
-func (x *Extractor) set(r Role, p Part, fixed, latest bool) {
-	x.role, x.part, x.fixed, x.latest = r, p, fixed, latest
+func (x *Extractor) set(r Role, p Part, fixed bool, msg int) {
+	x.role, x.part, x.fixed, x.msg = r, p, fixed, msg
+}
+
+// turn records message i of role r (the latest turn follows the last
+// assistant message).
+func (x *Extractor) turn(i int, r Role) {
+	if r == RoleAssistant && i > x.lastAsst {
+		x.lastAsst = i
+	}
 }
 
 // str adds the string literal v (a span of x.doc).
@@ -127,7 +142,7 @@ func (x *Extractor) str(v []byte) {
 
 func (x *Extractor) add(v []byte, num bool) {
 	start := offsetIn(x.doc, v)
-	sp := span{start: start, end: start + len(v), nest: x.docN, num: num, role: x.role, part: x.part, fixed: x.fixed, latest: x.latest}
+	sp := span{start: start, end: start + len(v), nest: x.docN, num: num, role: x.role, part: x.part, fixed: x.fixed, msg: x.msg}
 	switch {
 	case num:
 		sp.src, sp.off, sp.n = x.srcOfDoc(), x.docOff()+start, len(v)
@@ -251,31 +266,11 @@ func roleOf(quoted []byte) Role {
 	return RoleUser
 }
 
-// lastAssistant returns the index of the last element of arr whose role
-// (or, for Responses items, type) marks the model's turn, or -1.
-func lastAssistant(arr []byte) int {
-	last := -1
-	_ = rawjson.ForEachElem(arr, func(i int, m []byte, k rawjson.Kind) bool {
-		if k != rawjson.Object {
-			return true
-		}
-		if r, rk, ok := rawjson.Get(m, "role"); ok && rk == rawjson.String && rawjson.StringEquals(r, "assistant") {
-			last = i
-		} else if t, tk, ok := rawjson.Get(m, "type"); ok && tk == rawjson.String &&
-			(rawjson.StringEquals(t, "function_call") || rawjson.StringEquals(t, "reasoning")) {
-			last = i
-		}
-		return true
-	})
-	return last
-}
-
 func (x *Extractor) chatRequest() error {
 	msgs, k, ok := rawjson.Get(x.body, "messages")
 	if !ok || k != rawjson.Array {
 		return nil
 	}
-	last := lastAssistant(msgs)
 	return rawjson.ForEachElem(msgs, func(i int, m []byte, mk rawjson.Kind) bool {
 		if mk != rawjson.Object {
 			return true
@@ -284,12 +279,12 @@ func (x *Extractor) chatRequest() error {
 		if r, rk, ok := rawjson.Get(m, "role"); ok && rk == rawjson.String {
 			role = roleOf(r)
 		}
-		latest := i > last
+		x.turn(i, role)
 		part := PartContent
 		if role == RoleTool {
 			part = PartToolResult
 		}
-		x.set(role, part, false, latest)
+		x.set(role, part, false, i)
 		_ = rawjson.ForEachKey(m, func(key, val []byte, vk rawjson.Kind) bool {
 			switch {
 			case rawjson.StringEquals(key, "content"):
@@ -333,14 +328,13 @@ func (x *Extractor) toolCalls(arr []byte) {
 
 func (x *Extractor) messagesRequest() error {
 	if v, k, ok := rawjson.Get(x.body, "system"); ok {
-		x.set(RoleSystem, PartContent, false, false)
+		x.set(RoleSystem, PartContent, false, msgNone)
 		x.content(v, k)
 	}
 	msgs, k, ok := rawjson.Get(x.body, "messages")
 	if !ok || k != rawjson.Array {
 		return nil
 	}
-	last := lastAssistant(msgs)
 	return rawjson.ForEachElem(msgs, func(i int, m []byte, mk rawjson.Kind) bool {
 		if mk != rawjson.Object {
 			return true
@@ -349,12 +343,13 @@ func (x *Extractor) messagesRequest() error {
 		if r, rk, ok := rawjson.Get(m, "role"); ok && rk == rawjson.String {
 			role = roleOf(r)
 		}
-		x.set(role, PartContent, false, i > last)
+		x.turn(i, role)
+		x.set(role, PartContent, false, i)
 		if c, ck, ok := rawjson.Get(m, "content"); ok {
 			if ck == rawjson.String {
 				x.str(c)
 			} else if ck == rawjson.Array {
-				x.blocks(c, role, i > last)
+				x.blocks(c, role, i)
 			}
 		}
 		return true
@@ -363,7 +358,7 @@ func (x *Extractor) messagesRequest() error {
 
 // blocks adds the texts of Messages content blocks: text, thinking (signed:
 // never rewritten), tool_use input, tool_result content.
-func (x *Extractor) blocks(arr []byte, role Role, latest bool) {
+func (x *Extractor) blocks(arr []byte, role Role, msg int) {
 	_ = rawjson.ForEachElem(arr, func(_ int, b []byte, k rawjson.Kind) bool {
 		if k != rawjson.Object {
 			return true
@@ -372,22 +367,22 @@ func (x *Extractor) blocks(arr []byte, role Role, latest bool) {
 		switch {
 		case rawjson.StringEquals(t, "text"):
 			if v, vk, ok := rawjson.Get(b, "text"); ok && vk == rawjson.String {
-				x.set(role, PartContent, false, latest)
+				x.set(role, PartContent, false, msg)
 				x.str(v)
 			}
 		case rawjson.StringEquals(t, "thinking"):
 			if v, vk, ok := rawjson.Get(b, "thinking"); ok && vk == rawjson.String {
-				x.set(role, PartReasoning, true, latest)
+				x.set(role, PartReasoning, true, msg)
 				x.str(v)
 			}
 		case rawjson.StringEquals(t, "tool_use"), rawjson.StringEquals(t, "server_tool_use"):
 			if v, vk, ok := rawjson.Get(b, "input"); ok {
-				x.set(role, PartToolArguments, false, latest)
+				x.set(role, PartToolArguments, false, msg)
 				x.payload(v, vk, PartToolArguments, 0)
 			}
 		case rawjson.StringEquals(t, "tool_result"):
 			if v, vk, ok := rawjson.Get(b, "content"); ok {
-				x.set(RoleTool, PartToolResult, false, latest)
+				x.set(RoleTool, PartToolResult, false, msg)
 				if vk == rawjson.String {
 					x.nestedPayload(v, PartToolResult)
 				} else {
@@ -401,41 +396,46 @@ func (x *Extractor) blocks(arr []byte, role Role, latest bool) {
 
 func (x *Extractor) responsesRequest() error {
 	if v, k, ok := rawjson.Get(x.body, "instructions"); ok && k == rawjson.String {
-		x.set(RoleSystem, PartContent, false, false)
+		x.set(RoleSystem, PartContent, false, msgNone)
 		x.str(v)
 	}
 	in, k, ok := rawjson.Get(x.body, "input")
 	switch {
 	case !ok:
 	case k == rawjson.String:
-		x.set(RoleUser, PartContent, false, true)
+		x.set(RoleUser, PartContent, false, 0)
 		x.str(in)
 	case k == rawjson.Array:
-		x.responseItems(in, lastAssistant(in))
+		x.responseItems(in, false)
 	}
 	return nil
 }
 
 // responseItems adds the texts of Responses items (input or output):
 // messages, function calls' arguments, function call outputs, reasoning
-// summaries. last is the index of the last assistant item (latest_turn).
-func (x *Extractor) responseItems(arr []byte, last int) {
+// summaries. answer: the items of an answer (untyped roles are the
+// assistant's; every text is of the latest turn).
+func (x *Extractor) responseItems(arr []byte, answer bool) {
 	_ = rawjson.ForEachElem(arr, func(i int, it []byte, k rawjson.Kind) bool {
 		if k != rawjson.Object {
 			return true
 		}
-		latest := i > last
+		msg := i
+		if answer {
+			msg = msgAnswer
+		}
 		t, _, _ := rawjson.Get(it, "type")
 		switch {
 		case rawjson.StringEquals(t, "function_call"), rawjson.StringEquals(t, "custom_tool_call"):
-			x.set(RoleAssistant, PartToolArguments, false, latest)
+			x.turn(i, RoleAssistant)
+			x.set(RoleAssistant, PartToolArguments, false, msg)
 			if a, ak, ok := rawjson.Get(it, "arguments"); ok && ak == rawjson.String {
 				x.nestedPayload(a, PartToolArguments)
 			} else if a, ak, ok := rawjson.Get(it, "input"); ok && ak == rawjson.String {
 				x.str(a)
 			}
 		case rawjson.StringEquals(t, "function_call_output"), rawjson.StringEquals(t, "custom_tool_call_output"):
-			x.set(RoleTool, PartToolResult, false, latest)
+			x.set(RoleTool, PartToolResult, false, msg)
 			if o, ok2, ok := rawjson.Get(it, "output"); ok {
 				if ok2 == rawjson.String {
 					x.nestedPayload(o, PartToolResult)
@@ -444,7 +444,8 @@ func (x *Extractor) responseItems(arr []byte, last int) {
 				}
 			}
 		case rawjson.StringEquals(t, "reasoning"):
-			x.set(RoleAssistant, PartReasoning, false, latest)
+			x.turn(i, RoleAssistant)
+			x.set(RoleAssistant, PartReasoning, false, msg)
 			if s, sk, ok := rawjson.Get(it, "summary"); ok {
 				x.content(s, sk)
 			}
@@ -452,10 +453,13 @@ func (x *Extractor) responseItems(arr []byte, last int) {
 			role := RoleUser
 			if r, rk, ok := rawjson.Get(it, "role"); ok && rk == rawjson.String {
 				role = roleOf(r)
-			} else if last < 0 && len(t) > 0 {
+			} else if answer {
 				role = RoleAssistant // an output message
 			}
-			x.set(role, PartContent, false, latest)
+			if !answer {
+				x.turn(i, role)
+			}
+			x.set(role, PartContent, false, msg)
 			if c, ck, ok := rawjson.Get(it, "content"); ok {
 				x.content(c, ck)
 			}
@@ -477,7 +481,7 @@ func (x *Extractor) chatAnswer() error {
 		if !ok || mk != rawjson.Object {
 			return true
 		}
-		x.set(RoleAssistant, PartContent, false, true)
+		x.set(RoleAssistant, PartContent, false, msgAnswer)
 		_ = rawjson.ForEachKey(m, func(key, val []byte, vk rawjson.Kind) bool {
 			switch {
 			case rawjson.StringEquals(key, "content"), rawjson.StringEquals(key, "refusal"):
