@@ -63,13 +63,13 @@ type nestSpan struct {
 // ones. Its buffers are reused: no allocation once warm. Not safe for
 // concurrent use; one per request.
 type Extractor struct {
-	body   []byte
-	spans  []span
-	arena  []byte // decoded strings that had escapes
-	nested []byte // decoded nested documents
-	nests  []nestSpan
-	doc    []byte // the document being walked (body or a nested one)
-	docN   int    // its index in nests, -1 for body
+	body     []byte
+	spans    []span
+	arena    []byte // decoded strings that had escapes
+	nested   []byte // decoded nested documents
+	nests    []nestSpan
+	doc      []byte // the document being walked (body or a nested one)
+	docN     int    // its index in nests, -1 for body
 	role     Role
 	part     Part
 	fixed    bool
