@@ -118,6 +118,9 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 	}
 	if v.Action == guard.Block && len(c.secrets) > 0 {
 		v.Message = scrub(v.Message, c.secrets)
+		if scrub(v.Rule, c.secrets) != v.Rule {
+			v.Rule = DefaultRule // a rule is a label: no partial redaction
+		}
 	}
 	return nil
 }

@@ -363,6 +363,7 @@ export function checkInput(input, ctx) {
   if (Object.isFrozen(ctx.secrets) !== true) return { action: "block", reason: "secrets not frozen" };
   if (ctx.secrets.api_key !== "sk-VERYSECRET-1") return { action: "block", reason: "wrong secret" };
   if (input.texts[0].text === "echo") return { action: "block", reason: "key=" + ctx.secrets.api_key + " other=" + ctx.secrets.other };
+  if (input.texts[0].text === "rule") return { action: "block", rule: ctx.secrets.api_key };
   return null;
 }`, 5000, 16<<20, map[string]string{"api_key": "sk-VERYSECRET-1", "other": "o-2"}))
 	var v guard.Verdict
@@ -375,12 +376,20 @@ export function checkInput(input, ctx) {
 	if v.Message != "key=[REDACTED] other=[REDACTED]" {
 		t.Fatalf("block reason = %q; want secrets scrubbed", v.Message)
 	}
+	v.Reset()
+	if err := c.Check(context.Background(), request(guard.Input, "rule"), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Rule != custom.DefaultRule {
+		t.Fatalf("block rule = %q; want the default for a rule holding a secret", v.Rule)
+	}
 }
 
 func TestNoHostAccess(t *testing.T) {
 	c := newChecker(t, `
 export function checkInput() {
-  const names = ["fetch", "require", "process", "std", "os", "console", "print", "XMLHttpRequest", "setTimeout", "WebSocket"];
+  const names = ["fetch", "require", "process", "std", "os", "console", "print", "XMLHttpRequest", "setTimeout", "WebSocket",
+    "__gw_run", "__gw_settled", "__gw_boot", "__gw_status"];
   const found = names.filter(n => typeof globalThis[n] !== "undefined");
   return found.length ? { action: "block", reason: found.join(",") } : null;
 }`)

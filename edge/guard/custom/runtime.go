@@ -109,6 +109,10 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 		return nil, &Error{Guardrail: c.name, Err: ErrThrew, Detail: loadDetail(s[1:], c.secrets)}
 	case strings.HasPrefix(s, "O"):
 		r.hooks = [2]bool{strings.Contains(s, "i"), strings.Contains(s, "o")}
+		// The entry points are held as values; hooks need not see them.
+		if _, e := vm.Eval(`delete globalThis.__gw_run; delete globalThis.__gw_settled; delete globalThis.__gw_boot; delete globalThis.__gw_status;`, quickjs.EvalGlobal); e != nil {
+			return nil, loadErr(e)
+		}
 	default:
 		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "unexpected load state"}
 	}
