@@ -103,54 +103,36 @@ func scanEmail(data []byte, s *sink) {
 func isDomainByte(c byte) bool { return isAlnum(c) || c == '-' }
 
 // emailDomainEnd returns the end of the longest valid domain at data[d:],
-// or -1.
+// or -1, in one pass over the labels (a bad label ends every longer
+// candidate too).
 func emailDomainEnd(data []byte, d int) int {
 	run := d
 	for run < len(data) && run-d < maxDomain && (isDomainByte(data[run]) || data[run] == '.') {
 		run++
 	}
-	// Candidate ends: the run's end and each dot, longest first.
-	for end := run; end > d; end-- {
-		if end < run && data[end] != '.' {
+	best, labels, start := -1, 0, d
+	for p := d; p <= run; p++ {
+		if p < run && data[p] != '.' {
 			continue
 		}
-		if end < len(data) && isDomainByte(data[end]) {
-			continue
-		}
-		if validDomain(data[d:end]) {
-			return end
-		}
-	}
-	return -1
-}
-
-func validDomain(dom []byte) bool {
-	labels, last := 0, 0
-	for i := 0; i <= len(dom); i++ {
-		if i < len(dom) && dom[i] != '.' {
-			continue
-		}
-		l := dom[last:i]
+		l := data[start:p]
 		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for _, c := range l {
-			if !isDomainByte(c) {
-				return false
-			}
+			break
 		}
 		labels++
-		if i == len(dom) {
-			if labels < 2 || len(l) < 2 {
-				return false
-			}
-			for _, c := range l {
-				if !isAlpha(c) {
-					return false
-				}
-			}
+		if labels >= 2 && len(l) >= 2 && allAlpha(l) && (p == len(data) || !isDomainByte(data[p])) {
+			best = p
 		}
-		last = i + 1
+		start = p + 1
+	}
+	return best
+}
+
+func allAlpha(b []byte) bool {
+	for _, c := range b {
+		if !isAlpha(c) {
+			return false
+		}
 	}
 	return true
 }
@@ -281,6 +263,9 @@ func pemLabelEnd(data []byte, i int) int {
 // first "-----END <label>PRIVATE KEY-----" after it, or through the end of
 // the text when there is none (a key cut short is still key material).
 func scanPrivateKey(data []byte, s *sink) {
+	// The END found for one BEGIN serves every later BEGIN before it, so
+	// a text of many BEGIN lines is still scanned once.
+	endFrom, endAt, endStart := -1, -1, -1
 	for off := 0; ; {
 		k := bytes.Index(data[off:], pemBegin)
 		if k < 0 {
@@ -292,19 +277,21 @@ func scanPrivateKey(data []byte, s *sink) {
 		if b < 0 {
 			continue
 		}
-		end := len(data)
-		for o := b; ; {
-			m := bytes.Index(data[o:], pemEnd)
-			if m < 0 {
-				break
+		if endFrom < 0 || b < endFrom || endStart >= 0 && b > endStart {
+			endFrom, endAt, endStart = b, len(data), -1
+			for o := b; ; {
+				m := bytes.Index(data[o:], pemEnd)
+				if m < 0 {
+					break
+				}
+				if e := pemLabelEnd(data, o+m+len(pemEnd)); e >= 0 {
+					endAt, endStart = e, o+m
+					break
+				}
+				o += m + 1
 			}
-			if e := pemLabelEnd(data, o+m+len(pemEnd)); e >= 0 {
-				end = e
-				break
-			}
-			o += m + 1
 		}
-		s.add(detPrivateKey, i, end)
+		s.add(detPrivateKey, i, endAt)
 	}
 }
 

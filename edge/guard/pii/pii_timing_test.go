@@ -2,6 +2,7 @@ package pii
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"gw/edge/guard"
@@ -81,5 +82,41 @@ func BenchmarkPIIMask(b *testing.B) {
 		if err := c.Check(context.Background(), req, &v); err != nil || v.Action != guard.Rewrite {
 			b.Fatalf("got %v %v", v.Action, err)
 		}
+	}
+}
+
+// BenchmarkPIIAdversarial: 64 KB texts built to make a careless scanner
+// quadratic (many BEGIN lines without END, many '@' before long dotted
+// domains, long colon tokens, chained JWT-like segments) stay linear.
+func BenchmarkPIIAdversarial(b *testing.B) {
+	c := mustNew(b, allOpts())
+	const size = 64 << 10
+	rep := func(s string) []byte {
+		out := make([]byte, 0, size+len(s))
+		for len(out) < size {
+			out = append(out, s...)
+		}
+		return out
+	}
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{
+		{"pem", rep("-----BEGIN PRIVATE KEY-----")},
+		{"email", rep("x@" + strings.Repeat("a.", 120) + "-")},
+		{"colons", rep("1:2:3:4:5:6:7:8:9:")},
+		{"jwt", rep("eyJabcdefghij.")},
+		{"digits", rep("1234 ")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			req := &guard.Request{Texts: []guard.Text{{Data: bc.data}}}
+			var v guard.Verdict
+			b.SetBytes(int64(len(bc.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				v.Reset()
+				_ = c.Check(context.Background(), req, &v)
+			}
+		})
 	}
 }
