@@ -6,9 +6,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters/upstream"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
-	"gw/adapters/upstream"
 	"gw/edge/guard/kinds"
 )
 
