@@ -107,6 +107,7 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 			x.responseItems(v, true)
 		}
 	}
+	x.sortSpans()
 	for i := range x.spans {
 		sp := &x.spans[i]
 		var data []byte
@@ -121,6 +122,35 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 		e.AddText(Text{Role: sp.role, Part: sp.part, Data: data}, sp.fixed, sp.msg > x.lastAsst)
 	}
 	return err
+}
+
+// sortSpans puts the spans in document order (members are read in a fixed
+// order, which may differ from the body's: "messages" before "system", a
+// role after its content). Texts are judged in document order and Rewrite
+// relies on it. Insertion sort: the spans are nearly sorted already.
+func (x *Extractor) sortSpans() {
+	sp := x.spans
+	for i := 1; i < len(sp); i++ {
+		for j := i; j > 0 && x.before(&sp[j], &sp[j-1]); j-- {
+			sp[j], sp[j-1] = sp[j-1], sp[j]
+		}
+	}
+}
+
+// before orders spans by their position in the body; spans inside one
+// nested document by their position in it.
+func (x *Extractor) before(a, b *span) bool {
+	pa, pb := a.start, b.start
+	if a.nest >= 0 {
+		pa = x.nests[a.nest].start
+	}
+	if b.nest >= 0 {
+		pb = x.nests[b.nest].start
+	}
+	if pa != pb || a.nest < 0 || b.nest < 0 {
+		return pa < pb
+	}
+	return a.start < b.start
 }
 
 func (x *Extractor) set(r Role, p Part, fixed bool, msg int) {
@@ -275,40 +305,61 @@ func (x *Extractor) chatRequest() error {
 		if mk != rawjson.Object {
 			return true
 		}
-		role := RoleUser
-		if r, rk, ok := rawjson.Get(m, "role"); ok && rk == rawjson.String {
-			role = roleOf(r)
-		}
-		x.turn(i, role)
-		part := PartContent
-		if role == RoleTool {
-			part = PartToolResult
-		}
-		x.set(role, part, false, i)
+		// One pass over the message's members, then its texts in a fixed
+		// order (the role may follow the content).
+		var role, content, refusal, reasoning, toolCalls, fnCall []byte
+		var ck rawjson.Kind
 		_ = rawjson.ForEachKey(m, func(key, val []byte, vk rawjson.Kind) bool {
 			switch {
+			case rawjson.StringEquals(key, "role"):
+				role = val
 			case rawjson.StringEquals(key, "content"):
-				if role == RoleTool && vk == rawjson.String {
-					x.nestedPayload(val, PartToolResult)
-				} else {
-					x.part = part
-					x.content(val, vk)
-				}
+				content, ck = val, vk
 			case rawjson.StringEquals(key, "refusal") && vk == rawjson.String:
-				x.part = PartContent
-				x.str(val)
+				refusal = val
 			case (rawjson.StringEquals(key, "reasoning_content") || rawjson.StringEquals(key, "reasoning")) && vk == rawjson.String:
-				x.part = PartReasoning
-				x.str(val)
+				reasoning = val
 			case rawjson.StringEquals(key, "tool_calls") && vk == rawjson.Array:
-				x.toolCalls(val)
+				toolCalls = val
 			case rawjson.StringEquals(key, "function_call") && vk == rawjson.Object:
-				if a, ak, ok := rawjson.Get(val, "arguments"); ok && ak == rawjson.String {
-					x.nestedPayload(a, PartToolArguments)
-				}
+				fnCall = val
 			}
 			return true
 		})
+		r := RoleUser
+		if rawjson.KindOf(role) == rawjson.String {
+			r = roleOf(role)
+		}
+		x.turn(i, r)
+		part := PartContent
+		if r == RoleTool {
+			part = PartToolResult
+		}
+		x.set(r, part, false, i)
+		if reasoning != nil {
+			x.part = PartReasoning
+			x.str(reasoning)
+			x.part = part
+		}
+		if content != nil {
+			if r == RoleTool && ck == rawjson.String {
+				x.nestedPayload(content, PartToolResult)
+			} else {
+				x.content(content, ck)
+			}
+		}
+		if refusal != nil {
+			x.part = PartContent
+			x.str(refusal)
+		}
+		if toolCalls != nil {
+			x.toolCalls(toolCalls)
+		}
+		if fnCall != nil {
+			if a, ak, ok := rawjson.Get(fnCall, "arguments"); ok && ak == rawjson.String {
+				x.nestedPayload(a, PartToolArguments)
+			}
+		}
 		return true
 	})
 }

@@ -61,6 +61,10 @@ func TestExtract(t *testing.T) {
 		{"type":"function_call_output","call_id":"c","output":"out"},
 		{"type":"message","role":"user","content":[{"type":"input_text","text":"q2"}]}]}`,
 		"user/content=q1\nassistant/key=a\nassistant/args=b\ntool/result/L=out\nuser/content/L=q2\n")
+	f("member order", MessagesRequest, `{"messages":[{"content":"u","role":"user"}],"system":"s"}`,
+		"user/content/L=u\nsystem/content=s\n")
+	f("chat reasoning after content", ChatRequest, `{"messages":[{"content":"c","reasoning_content":"r","role":"assistant"},{"role":"user","content":"q"}]}`,
+		"assistant/content=c\nassistant/reasoning=r\nuser/content/L=q\n")
 	f("chat answer", ChatAnswer, `{"choices":[{"index":0,"message":{"role":"assistant","content":"answer","reasoning_content":"why","tool_calls":[{"function":{"name":"f","arguments":"{\"x\":\"y\"}"}}]}}]}`,
 		"assistant/content/L=answer\nassistant/reasoning/L=why\nassistant/key/L=x\nassistant/args/L=y\n")
 	f("messages answer", MessagesAnswer, `{"content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"a"}]}`,
@@ -101,4 +105,6 @@ func TestRewrite(t *testing.T) {
 		`{"messages":[{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"to\":\"[EMAIL]\",\"n\":\"[N]\"}"}}]}]}`)
 	f(MessagesRequest, `{"messages":[{"role":"user","content":[{"type":"tool_result","content":"x\ny"}]}]}`,
 		map[string]string{"x\ny": "é"}, `{"messages":[{"role":"user","content":[{"type":"tool_result","content":"é"}]}]}`)
+	f(MessagesRequest, `{"messages":[{"content":"a@b","role":"user"}],"system":"a@b sys"}`,
+		map[string]string{"a@b": "[E]", "a@b sys": "[E] sys"}, `{"messages":[{"content":"[E]","role":"user"}],"system":"[E] sys"}`)
 }
