@@ -75,6 +75,9 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 	if p.Limiter != nil {
 		p.settleLimits(c)
 	}
+	if c.g.on {
+		p.logGuardErr(c) // a stream window's failed check, not logged yet
+	}
 	alias := ""
 	if c.plan != nil {
 		alias = c.plan.Alias
