@@ -187,6 +187,12 @@ func (s *ChatStream) Push(data []byte) Decision {
 	}
 	s.texts, s.spans = s.texts[:0], s.spans[:0]
 	lead, rest := s.scan(data)
+	if len(s.texts) == 0 && !rest {
+		// Carries nothing (an empty content delta): it passes without
+		// forcing what is held to be judged early.
+		s.emit(data)
+		return Pass
+	}
 	if len(s.texts) == 0 {
 		if d := s.flushAll(); d >= Blocked {
 			return d

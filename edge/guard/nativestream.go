@@ -112,6 +112,14 @@ func (s *NativeStream) Push(name, data []byte) Decision {
 		return Pass
 	}
 	key, part, text, ok := s.textOf(name, data)
+	if !ok && bytes.Equal(name, evPing) {
+		// A keep-alive carries nothing: it waits its turn without forcing
+		// what is held to be judged early (a ping between the two halves
+		// of a word must not split the window).
+		s.hold(name, data, -1, 0)
+		s.releaseReady()
+		return Pass
+	}
 	if !ok {
 		if d := s.flushAll(); d >= Blocked {
 			return d
@@ -279,6 +287,7 @@ func (s *NativeStream) checkBuffer() Decision {
 
 var (
 	evBlockDelta     = []byte("content_block_delta")
+	evPing           = []byte("ping")
 	respTextDelta    = []byte("response.output_text.delta")
 	respRefusalDelta = []byte("response.refusal.delta")
 	respReasonDelta  = []byte("response.reasoning_text.delta")

@@ -46,7 +46,7 @@ func TestNativeMessagesStream(t *testing.T) {
 	evs := []nev{
 		{"message_start", `{"type":"message_start","message":{"id":"m","content":[]}}`},
 		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
-		msgDelta("this is forb"), msgDelta("idden text"),
+		msgDelta("this is forb"), {"ping", `{"type":"ping"}`}, msgDelta("idden text"),
 		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
 		{"message_stop", `{"type":"message_stop"}`},
 	}
