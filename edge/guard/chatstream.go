@@ -258,7 +258,8 @@ func (s *ChatStream) scan(data []byte) (lead, rest bool) {
 		case rawjson.StringEquals(key, "model"):
 			s.mdl = append(s.mdl[:0], val...)
 		case rawjson.StringEquals(key, "object"), rawjson.StringEquals(key, "system_fingerprint"),
-			rawjson.StringEquals(key, "service_tier"):
+			rawjson.StringEquals(key, "service_tier"), rawjson.StringEquals(key, "obfuscation"):
+			// Carried by every chunk: not a boundary (obfuscation is padding).
 		default:
 			if k != rawjson.Null {
 				rest = true // usage and anything unknown
@@ -284,6 +285,10 @@ func (s *ChatStream) scan(data []byte) (lead, rest bool) {
 		_ = rawjson.ForEachKey(ch, func(key, val []byte, vk rawjson.Kind) bool {
 			switch {
 			case rawjson.StringEquals(key, "index"):
+			case rawjson.StringEquals(key, "logprobs"):
+				// Log probabilities repeat the text token by token: they
+				// are dropped with the chunk (gw's own text chunks carry
+				// none), never released ahead of the judged text.
 			case rawjson.StringEquals(key, "delta"):
 				if vk == rawjson.Object {
 					l, r := s.scanDelta(data, idx, val)

@@ -166,3 +166,22 @@ func TestChatStreamBufferExceeded(t *testing.T) {
 		}
 	}
 }
+
+// TestChatStreamLogprobs: chunks carrying logprobs and obfuscation are text
+// chunks like any other: a word split across them is caught, and the
+// logprobs (which repeat the text) never leave.
+func TestChatStreamLogprobs(t *testing.T) {
+	block := stage("kw", &wordChecker{word: "forbidden"}, nil)
+	lp := func(text string) string {
+		return `{"id":"c1","object":"chat.completion.chunk","created":7,"model":"up","obfuscation":"abc","choices":[{"index":0,"delta":{"content":"` + text + `"},"logprobs":{"content":[{"token":"` + text + `","logprob":-0.1}]},"finish_reason":null}]}`
+	}
+	out, d, _ := runChat(t, []*Stage{block}, []string{lp("this is forb"), lp("idden text"), chunk(`{}`, "stop")})
+	if d != Blocked {
+		t.Fatalf("decision %d: %v", d, out)
+	}
+	for _, c := range out {
+		if strings.Contains(c, "forb") {
+			t.Fatalf("leaked %s", c)
+		}
+	}
+}
