@@ -155,6 +155,11 @@ func startGuardE2E(t *testing.T) *guardE2E {
 	t.Setenv("GUARD_RED_KEY", "red-key")
 	p := writeTemp(t, "guard.yaml", guardFile)
 	g := startGW(t, p)
+	t.Cleanup(func() {
+		if log := g.stderr.String(); strings.Contains(log, "DATA RACE") || strings.Contains(log, "panic:") {
+			t.Errorf("gw reported a race or a panic:\n%s", log)
+		}
+	})
 	base := "http://" + g.addr
 	return &guardE2E{g: g, m: m, base: base, file: p,
 		oa: openai.NewClient(option.WithBaseURL(base+"/v1"), option.WithAPIKey("caller-e2e"), option.WithMaxRetries(0)),

@@ -39,7 +39,6 @@ type Stage struct {
 	// entries without it last, ties in file order), so merging the chains
 	// of several scopes keeps the spec's evaluation order.
 	rank    int
-	built   bool
 	latest  bool // input_messages: latest_turn
 	monitor bool
 	timeout time.Duration // custom and remote kinds: the deadline of one call
@@ -94,7 +93,7 @@ func Compile(chains map[resources.GuardrailScope]*resources.GuardrailChain, t Ta
 				errs = append(errs, errors.New("cannot compile guardrails["+strconv.Itoa(g.Index)+"] (name="+g.Name+"): "+err.Error()))
 				continue
 			}
-			st.Checker, st.built = ck, true
+			st.Checker = ck
 		} else {
 			st.Checker = notBuilt{}
 		}
