@@ -8,6 +8,7 @@ package custom
 import (
 	"context"
 	"errors"
+	"io"
 	"runtime"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ import (
 var (
 	_ guard.Checker = (*Checker)(nil)
 	_ guard.Hooks   = (*Checker)(nil)
+	_ io.Closer     = (*Checker)(nil)
 )
 
 // Checker runs one custom guardrail's script. It is safe for concurrent
@@ -38,8 +40,9 @@ type Checker struct {
 // is not a function, or a top-level that throws, loops or runs out of
 // memory is a load error here. The error never carries a secret's value.
 //
-// The Checker is a *Checker (also an io.Closer). // The runtimes live outside the Go heap; call Close when the snapshot that
-// holds the Checker is retired (a cleanup closes them anyway once the
+// The result is a *Checker, which also implements guard.Hooks and
+// io.Closer. Its runtimes live outside the Go heap: call Close when the
+// snapshot that holds it is retired (a cleanup closes them anyway once the
 // Checker is unreachable).
 func New(g *resources.Guardrail) (guard.Checker, error) {
 	opts, ok := g.Options.(*resources.CustomScriptOptions)
@@ -68,7 +71,7 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 			c.secrets = append(c.secrets, v)
 		}
 	}
-	first, err := newRuntime(cfg)
+	first, err := newRuntime(cfg, time.Now().Add(timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +90,8 @@ func (c *Checker) Runs(p guard.Phase) bool { return int(p) < len(c.hooks) && c.h
 
 // Check runs the hook of req.Phase on req.Texts. timeout_ms bounds the
 // whole call, from waiting for a runtime to reading the result; ctx may
-// shorten it or cancel it. A runtime that was stopped (timeout, memory) is
-// discarded and replaced by a fresh one on demand.
+// shorten it or cancel it. A runtime that was stopped (timeout, memory,
+// cancel) is discarded and a fresh one started in the background.
 func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdict) error {
 	if !c.Runs(req.Phase) {
 		return nil // no hook for this phase: nothing to judge

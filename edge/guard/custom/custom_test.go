@@ -27,7 +27,7 @@ func guardrail(script string, timeoutMS, mem int64, secrets map[string]string) *
 
 func newChecker(t testing.TB, script string) *custom.Checker {
 	t.Helper()
-	return newCheckerWith(t, guardrail(script, 5000, 16<<20, nil))
+	return newCheckerWith(t, guardrail(script, 5000*slowdown, 16<<20, nil))
 }
 
 func newCheckerWith(t testing.TB, g *resources.Guardrail) *custom.Checker {

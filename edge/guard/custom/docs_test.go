@@ -58,7 +58,7 @@ func TestDocExamples(t *testing.T) {
 		if src == "" {
 			t.Fatalf("no example containing %q in the doc", tc.marker)
 		}
-		c := newCheckerWith(t, guardrail(src, 5000, 16<<20, map[string]string{"CANARY": "c4n4ry-77"}))
+		c := newCheckerWith(t, guardrail(src, 5000*slowdown, 16<<20, map[string]string{"CANARY": "c4n4ry-77"}))
 		var v guard.Verdict
 		if err := c.Check(context.Background(), &guard.Request{Phase: tc.phase, Model: tc.model, Texts: tc.texts}, &v); err != nil {
 			t.Fatalf("%s: %v", tc.marker, err)

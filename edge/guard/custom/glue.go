@@ -90,13 +90,23 @@ function encode(r, n) {
 	}
 }
 
-globalThis.__gw_run = function (phase, model) {
-	const n = (arguments.length - 2) >> 1;
-	const texts = new Array(n);
-	for (let i = 0; i < n; i++) {
-		const p = arguments[2 + 2 * i];
-		texts[i] = { role: ROLES[p >> 4], part: PARTS[p & 15], text: arguments[3 + 2 * i] };
+// pending holds the texts of a call that came ahead through __gw_push.
+let pending = [];
+
+function addTexts(args, from, out) {
+	for (let i = from; i + 1 < args.length; i += 2) {
+		const p = args[i];
+		out[out.length] = { role: ROLES[p >> 4], part: PARTS[p & 15], text: args[i + 1] };
 	}
+}
+
+globalThis.__gw_push = function () { addTexts(arguments, 0, pending); };
+
+globalThis.__gw_run = function (phase, model) {
+	const texts = pending;
+	pending = [];
+	addTexts(arguments, 2, texts);
+	const n = texts.length;
 	let r;
 	try {
 		r = hooks[phase]({ texts: texts }, { model: model, phase: PHASES[phase], secrets: secrets });

@@ -17,7 +17,7 @@ guardrails:
   - name: ticket-policy
     kind: custom
     hook_point: input
-    timeout_ms: 2000
+    timeout_ms: 60000
     script: |
       export function checkInput(input, ctx) {
         const hit = input.texts.some(t => t.text.includes(ctx.secrets.CODEWORD));

@@ -48,7 +48,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (*jsRuntime, error) 
 	// Slow path - start one if there is room, else wait for one.
 	select {
 	case <-p.slots:
-		return p.start()
+		return p.start(deadline)
 	default:
 	}
 	t := time.NewTimer(time.Until(deadline))
@@ -57,7 +57,7 @@ func (p *pool) get(ctx context.Context, deadline time.Time) (*jsRuntime, error) 
 	case r := <-p.idle:
 		return p.checkOpen(r)
 	case <-p.slots:
-		return p.start()
+		return p.start(deadline)
 	case <-t.C:
 		return nil, ErrTimeout
 	case <-ctx.Done():
@@ -79,16 +79,17 @@ func (p *pool) isClosed() bool {
 	return p.closed
 }
 
-// start builds a runtime in a free slot. The script already loaded once in
-// New, so a failure here is unusual (a top-level that behaves differently
-// per run, or memory); the slot is given back.
-func (p *pool) start() (*jsRuntime, error) {
+// start builds a runtime in a free slot for a call that must end by
+// deadline. The script already loaded once in New, so a failure here is
+// unusual (too little of the call's time left, a top-level that behaves
+// differently per run, or memory); the slot is given back.
+func (p *pool) start(deadline time.Time) (*jsRuntime, error) {
 	if p.isClosed() {
 		p.slots <- struct{}{}
 		return nil, ErrClosed
 	}
 	p.started.Add(1)
-	r, err := newRuntime(p.cfg)
+	r, err := newRuntime(p.cfg, deadline)
 	if err != nil {
 		p.slots <- struct{}{}
 		return nil, err
@@ -124,7 +125,7 @@ func (p *pool) refill() {
 		return
 	}
 	p.started.Add(1)
-	r, err := newRuntime(p.cfg)
+	r, err := newRuntime(p.cfg, time.Now().Add(p.cfg.timeout))
 	if err != nil {
 		p.slots <- struct{}{} // a later call tries again
 		return

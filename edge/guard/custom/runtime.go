@@ -23,6 +23,7 @@ type jsRuntime struct {
 	vm      *quickjs.VM
 	run     quickjs.Value // glue __gw_run
 	settled quickjs.Value // glue __gw_settled
+	push    quickjs.Value // glue __gw_push
 	hooks   [2]bool       // Input, Output
 	args    []any         // reused argument list of run
 	dog     *watchdog
@@ -39,14 +40,24 @@ type config struct {
 }
 
 // newRuntime starts a runtime and evaluates the module under the memory
-// limit and the timeout. An error is a load error (*Error).
-func newRuntime(c *config) (rt *jsRuntime, err error) {
+// limit, by deadline. An error is a load error (*Error).
+func newRuntime(c *config, deadline time.Time) (rt *jsRuntime, err error) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return nil, &Error{Guardrail: c.name, Err: ErrEngine, Detail: "cannot start a runtime"}
 	}
 	r := &jsRuntime{vm: vm, dog: newWatchdog(vm)}
-	r.dog.arm(time.Now().Add(c.timeout))
+	r.dog.arm(deadline)
+	// Each entry into JS gets what is left of timeout_ms, so the whole load
+	// is bounded by it, not each step.
+	budget := func() error {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &Error{Guardrail: c.name, Err: ErrTimeout, Detail: "while loading the script"}
+		}
+		vm.SetEvalTimeout(left)
+		return nil
+	}
 	defer func() {
 		r.dog.disarm()
 		if p := recover(); p != nil {
@@ -58,7 +69,6 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 		}
 	}()
 	vm.SetMemoryLimit(c.memory)
-	vm.SetEvalTimeout(c.timeout)
 	src := c.source
 	vm.SetModuleLoader(func(_ *quickjs.VM, name string) (string, error) {
 		if name == moduleName {
@@ -74,6 +84,9 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	if e != nil {
 		return nil, loadErr(e)
 	}
+	if err = budget(); err != nil {
+		return nil, err
+	}
 	if _, e := vm.EvalBytecode(bc); e != nil {
 		return nil, loadErr(e)
 	}
@@ -85,15 +98,27 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	if r.settled, err = global(vm, "__gw_settled"); err != nil {
 		return nil, loadErr(err)
 	}
+	if r.push, err = global(vm, "__gw_push"); err != nil {
+		return nil, loadErr(err)
+	}
 	args := make([]any, 0, len(c.secrets))
 	for _, s := range c.secrets {
 		args = append(args, s)
 	}
+	if err = budget(); err != nil {
+		return nil, err
+	}
 	if _, e := vm.Call("__gw_boot", args...); e != nil {
 		return nil, loadErr(e)
 	}
+	if err = budget(); err != nil {
+		return nil, err
+	}
 	if _, e := vm.ExecutePendingJobs(); e != nil {
 		return nil, loadErr(e)
+	}
+	if err = budget(); err != nil {
+		return nil, err
 	}
 	st, e := vm.Call("__gw_status")
 	if e != nil {
@@ -110,7 +135,10 @@ func newRuntime(c *config) (rt *jsRuntime, err error) {
 	case strings.HasPrefix(s, "O"):
 		r.hooks = [2]bool{strings.Contains(s, "i"), strings.Contains(s, "o")}
 		// The entry points are held as values; hooks need not see them.
-		if _, e := vm.Eval(`delete globalThis.__gw_run; delete globalThis.__gw_settled; delete globalThis.__gw_boot; delete globalThis.__gw_status;`, quickjs.EvalGlobal); e != nil {
+		if err = budget(); err != nil {
+			return nil, err
+		}
+		if _, e := vm.Eval(`delete globalThis.__gw_run; delete globalThis.__gw_settled; delete globalThis.__gw_push; delete globalThis.__gw_boot; delete globalThis.__gw_status;`, quickjs.EvalGlobal); e != nil {
 			return nil, loadErr(e)
 		}
 	default:
@@ -178,16 +206,25 @@ func (r *jsRuntime) call(phase guard.Phase, model string, texts []guard.Text, de
 		clear(r.args)
 		r.args = r.args[:0]
 	}()
-	r.vm.SetEvalTimeout(left)
-	args := append(r.args[:0], int(phase), model)
-	for i := range texts {
-		t := &texts[i]
-		// The engine copies the bytes into its own string before the call
-		// returns, so the text is not copied into a Go string first.
-		args = append(args, int(t.Role)<<4|int(t.Part), bytesString(t.Data))
+	// Texts beyond one batch go ahead through push: the engine limits how
+	// many arguments one call may take.
+	for len(texts) > textsPerCall {
+		if left = time.Until(deadline); left <= 0 {
+			return "", true, ErrTimeout
+		}
+		r.vm.SetEvalTimeout(left)
+		r.args = appendTexts(r.args[:0], texts[:textsPerCall])
+		if _, err = r.push.Call(quickjs.UndefinedValue, r.args...); err != nil {
+			return "", true, classify(err)
+		}
+		texts = texts[textsPerCall:]
 	}
-	r.args = args
-	res, err := r.run.Call(quickjs.UndefinedValue, args...)
+	if left = time.Until(deadline); left <= 0 {
+		return "", true, ErrTimeout
+	}
+	r.vm.SetEvalTimeout(left)
+	r.args = appendTexts(append(r.args[:0], int(phase), model), texts)
+	res, err := r.run.Call(quickjs.UndefinedValue, r.args...)
 	if err != nil {
 		return "", true, classify(err)
 	}
@@ -216,6 +253,20 @@ func (r *jsRuntime) call(phase guard.Phase, model string, texts []guard.Text, de
 	return enc, enc == "M", nil
 }
 
+// textsPerCall is how many texts one call into the glue carries.
+const textsPerCall = 1024
+
+// appendTexts appends each text as two arguments: role and part packed in
+// one small int, and the text. The engine copies the bytes into its own
+// string during the call, so the text is not copied into a Go string first.
+func appendTexts(args []any, texts []guard.Text) []any {
+	for i := range texts {
+		t := &texts[i]
+		args = append(args, int(t.Role)<<4|int(t.Part), bytesString(t.Data))
+	}
+	return args
+}
+
 var errUnsettled = &Error{Err: ErrResult, Detail: "the returned promise did not settle (no timers or I/O exist to settle it later)"}
 
 func bytesString(b []byte) string {
@@ -230,11 +281,16 @@ func bytesString(b []byte) string {
 // passed on: a thrown value's message could carry anything.
 func classify(err error) error {
 	var qe *quickjs.Error
-	if errors.As(err, &qe) && qe.Name == "InternalError" {
-		switch qe.Message {
-		case "interrupted":
+	if errors.As(err, &qe) {
+		switch {
+		case qe.Name == "InternalError" && qe.Message == "interrupted":
 			return ErrTimeout
-		case "out of memory":
+		case qe.Name == "InternalError" && qe.Message == "out of memory":
+			return ErrMemory
+		case qe.Name == "" && qe.Error() == "null":
+			// The glue catches everything a script can throw, so a bare
+			// null reaching Go is the engine failing to allocate even its
+			// out-of-memory error.
 			return ErrMemory
 		}
 	}
@@ -257,6 +313,9 @@ func (r *jsRuntime) close() {
 	}
 	if r.settled.VM() != nil {
 		r.settled.Free()
+	}
+	if r.push.VM() != nil {
+		r.push.Free()
 	}
 	r.vm.Close()
 }
