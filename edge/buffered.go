@@ -11,6 +11,7 @@ import (
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 	"gw/admin/snapshot"
+	"gw/edge/guard"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
@@ -90,6 +91,12 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		if c.surf.nativeUsage != nil {
 			c.usage, c.haveUsage = c.surf.nativeUsage(body)
 		}
+		if c.outputOn() && c.surf != surfCount { // output policy
+			var ok bool
+			if body, ok = p.guardAnswer(ctx, c, body, c.surf.guardNative); !ok {
+				return
+			}
+		}
 		if _, _, ok := rawjson.Get(body, "model"); ok { // count_tokens answers carry none
 			*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
 		} else {
@@ -114,6 +121,15 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		}
 		*cb = out
 		body = out
+	}
+	if c.outputOn() { // output policy, on the chat form of the answer
+		if u, ok := openai.ExtractUsage(body); ok {
+			c.usage, c.haveUsage = u, true // billed even when blocked
+		}
+		var ok bool
+		if body, ok = p.guardAnswer(ctx, c, body, guard.ChatAnswer); !ok {
+			return
+		}
 	}
 	if c.surf.fromChat != nil {
 		out, u, err := c.surf.fromChat((*bb)[:0], body, c)

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin"
+	"gw/edge/guard"
 )
 
 var (
@@ -74,6 +75,9 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 	if p.Limiter != nil {
 		p.settleLimits(c)
 	}
+	if c.g.on {
+		p.logGuardErr(c) // a stream window's failed check, not logged yet
+	}
 	alias := ""
 	if c.plan != nil {
 		alias = c.plan.Alias
@@ -126,6 +130,17 @@ func (p *Proxy) emitUsage(c *call, stream bool) {
 	}
 	e := ev
 	e.OccurredAt, e.AttemptKind, e.Attempt = time.Now(), AttemptFinal, c.attempts
+	if c.g.on {
+		o := &c.g.e.Outcome
+		e.AppliedGuardrails = append([]string(nil), o.Applied...)
+		if len(o.Enforced) > 0 {
+			e.GuardrailEnforcedHits = append([]guard.Hit(nil), o.Enforced...)
+		}
+		if len(o.Monitor) > 0 {
+			e.GuardrailMonitorHits = append([]guard.Hit(nil), o.Monitor...)
+		}
+		e.GuardrailBypassedReason, e.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+	}
 	e.StatusCode, e.ErrorClass, e.Latency = c.status, c.errClass, time.Since(c.start)
 	if c.target != nil {
 		e.TargetModel, e.ProviderKey = c.target.Alias, c.target.Model.ProviderKeyName

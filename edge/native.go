@@ -196,13 +196,16 @@ func bytesEq(a, b []byte) bool { return string(a) == string(b) }
 
 // prefetchNative reads events until the first content event, keeping them.
 func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
+	sawContent := false
 	for {
 		if s.gap > 0 {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
-		ev, err := s.rd.Next()
+		ev, err := s.nextEvent()
 		if err != nil {
 			switch {
+			case errors.Is(err, errGuardBlocked):
+				return preBlocked, prefetchErr{}
 			case upstream.IsTimeout(err):
 				return preTimeout, prefetchErr{}
 			case errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)):
@@ -216,9 +219,17 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 		}
 		s.pending = append(s.pending, s.out...)
 		if f&evContent != 0 {
-			return preContent, prefetchErr{}
+			sawContent = true
+			// With an output policy, commit once judged text leaves.
+			if s.ns == nil || s.ns.TextReleased() {
+				return preContent, prefetchErr{}
+			}
 		}
 		if f&evEnd != 0 {
+			if sawContent { // a guarded stream that ended before committing
+				s.gDone = true
+				return preContent, prefetchErr{}
+			}
 			return preEmpty, prefetchErr{}
 		}
 	}
@@ -227,6 +238,15 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 // relayNative copies the rest of a native stream.
 func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
+	if s.gDone { // the whole stream was read before the commit point
+		if !s.flush(w, c) {
+			return 499
+		}
+		if c.errClass == "upstream_error_event" {
+			return fasthttp.StatusBadGateway
+		}
+		return fasthttp.StatusOK
+	}
 	if !s.batched(w, c) {
 		return 499
 	}
@@ -234,7 +254,12 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 		if s.gap > 0 && !s.hooked { // hooked: the connection applies the gap (SetIdleHook)
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
-		ev, err := s.rd.Next()
+		ev, err := s.nextEvent()
+		if errors.Is(err, errGuardBlocked) {
+			s.guardFail(c)
+			s.flush(w, c)
+			return fasthttp.StatusUnprocessableEntity
+		}
 		if err != nil {
 			if s.gone {
 				return 499

@@ -22,11 +22,14 @@ import (
 //	read          the surface's body, and its chat form for policy (surface.read)
 //	plan          alias → dispatch plan, grants, allowed_cidrs, servable
 //	limits        rate limits, token reservations, concurrency (limits.go)
-//	input policy  guardrails on the request (the guardrails issue plugs in here)
-//	cache         response cache lookup (the cache issue plugs in here)
+//	input policy  guardrails on the request's texts: block, mask, monitor
+//	              (guard_input.go, edge/guard)
+//	cache         response cache lookup (empty: the cache issue plugs in here)
 //	dispatch      balancer, attempts, commit point, adapters (dispatch.go,
-//	              buffered.go, stream.go, native.go); output policy wraps the
-//	              stream relay, where every delta passes before it is written
+//	              buffered.go, stream.go, native.go)
+//	output policy guardrails on the answer: a buffered answer is judged
+//	              before it is written; a stream's text deltas pass a
+//	              sliding window before their bytes leave (guard_output.go)
 //	finish        usage record, access log, metrics, release (finish.go)
 //
 // A stage either passes the request on (true) or answers it and stops
@@ -52,8 +55,19 @@ func (p *Proxy) run(ctx *fasthttp.RequestCtx, c *call) {
 	if !c.surf.unlimited && !p.admit(ctx, c) {
 		return
 	}
+	if !p.inputPolicy(ctx, c) || !p.cacheLookup(ctx, c) {
+		return
+	}
+	// dispatch runs the output policy stage where the answer is written:
+	// guardAnswer on a buffered answer, the relay's guarded next on a
+	// stream (guard_output.go).
 	p.dispatch(ctx, c)
 }
+
+// cacheLookup is the cache stage. It is empty in this build: cache_policies
+// stay on the unenforced list until the cache issue plugs its lookup in
+// here (a hit answers and returns false).
+func (p *Proxy) cacheLookup(*fasthttp.RequestCtx, *call) bool { return true }
 
 // authenticate is the first stage: the caller, or 401 in the surface's envelope.
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx, c *call) bool {
@@ -92,7 +106,10 @@ func (c *call) readChatBody(ctx *fasthttp.RequestCtx, body []byte) bool {
 // otherwise its chat form is dispatched (stateless: previous_response_id
 // and store: true are refused with 400) and the answer converted back.
 func readResponses(ctx *fasthttp.RequestCtx, c *call) bool {
-	orig := ctx.PostBody()
+	return readResponsesBody(ctx, c, ctx.PostBody())
+}
+
+func readResponsesBody(ctx *fasthttp.RequestCtx, c *call, orig []byte) bool {
 	conv, err := respconv.ResponsesRequestToChat(c.convBuf[:0], orig, respconv.RequestOptions{})
 	return c.readConverted(ctx, orig, conv, err, "max_output_tokens")
 }
@@ -101,7 +118,10 @@ func readResponses(ctx *fasthttp.RequestCtx, c *call) bool {
 // Messages (Anthropic keys, `apis.messages`), otherwise converted to chat
 // completions and the answer converted back. Errors use Anthropic's envelope.
 func readMessages(ctx *fasthttp.RequestCtx, c *call) bool {
-	orig := ctx.PostBody()
+	return readMessagesBody(ctx, c, ctx.PostBody())
+}
+
+func readMessagesBody(ctx *fasthttp.RequestCtx, c *call, orig []byte) bool {
 	conv, err := msgconv.MessagesRequestToChat(c.convBuf[:0], orig, msgconv.RequestOptions{})
 	return c.readConverted(ctx, orig, conv, err, "max_tokens")
 }

@@ -145,6 +145,7 @@ type call struct {
 	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
+	g           guardState // guardrails (input and output policy)
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -166,5 +167,6 @@ func releaseCall(c *call) {
 	c.committed, c.ip, c.ipOK = false, netip.Addr{}, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
+	c.g.reset()
 	callPool.Put(c)
 }

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/edge/guard"
 	"gw/sse"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
@@ -55,6 +57,14 @@ type relayState struct {
 	up    *msgconv.MessagesToChatStream
 	upBuf []byte // converted chat frames not yet consumed
 	upOff int
+
+	// Output policy (guard_output.go): nil when no output guardrail applies.
+	gs     *guard.ChatStream
+	ns     *guard.NativeStream
+	gEnded bool  // the upstream ended; what gs held is judged
+	gErr   error // how it ended (nil: [DONE])
+	gDec   guard.Decision
+	gDone  bool // a guarded native stream ended before its commit point
 }
 
 // errStreamErrored ends a stream whose upstream already reported an in-band
@@ -65,6 +75,14 @@ var errStreamErrored = errors.New("edge: upstream stream reported an error")
 // stream ("[DONE]" included): the upstream's own events, or — for a
 // messages upstream — the chat chunks its events convert to.
 func (s *relayState) next() ([]byte, error) {
+	if s.gs != nil {
+		return s.guardedNext()
+	}
+	return s.rawNext()
+}
+
+// rawNext is next without the output policy.
+func (s *relayState) rawNext() ([]byte, error) {
 	if s.up == nil {
 		ev, err := s.rd.Next()
 		return ev.Data, err
@@ -100,6 +118,9 @@ func (s *relayState) next() ([]byte, error) {
 
 // ready reports whether another chunk is ready without reading.
 func (s *relayState) ready() bool {
+	if s.gs != nil && s.gs.Pending() || s.ns != nil && s.ns.Pending() {
+		return true
+	}
 	if s.up != nil && s.upOff < len(s.upBuf) {
 		return true
 	}
@@ -137,6 +158,7 @@ func (s *relayState) release() {
 		s.up = nil
 	}
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
+	s.gs, s.ns, s.gEnded, s.gErr, s.gDec, s.gDone = nil, nil, false, nil, guard.Pass, false
 	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
@@ -161,6 +183,7 @@ const (
 	preEmpty          // the stream ended without content
 	preTimeout        // the gap timeout elapsed
 	preFailed         // transport failure or an error event
+	preBlocked        // the output policy blocked before the commit point
 )
 
 // stream dispatches a streaming chat call. Until the first content event
@@ -217,6 +240,10 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			switch {
 			case c.native:
 				s.native = true // the upstream speaks the caller's format: relay events as they are
+				if c.outputOn() {
+					s.ns = &c.g.ns
+					s.ns.Reset(context.Background(), &c.g.e, c.plan.Alias, c.g.e.Chain.Output, c.surf.guardStream)
+				}
 			default:
 				if c.surf.newStream != nil {
 					s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream
@@ -224,9 +251,19 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 				if up.Protocol == anthropic.ProtocolMessages {
 					s.up = msgconv.AcquireMessagesToChatStream(c.plan.AliasBytes)
 				}
+				if c.outputOn() {
+					s.gs = &c.g.cs
+					s.gs.Reset(context.Background(), &c.g.e, c.plan.Alias, c.g.e.Chain.Output)
+				}
 			}
 			outcome, ferr := p.prefetch(c, s)
 			c.upstreamDur += time.Since(sent)
+			if outcome == preBlocked {
+				s.guardReject(ctx, c)
+				s.release()
+				c.dropBusy()
+				return
+			}
 			if outcome == preContent {
 				c.upTTFT = time.Since(sent)
 				c.observe(t, nil, c.upTTFT)
@@ -272,6 +309,9 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 		}
 		data, err := s.next()
 		if err != nil {
+			if errors.Is(err, errGuardBlocked) {
+				return preBlocked, prefetchErr{}
+			}
 			if errors.Is(err, io.EOF) && !(s.resp.Header.ContentLength() == -1 && upstream.PeerClosed(s.resp)) {
 				return preEmpty, prefetchErr{}
 			}
@@ -512,6 +552,11 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
 		}
 		data, err := s.next()
+		if errors.Is(err, errGuardBlocked) {
+			s.guardFail(c)
+			s.flush(w, c)
+			return fasthttp.StatusUnprocessableEntity
+		}
 		if errors.Is(err, errStreamErrored) {
 			c.errClass = "upstream_error_event"
 			s.flush(w, c)

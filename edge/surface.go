@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/edge/guard"
 	"gw/sse"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
@@ -24,9 +25,13 @@ type surface struct {
 	read func(ctx *fasthttp.RequestCtx, c *call) bool
 	// unlimited skips the limits stage (count_tokens generates no tokens).
 	unlimited bool
-	path      string // for the access log
-	protocol  string // usage events: inbound_protocol
-	operation string // usage events: operation
+	// guardIn is the request's shape for the input policy; guardNative the
+	// shape of an answer the upstream gives natively (output policy).
+	guardIn, guardNative guard.Format
+	guardStream          guard.NativeFormat // a native stream's events
+	path                 string             // for the access log
+	protocol             string             // usage events: inbound_protocol
+	operation            string             // usage events: operation
 	// fromChat converts a buffered chat-completions answer (nil: native).
 	fromChat func(dst, body []byte, c *call) ([]byte, transcode.Usage, error)
 	// newStream returns a pooled chat-chunk → caller-format transcoder
@@ -66,10 +71,10 @@ func (s *surface) writeError(ctx *fasthttp.RequestCtx, status int, typ, code, me
 }
 
 var (
-	surfChat = &surface{read: readChat, path: pathChat, protocol: "chat_completions", operation: "chat.completions"}
+	surfChat = &surface{read: readChat, guardIn: guard.ChatRequest, guardNative: guard.ChatAnswer, path: pathChat, protocol: "chat_completions", operation: "chat.completions"}
 
 	surfResponses = &surface{
-		read: readResponses,
+		read: readResponses, guardIn: guard.ResponsesRequest, guardNative: guard.ResponsesAnswer, guardStream: guard.NativeResponses,
 		path: pathResponses, protocol: "responses", operation: "responses",
 		fromChat: func(dst, body []byte, c *call) ([]byte, transcode.Usage, error) {
 			return respconv.ChatResponseToResponses(dst, body, respconv.ResponseOptions{Model: c.plan.AliasJSON, Request: c.origBody})
@@ -89,7 +94,7 @@ var (
 	}
 
 	surfMessages = &surface{
-		read: readMessages,
+		read: readMessages, guardIn: guard.MessagesRequest, guardNative: guard.MessagesAnswer, guardStream: guard.NativeMessages,
 		path: pathMessages, protocol: "messages", operation: "messages",
 		fromChat: func(dst, body []byte, c *call) ([]byte, transcode.Usage, error) {
 			return msgconv.ChatResponseToMessages(dst, body, c.plan.AliasBytes)
@@ -114,7 +119,7 @@ var (
 	// surfCount is /v1/messages/count_tokens: forwarded to upstreams that
 	// serve Messages natively, answered with gw's estimate otherwise.
 	surfCount = &surface{
-		read: readCount, unlimited: true,
+		read: readCount, unlimited: true, guardIn: guard.MessagesRequest,
 		path: pathCount, protocol: "messages", operation: "messages.count_tokens",
 		errorEnvelope: writeAnthropicError,
 		relayError:    relayAnthropicError,

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"gw/edge/guard"
 )
 
 // UsageQueueSize is the bounded queue between the proxy and the usage
@@ -44,6 +46,14 @@ type UsageEvent struct {
 	ErrorClass       string
 	ErrorMessage     string
 	Latency          time.Duration
+
+	// Guardrail outcome (spec "Events"); empty when no guardrail applied.
+	// The slices are the event's own (copied from the request's state).
+	AppliedGuardrails          []string    `json:"applied_guardrails,omitempty"`
+	GuardrailEnforcedHits      []guard.Hit `json:"guardrail_enforced_hits,omitempty"`
+	GuardrailMonitorHits       []guard.Hit `json:"guardrail_monitor_hits,omitempty"`
+	GuardrailBypassedReason    string      `json:"guardrail_bypassed_reason,omitempty"`
+	GuardrailBlockedFailClosed bool        `json:"guardrail_blocked_fail_closed,omitempty"`
 }
 
 // UsageSink receives batches of events from the stream's goroutine. A batch

@@ -36,6 +36,21 @@ type Options struct {
 	// latency EWMA, in-flight counts), keyed by derived ID. nil gives each
 	// snapshot private state (tests, validation).
 	Balancer *balancer.Registry
+	// Guardrails compiles the guardrail chains of every attached scope into
+	// the edge's checkers (edge/guard, injected by cmd/gw so admin imports
+	// no edge package). An error (a custom script that does not compile)
+	// fails the load. nil leaves guardrails uncompiled and on the
+	// unenforced list.
+	Guardrails GuardrailCompiler
+}
+
+// GuardrailCompiler compiles per-scope guardrail chains; the values are the
+// edge's compiled chains, opaque here. Scopes absent from the result run
+// nothing. Built reports whether a kind runs in this build (the others
+// stay on the unenforced list and answer per their fail-open settings).
+type GuardrailCompiler interface {
+	Compile(map[resources.GuardrailScope]*resources.GuardrailChain) (map[resources.GuardrailScope]any, error)
+	Built(kind string) bool
 }
 
 // Upstream is a provider key compiled for dispatch.
@@ -141,6 +156,10 @@ type Plan struct {
 	FallbackOn []int
 
 	AllowedCIDRs []netip.Prefix
+
+	// Guard is the compiled guardrail chain attached to this alias (see
+	// Options.Guardrails); nil when none.
+	Guard any
 }
 
 // Target is one resolved routing target.
@@ -161,6 +180,9 @@ type Caller struct {
 	AllowAll bool
 	// grants is a bitset over Plan.Index.
 	grants []uint64
+	// Guard and TeamGuard are the compiled guardrail chains attached to the
+	// key and to its team_id (see Options.Guardrails); nil when none.
+	Guard, TeamGuard any
 }
 
 // Allowed reports whether the caller may use plan p.
@@ -273,10 +295,43 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	}
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
+	if opt.Guardrails != nil {
+		if err := s.compileGuardrails(opt.Guardrails); err != nil {
+			return nil, err
+		}
+	}
 	s.OIDC = res.OIDCVerifiers()
 	s.compileJWT(res)
-	s.Unenforced = unenforced(res, s.PlanList)
+	s.Unenforced = unenforced(res, s.PlanList, opt.Guardrails)
 	return s, nil
+}
+
+// compileGuardrails compiles the chains and hangs each on what its scope
+// names, so a request finds its chains without a lookup.
+func (s *Snapshot) compileGuardrails(gc GuardrailCompiler) error {
+	compiled, err := gc.Compile(s.Guardrails)
+	if err != nil {
+		return err
+	}
+	for scope, ch := range compiled {
+		switch scope.Type {
+		case resources.GuardrailScopeModel:
+			if p := s.Plans[scope.Name]; p != nil {
+				p.Guard = ch
+			}
+		case resources.GuardrailScopeAPIKey:
+			if c := s.CallersByName[scope.Name]; c != nil {
+				c.Guard = ch
+			}
+		case resources.GuardrailScopeTeam:
+			for _, c := range s.CallersByName {
+				if c.Key.TeamID == scope.Name {
+					c.TeamGuard = ch
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // servable reports whether this build can answer requests for p: a direct

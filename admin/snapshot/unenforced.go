@@ -144,7 +144,7 @@ func classify(coll, path string) (rule, missing string, ok bool) {
 
 // unenforced lists what res configures without runtime effect, in file
 // order, one item per entry and rule.
-func unenforced(res *resources.Resources, plans []*Plan) []Unenforced {
+func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompiler) []Unenforced {
 	out := []Unenforced{}
 	type key struct {
 		coll  string
@@ -157,6 +157,9 @@ func unenforced(res *resources.Resources, plans []*Plan) []Unenforced {
 		adapters[pk.Index] = pk.Adapter
 	}
 	for _, f := range res.Fields {
+		if guards != nil && (f.Collection == resources.CollGuardrails || f.Collection == resources.CollGuardrailAttachments) {
+			continue // per entry below
+		}
 		field, missing, ok := classify(f.Collection, f.Path)
 		if !ok {
 			missing, field = "the field is not classified in admin/snapshot/unenforced.go (a bug)", f.Path
@@ -177,6 +180,9 @@ func unenforced(res *resources.Resources, plans []*Plan) []Unenforced {
 			entry = f.IDField + "=" + f.ID
 		}
 		out = append(out, Unenforced{Collection: f.Collection, Entry: entry, Field: field, Missing: missing})
+	}
+	if guards != nil {
+		out = append(out, unenforcedGuardrails(res, guards)...)
 	}
 	// Provider keys whose adapter family is not in this build, and the
 	// aliases that therefore cannot be served.
@@ -213,4 +219,31 @@ func CountByCollection(list []Unenforced) []CollectionCount {
 type CollectionCount struct {
 	Collection string
 	Count      int
+}
+
+// unenforcedGuardrails lists, when guardrails are compiled, the entries of
+// kinds this build does not run (attached, they answer per fail_open /
+// output_fail_open: a bypass, or 422 guardrail_unavailable; never skipped)
+// and the attachments to scopes no built surface serves.
+func unenforcedGuardrails(res *resources.Resources, guards GuardrailCompiler) []Unenforced {
+	var out []Unenforced
+	for _, g := range res.Guardrails {
+		if g.Kind != "" && !guards.Built(g.Kind) {
+			out = append(out, Unenforced{Collection: resources.CollGuardrails, Entry: "name=" + g.Name,
+				Missing: "kind " + g.Kind + " is not built: where attached, its checks fail and fail_open / output_fail_open decide (a recorded bypass, or 422 guardrail_unavailable)"})
+		}
+	}
+	for _, a := range res.GuardrailAttachments {
+		why := ""
+		switch a.Scope.Type {
+		case resources.GuardrailScopeMCPServer:
+			why = missMCP
+		case resources.GuardrailScopePassthroughRoute:
+			why = missPassthrough
+		}
+		if why != "" {
+			out = append(out, Unenforced{Collection: resources.CollGuardrailAttachments, Entry: "identity=" + a.Identity(), Missing: why})
+		}
+	}
+	return out
 }

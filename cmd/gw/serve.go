@@ -25,6 +25,7 @@ import (
 	"gw/balancer"
 	"gw/edge"
 	"gw/edge/authn"
+	"gw/edge/guard/kinds"
 	"gw/limiter"
 )
 
@@ -84,6 +85,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	opt := snapshot.DefaultOptions()
+	opt.Guardrails = kinds.Table() // guardrail chains compile with every snapshot
 	opt.UpstreamTimeout = time.Duration(cfg.UpstreamTimeoutMS) * time.Millisecond
 	// Per-model routing state (cooldown, latency EWMA, in-flight) lives for
 	// the process, keyed by derived ID, so it survives reloads.

@@ -8,6 +8,7 @@ import (
 
 	"gw/admin/resources"
 	"gw/admin/snapshot"
+	"gw/edge/guard/kinds"
 )
 
 // validate runs the full load pipeline on FILE. Exit 0 with a one-line
@@ -36,7 +37,10 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	}
 	// Compile as gw serve would, to list what loads but has no effect in
 	// this build; warnings only, the exit status stays 0.
-	snap, err := snapshot.Compile(res.Resources, snapshot.DefaultOptions())
+	// Guardrails compile too: a custom script that does not compile fails here.
+	opt := snapshot.DefaultOptions()
+	opt.Guardrails = kinds.Table()
+	snap, err := snapshot.Compile(res.Resources, opt)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -228,7 +228,8 @@ func indexFold(b []byte, sub string) int {
 func ResponsesErrorCode(code string) string {
 	switch code {
 	case transcode.CodeInvalidPrompt, transcode.CodeContextLength, transcode.CodeInsufficientQuota,
-		transcode.CodeRateLimit, transcode.CodeOverloaded, transcode.CodeSlowDown:
+		transcode.CodeRateLimit, transcode.CodeOverloaded, transcode.CodeSlowDown,
+		transcode.CodeContentFilter, transcode.CodeGuardrailUnavailable: // gateway rejections keep their code
 		return code
 	}
 	return transcode.CodeOverloaded

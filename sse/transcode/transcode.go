@@ -64,6 +64,9 @@ const (
 	CodeInvalidPrompt      = "invalid_prompt"
 	CodeSlowDown           = "slow_down"
 	CodeUpstreamStreamFail = "upstream_stream_error"
+	// Gateway rejections of a guardrail (spec "Errors" 3-4).
+	CodeContentFilter        = "content_filter"
+	CodeGuardrailUnavailable = "guardrail_unavailable"
 )
 
 // ChatErrorType is the chat-completions error envelope's `type` for a

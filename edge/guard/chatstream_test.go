@@ -1,0 +1,187 @@
+package guard
+
+import (
+	"context"
+
+	"encoding/json"
+	"gw/admin/resources"
+	"strings"
+	"testing"
+)
+
+func chunk(delta string, finish string) string {
+	f := "null"
+	if finish != "" {
+		f = `"` + finish + `"`
+	}
+	return `{"id":"c1","object":"chat.completion.chunk","created":7,"model":"up","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
+}
+
+// runChat feeds chunks through a ChatStream and returns the released chunks
+// and the decision.
+func runChat(t *testing.T, stages []*Stage, chunks []string) ([]string, Decision, *Exec) {
+	t.Helper()
+	var e Exec
+	var s ChatStream
+	s.Reset(context.Background(), &e, "m", stages)
+	var out []string
+	drain := func() {
+		for {
+			c, ok := s.Next()
+			if !ok {
+				return
+			}
+			if !json.Valid(c) {
+				t.Fatalf("released invalid JSON: %s", c)
+			}
+			out = append(out, string(c))
+		}
+	}
+	for _, c := range chunks {
+		if d := s.Push([]byte(c)); d >= Blocked {
+			drain()
+			return out, d, &e
+		}
+		drain()
+	}
+	d := s.End()
+	drain()
+	return out, d, &e
+}
+
+// collect rebuilds the content, reasoning and tool arguments seen by a caller.
+func collect(t *testing.T, chunks []string) (content, args string, order []string) {
+	for _, c := range chunks {
+		var v struct {
+			Choices []struct {
+				Delta struct {
+					Role      string `json:"role"`
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						ID       string `json:"id"`
+						Function struct {
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				Finish *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(c), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range v.Choices {
+			if ch.Delta.Role != "" {
+				order = append(order, "role")
+			}
+			if ch.Delta.Content != "" {
+				content += ch.Delta.Content
+				order = append(order, "text")
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.ID != "" {
+					order = append(order, "tool")
+				}
+				args += tc.Function.Arguments
+			}
+			if ch.Finish != nil {
+				order = append(order, "finish")
+			}
+		}
+	}
+	return content, args, order
+}
+
+func TestChatStreamSplitBlock(t *testing.T) {
+	block := stage("kw", &wordChecker{word: "forbidden"}, nil)
+	out, d, e := runChat(t, []*Stage{block}, []string{
+		chunk(`{"role":"assistant","content":""}`, ""),
+		chunk(`{"content":"this is forb"}`, ""),
+		chunk(`{"content":"idden text"}`, ""),
+		chunk(`{}`, "stop"),
+	})
+	if d != Blocked {
+		t.Fatalf("decision %d", d)
+	}
+	content, _, _ := collect(t, out)
+	if strings.Contains(content, "forb") {
+		t.Fatalf("leaked %q", content)
+	}
+	if hitsString(e.Outcome.Enforced) != "kw:block" {
+		t.Fatalf("hits %v", e.Outcome.Enforced)
+	}
+}
+
+func TestChatStreamMaskAndOrder(t *testing.T) {
+	mask := stage("pii", &wordChecker{word: "secret", mask: true}, nil)
+	out, d, _ := runChat(t, []*Stage{mask}, []string{
+		chunk(`{"role":"assistant","content":""}`, ""),
+		chunk(`{"content":"a sec"}`, ""),
+		chunk(`{"content":"ret b"}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\":\"sec"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"ret\"}"}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		`{"id":"c1","object":"chat.completion.chunk","created":7,"model":"up","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+	})
+	if d >= Blocked {
+		t.Fatalf("decision %d", d)
+	}
+	content, args, order := collect(t, out)
+	if content != "a [X] b" || args != `{"q":"[X]"}` {
+		t.Fatalf("content %q args %q", content, args)
+	}
+	if strings.Join(order, ",") != "role,text,tool,finish" {
+		t.Fatalf("order %v", order)
+	}
+	if !strings.Contains(out[len(out)-1], `"usage"`) {
+		t.Fatalf("usage chunk not last: %v", out)
+	}
+}
+
+// TestChatStreamBufferExceeded: buffer_full holds the answer; past
+// max_buffer_bytes it blocks (blocked_buffer_exceeded) or, with
+// on_buffer_exceeded fail_open, passes unscanned with a bypass recorded.
+func TestChatStreamBufferExceeded(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		st := stage("c", &wordChecker{word: "zzz"}, func(g *resources.Guardrail) {
+			g.Stream = &resources.StreamControls{Mode: resources.StreamModeBufferFull}
+			g.Buffer = &resources.BufferControls{MaxBytes: 32, OnExceeded: resources.OnBufferExceededFailClosed}
+			if failOpen {
+				g.Buffer.OnExceeded = resources.OnBufferExceededFailOpen
+			}
+		})
+		out, d, e := runChat(t, []*Stage{st}, []string{
+			chunk(`{"content":"0123456789012345678901234567890123456789"}`, ""),
+			chunk(`{"content":" zzz"}`, ""),
+			chunk(`{}`, "stop"),
+		})
+		content, _, _ := collect(t, out)
+		if failOpen {
+			if d >= Blocked || content != "0123456789012345678901234567890123456789 zzz" || e.Outcome.BypassedReason != BypassBufferExceeded {
+				t.Fatalf("fail_open: %d %q %q", d, content, e.Outcome.BypassedReason)
+			}
+		} else if d != Blocked || content != "" || hitsString(e.Outcome.Enforced) != "c:blocked_buffer_exceeded" {
+			t.Fatalf("fail_closed: %d %q %v", d, content, e.Outcome.Enforced)
+		}
+	}
+}
+
+// TestChatStreamLogprobs: chunks carrying logprobs and obfuscation are text
+// chunks like any other: a word split across them is caught, and the
+// logprobs (which repeat the text) never leave.
+func TestChatStreamLogprobs(t *testing.T) {
+	block := stage("kw", &wordChecker{word: "forbidden"}, nil)
+	lp := func(text string) string {
+		return `{"id":"c1","object":"chat.completion.chunk","created":7,"model":"up","obfuscation":"abc","choices":[{"index":0,"delta":{"content":"` + text + `"},"logprobs":{"content":[{"token":"` + text + `","logprob":-0.1}]},"finish_reason":null}]}`
+	}
+	out, d, _ := runChat(t, []*Stage{block}, []string{lp("this is forb"), lp("idden text"), chunk(`{}`, "stop")})
+	if d != Blocked {
+		t.Fatalf("decision %d: %v", d, out)
+	}
+	for _, c := range out {
+		if strings.Contains(c, "forb") {
+			t.Fatalf("leaked %s", c)
+		}
+	}
+}

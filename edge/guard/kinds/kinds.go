@@ -1,0 +1,22 @@
+// Package kinds is the table of the guardrail kinds built into gw: kind →
+// constructor. It imports every kind package; the engine (edge/guard)
+// imports none, and cmd/gw injects the table where snapshots compile.
+package kinds
+
+import (
+	"gw/admin/resources"
+	"gw/edge/guard"
+	"gw/edge/guard/custom"
+	"gw/edge/guard/keyword"
+	"gw/edge/guard/pii"
+)
+
+// Table returns the kinds this build runs. A kind missing here still loads;
+// attached, its checks fail and its fail-open settings decide.
+func Table() guard.Table {
+	return guard.Table{
+		resources.GuardrailKeyword: keyword.New,
+		resources.GuardrailCustom:  custom.New,
+		resources.GuardrailPII:     pii.New,
+	}
+}

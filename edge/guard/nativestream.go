@@ -1,0 +1,359 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+
+	"gw/sse/rawjson"
+)
+
+// NativeFormat is the wire format of a native stream.
+type NativeFormat uint8
+
+const (
+	NativeMessages  NativeFormat = iota // Anthropic Messages events
+	NativeResponses                     // OpenAI Responses events
+)
+
+// NativeStream is the output policy of a native stream (the caller's own
+// format relayed as the upstream wrote it: thinking signatures, encrypted
+// reasoning and sequence numbers intact). Text, thinking and tool-input
+// deltas are held in their block's window and each event is released,
+// unchanged, once all the text it carries has been judged; any other event
+// first has everything before it judged. Events are never rewritten, so a
+// mask hit records mask_unsupported (would_mask_unsupported in monitor
+// mode) and the text passes; a block ends the stream. Not safe for
+// concurrent use; pooled by the caller.
+type NativeStream struct {
+	ctx    context.Context
+	e      *Exec
+	model  string
+	stages []*Stage
+	pol    StreamPolicy
+	format NativeFormat
+	chans  []nchannel
+	cur    *nchannel
+	off    bool
+	raw    int64
+	text   bool // an event carrying text was released
+
+	held  []heldEvent // events not yet released, in order
+	arena []byte      // their names and data
+	q     []heldEvent // released events (spans of arena)
+	qPos  int
+	rel   []byte
+	tmp   []byte
+}
+
+type nchannel struct {
+	key      int64 // block index (Messages) or output_index<<20 | content_index (Responses)
+	part     Part
+	w        Window
+	pushed   int64 // text bytes pushed
+	released int64 // text bytes released
+}
+
+type heldEvent struct {
+	name, data [2]int // spans of arena
+	ch         int    // channel index, -1 for an event without text
+	end        int64  // the channel's text position at the end of this event's text
+}
+
+// Reset prepares s for a native stream of format f.
+func (s *NativeStream) Reset(ctx context.Context, e *Exec, model string, stages []*Stage, f NativeFormat) {
+	s.ctx, s.e, s.model, s.stages, s.format = ctx, e, model, stages, f
+	s.pol = Policy(stages)
+	for i := range s.chans {
+		s.chans[i].w.Reset()
+	}
+	s.chans, s.cur, s.off, s.raw, s.text = s.chans[:0], nil, false, 0, false
+	s.held, s.arena, s.q, s.qPos = s.held[:0], s.arena[:0], s.q[:0], 0
+}
+
+// Next returns the next released event (name, data), valid until the next
+// Push, or false.
+func (s *NativeStream) Next() (name, data []byte, ok bool) {
+	if s.qPos >= len(s.q) {
+		s.q, s.qPos = s.q[:0], 0
+		s.compact()
+		return nil, nil, false
+	}
+	h := s.q[s.qPos]
+	s.qPos++
+	return s.arena[h.name[0]:h.name[1]], s.arena[h.data[0]:h.data[1]], true
+}
+
+// TextReleased reports whether an event carrying text has been released:
+// with an output policy, a native stream commits (200) only then, so a
+// block of the first judged text is still answered 422.
+func (s *NativeStream) TextReleased() bool { return s.text }
+
+// Pending reports whether a released event is waiting.
+func (s *NativeStream) Pending() bool { return s.qPos < len(s.q) }
+
+// JudgeWindow implements WindowJudge: native text is never rewritten.
+func (s *NativeStream) JudgeWindow(text []byte) ([]byte, Decision) {
+	e := s.e
+	e.clearTexts()
+	e.AddText(Text{Role: RoleAssistant, Part: s.cur.part, Data: text}, true, true)
+	d := e.Judge(s.ctx, Output, s.model, s.stages)
+	if d == Masked {
+		d = Pass // unreachable: fixed texts are never masked
+	}
+	return text, d
+}
+
+// Push reads one upstream event. A decision of Blocked or Unavailable ends
+// the stream.
+func (s *NativeStream) Push(name, data []byte) Decision {
+	if s.off {
+		s.hold(name, data, -1, 0)
+		s.releaseReady()
+		return Pass
+	}
+	key, part, text, ok := s.textOf(name, data)
+	if !ok && bytes.Equal(name, evPing) {
+		// A keep-alive carries nothing: it waits its turn without forcing
+		// what is held to be judged early (a ping between the two halves
+		// of a word must not split the window).
+		s.hold(name, data, -1, 0)
+		s.releaseReady()
+		return Pass
+	}
+	if !ok {
+		if d := s.flushAll(); d >= Blocked {
+			return d
+		}
+		s.hold(name, data, -1, 0)
+		s.releaseReady()
+		return Pass
+	}
+	ci := s.channel(key, part)
+	// Text on another block: what other blocks hold came first.
+	for i := range s.chans {
+		if i != ci && s.chans[i].w.Held() > 0 && !s.pol.Full {
+			if d := s.flush(i); d >= Blocked {
+				return d
+			}
+		}
+	}
+	s.tmp = s.tmp[:0]
+	v, err := rawjson.AppendUnquote(s.tmp, text)
+	if err != nil {
+		v = v[:0]
+	}
+	s.tmp = v
+	c := &s.chans[ci]
+	c.pushed += int64(len(v))
+	s.hold(name, data, ci, c.pushed)
+	s.raw += int64(len(data))
+	s.cur = c
+	var d Decision
+	s.rel, d = c.w.Push(s.rel[:0], v, s)
+	c.released += int64(len(s.rel))
+	if d >= Blocked {
+		return d
+	}
+	s.releaseReady()
+	return s.checkBuffer()
+}
+
+// End judges everything held (the upstream stream ended).
+func (s *NativeStream) End() Decision {
+	if s.off {
+		return Pass
+	}
+	if d := s.flushAll(); d >= Blocked {
+		return d
+	}
+	return Pass
+}
+
+// compact moves the held events to the front of the arena once every
+// released event has been handed out, so the arena stays as small as what
+// is held.
+func (s *NativeStream) compact() {
+	if len(s.held) == 0 {
+		s.arena = s.arena[:0]
+		return
+	}
+	start := s.held[0].name[0]
+	if start == 0 {
+		return
+	}
+	s.arena = s.arena[:copy(s.arena, s.arena[start:])]
+	for i := range s.held {
+		h := &s.held[i]
+		h.name[0] -= start
+		h.name[1] -= start
+		h.data[0] -= start
+		h.data[1] -= start
+	}
+}
+
+func (s *NativeStream) hold(name, data []byte, ch int, end int64) {
+	h := heldEvent{ch: ch, end: end}
+	h.name[0] = len(s.arena)
+	s.arena = append(s.arena, name...)
+	h.name[1] = len(s.arena)
+	h.data[0] = len(s.arena)
+	s.arena = append(s.arena, data...)
+	h.data[1] = len(s.arena)
+	s.held = append(s.held, h)
+}
+
+// releaseReady moves the held events whose text is all released to the
+// output queue, in order.
+func (s *NativeStream) releaseReady() {
+	n := 0
+	for n < len(s.held) {
+		h := s.held[n]
+		if h.ch >= 0 && s.chans[h.ch].released < h.end {
+			break
+		}
+		if h.ch >= 0 {
+			s.text = true
+		}
+		s.q = append(s.q, h)
+		n++
+	}
+	if n > 0 {
+		s.raw = 0
+		s.held = s.held[:copy(s.held, s.held[n:])]
+	}
+}
+
+func (s *NativeStream) channel(key int64, part Part) int {
+	for i := range s.chans {
+		if s.chans[i].key == key {
+			return i
+		}
+	}
+	if len(s.chans) < cap(s.chans) {
+		s.chans = s.chans[:len(s.chans)+1]
+	} else {
+		s.chans = append(s.chans, nchannel{})
+	}
+	c := &s.chans[len(s.chans)-1]
+	c.key, c.part, c.pushed, c.released = key, part, 0, 0
+	c.w.Reset()
+	c.w.Size, c.w.Overlap, c.w.Full = s.pol.Size, s.pol.Overlap, s.pol.Full
+	return len(s.chans) - 1
+}
+
+func (s *NativeStream) flush(i int) Decision {
+	c := &s.chans[i]
+	s.cur = c
+	var d Decision
+	s.rel, d = c.w.End(s.rel[:0], s)
+	c.released += int64(len(s.rel))
+	return d
+}
+
+func (s *NativeStream) flushAll() Decision {
+	for i := range s.chans {
+		if d := s.flush(i); d >= Blocked {
+			return d
+		}
+	}
+	s.releaseReady()
+	return Pass
+}
+
+func (s *NativeStream) checkBuffer() Decision {
+	var held int64
+	for i := range s.chans {
+		held += int64(s.chans[i].w.Held())
+	}
+	if held <= s.pol.MaxBytes && s.raw <= s.pol.RawCap {
+		return Pass
+	}
+	if s.pol.FailOpen {
+		s.e.Outcome.Bypass(BypassBufferExceeded)
+		for i := range s.chans {
+			c := &s.chans[i]
+			s.rel = c.w.Drain(s.rel[:0])
+			c.released += int64(len(s.rel))
+		}
+		s.releaseReady()
+		s.off = true
+		return Pass
+	}
+	if s.pol.first != nil {
+		s.e.Outcome.hit(s.pol.first, HitBlockedBufferExceeded)
+	}
+	return Blocked
+}
+
+var (
+	evBlockDelta     = []byte("content_block_delta")
+	evPing           = []byte("ping")
+	respTextDelta    = []byte("response.output_text.delta")
+	respRefusalDelta = []byte("response.refusal.delta")
+	respReasonDelta  = []byte("response.reasoning_text.delta")
+	respSummaryDelta = []byte("response.reasoning_summary_text.delta")
+	respArgsDelta    = []byte("response.function_call_arguments.delta")
+)
+
+// textOf returns the text an event carries (a raw JSON string), its
+// channel key and part; ok is false for events without text.
+func (s *NativeStream) textOf(name, data []byte) (key int64, part Part, text []byte, ok bool) {
+	if s.format == NativeMessages {
+		if !bytes.Equal(name, evBlockDelta) {
+			if len(name) > 0 || !bytes.Contains(data, evBlockDelta) {
+				return 0, 0, nil, false
+			}
+		}
+		idx, _, _ := rawjson.Get(data, "index")
+		n, _ := rawjson.ParseInt(idx)
+		delta, dk, ok := rawjson.Get(data, "delta")
+		if !ok || dk != rawjson.Object {
+			return 0, 0, nil, false
+		}
+		t, _, _ := rawjson.Get(delta, "type")
+		var field string
+		switch {
+		case rawjson.StringEquals(t, "text_delta"):
+			field, part = "text", PartContent
+		case rawjson.StringEquals(t, "thinking_delta"):
+			field, part = "thinking", PartReasoning
+		case rawjson.StringEquals(t, "input_json_delta"):
+			field, part = "partial_json", PartToolArguments
+		default:
+			return 0, 0, nil, false
+		}
+		v, vk, ok := rawjson.Get(delta, field)
+		if !ok || vk != rawjson.String {
+			return 0, 0, nil, false
+		}
+		return n, part, v, true
+	}
+	typ := name
+	if len(typ) == 0 {
+		if t, tk, ok := rawjson.Get(data, "type"); ok && tk == rawjson.String {
+			typ = t[1 : len(t)-1]
+		}
+	}
+	switch {
+	case bytes.Equal(typ, respTextDelta), bytes.Equal(typ, respRefusalDelta):
+		part = PartContent
+	case bytes.Equal(typ, respReasonDelta), bytes.Equal(typ, respSummaryDelta):
+		part = PartReasoning
+	case bytes.Equal(typ, respArgsDelta):
+		part = PartToolArguments
+	default:
+		return 0, 0, nil, false
+	}
+	v, vk, ok := rawjson.Get(data, "delta")
+	if !ok || vk != rawjson.String {
+		return 0, 0, nil, false
+	}
+	oi, _, _ := rawjson.Get(data, "output_index")
+	ci, _, _ := rawjson.Get(data, "content_index")
+	if ci == nil {
+		ci, _, _ = rawjson.Get(data, "summary_index")
+	}
+	o, _ := rawjson.ParseInt(oi)
+	c, _ := rawjson.ParseInt(ci)
+	return o<<20 | c, part, v, true
+}
