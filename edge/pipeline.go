@@ -18,7 +18,7 @@ import (
 // count_tokens, Responses; later endpoints join it). A request flows down
 // the stages once, in this order (docs/ARCHITECTURE.md):
 //
-//	authenticate  edge/authn: caller key (later JWT) → the compiled caller
+//	authenticate  edge/authn: caller key or verified JWT → the compiled caller
 //	read          the surface's body, and its chat form for policy (surface.read)
 //	plan          alias → dispatch plan, grants, allowed_cidrs, servable
 //	limits        rate limits, token reservations, concurrency (limits.go)

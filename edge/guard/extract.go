@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"errors"
 
 	"gw/sse/rawjson"
@@ -604,11 +605,6 @@ func (x *Extractor) Rewrite(dst []byte, e *Exec) []byte {
 	return append(dst, body[pos:]...)
 }
 
-func hasEscape(v []byte) bool {
-	for _, c := range v {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
+// hasEscape reports whether a JSON string literal has an escape (the
+// assembly IndexByte: texts are long, most have none).
+func hasEscape(v []byte) bool { return bytes.IndexByte(v, '\\') >= 0 }
