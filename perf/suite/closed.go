@@ -126,6 +126,9 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	targets := []target{
 		{"direct", mockBase + "/v1", "perf-caller", "gpt-4o", "gpt-4o", 0},
 		{"gw", "http://" + gw.Addr + "/v1", "perf-caller", "gpt", "gpt-stream", gw.PID()},
+		// The same gw on aliases with a guardrail chain attached (keyword
+		// 50 literals + 5 regexes, pii all nine; input and streamed output).
+		{"gw-guarded", "http://" + gw.Addr + "/v1", "perf-caller", "gpt-guarded", "gpt-stream-guarded", gw.PID()},
 	}
 	for _, p := range o.Peers {
 		targets = append(targets, target{p.Name, p.URL, p.APIKey, p.Model, p.StreamModel, p.PID})

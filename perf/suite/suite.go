@@ -507,8 +507,32 @@ models:
   - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: mock}
   - {display_name: gpt-stream, provider: openai, model_name: gpt-4o, provider_key: mock-stream, stream_timeout: 30000}
   - {display_name: claude-stream, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: mock-stream-anthropic, stream_timeout: 30000}
-`
+  - {display_name: gpt-guarded, provider: openai, model_name: gpt-4o, provider_key: mock}
+  - {display_name: gpt-stream-guarded, provider: openai, model_name: gpt-4o, provider_key: mock-stream, stream_timeout: 30000}
+` + guardedBlock
 }
+
+// guardedBlock attaches scenario 8's guardrail chain (keyword: 50 literals
+// and 5 regexes; pii: all nine detectors; input and output) to the
+// *-guarded aliases only, so the other aliases measure the path with no
+// guardrail attached in the same process.
+var guardedBlock = func() string {
+	var sb strings.Builder
+	sb.WriteString("guardrails:\n  - name: perf-keyword\n    kind: keyword\n    patterns:\n")
+	for i := 0; i < 50; i++ {
+		sb.WriteString("      - {kind: literal, value: banned-term-" + strconv.Itoa(i) + "}\n")
+	}
+	for i := 0; i < 5; i++ {
+		sb.WriteString("      - {kind: regex, value: 'secret[-_]project[-_]" + strconv.Itoa(i) + "\\d+'}\n")
+	}
+	sb.WriteString("  - {name: perf-pii, kind: pii}\nguardrail_attachments:\n")
+	for _, g := range []string{"perf-keyword", "perf-pii"} {
+		for _, m := range []string{"gpt-guarded", "gpt-stream-guarded"} {
+			sb.WriteString("  - {guardrail_id: " + g + ", scope_type: model, scope_id: " + m + "}\n")
+		}
+	}
+	return sb.String()
+}()
 
 // heavyFile renders scenario 5's file: nModels direct models with limits,
 // one routing group per 10 models, nKeys caller keys (key i is "perf-key-i").

@@ -30,11 +30,14 @@ func TestBasicFile(t *testing.T) {
 	if k := keys["mock-stream"]; k == nil || k.Adapter != resources.AdapterOpenAI {
 		t.Fatalf("stream key %+v; want adapter openai", k)
 	}
+	if n := len(res.Resources.GuardrailAttachments); n != 4 {
+		t.Fatalf("%d guardrail attachments; want keyword and pii on both guarded aliases", n)
+	}
 	models := map[string]bool{}
 	for _, m := range res.Resources.Models {
 		models[m.DisplayName] = true
 	}
-	for _, m := range []string{"gpt", "gpt-stream", "claude-stream"} {
+	for _, m := range []string{"gpt", "gpt-stream", "claude-stream", "gpt-guarded", "gpt-stream-guarded"} {
 		if !models[m] {
 			t.Fatalf("model %s missing from:\n%s", m, basicFile(""))
 		}
