@@ -9,6 +9,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+	"gw/edge/usage"
 )
 
 var (
@@ -101,46 +104,64 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 		p.Log.line(c, method, path, c.status, reqBytes, stream)
 	}
 	if p.Usage != nil && c.plan != nil {
-		p.emitUsage(c, stream)
+		p.emitUsage(c, stream, reqBytes)
 	}
 }
 
 // emitUsage sends one zero-token record per failed attempt (but the last,
-// whose outcome is the final record) and then the final record.
-func (p *Proxy) emitUsage(c *call, stream bool) {
+// whose outcome is the final record) and then the final record. The
+// records are copied into the pipeline's queue; nothing is encoded here.
+func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int) {
+	k := c.caller.Key
 	ev := UsageEvent{
-		APIKeyID: c.caller.Key.ID, APIKeyName: c.caller.Key.DisplayName, TeamID: c.caller.Key.TeamID, UserID: c.caller.Key.UserID,
+		RequestID: usage.NewRequestID(),
+		APIKeyID:  k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
 		Model: c.plan.Alias, Stream: stream, InboundProtocol: c.surf.protocol, Operation: c.surf.operation,
+		CacheStatus: usage.CacheNone, RequestBodyBytes: int64(reqBytes),
 	}
 	n := c.nFailures
+	finalMsg := ""
 	if n > 0 && c.status >= 400 && c.failures[n-1].target == c.target {
 		n-- // the last failure is the final outcome
+		finalMsg = c.failures[n].msg
 	}
 	for i := 0; i < n; i++ {
 		f := &c.failures[i]
 		e := ev
 		e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, i+1
-		e.TargetModel, e.ProviderKey = f.target.Alias, f.target.Model.ProviderKeyName
+		setTarget(&e, f.target)
 		e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
-		p.Usage.Emit(e)
+		e.RequestBodyBytes = 0 // counted once, on the final record
+		p.Usage.Emit(&e)
 	}
-	e := ev
+	e := &ev
 	e.OccurredAt, e.AttemptKind, e.Attempt = time.Now(), AttemptFinal, c.attempts
-	e.StatusCode, e.ErrorClass, e.Latency = c.status, c.errClass, time.Since(c.start)
-	if c.target != nil {
-		e.TargetModel, e.ProviderKey = c.target.Alias, c.target.Model.ProviderKeyName
-	}
+	e.StatusCode, e.ErrorClass, e.ErrorMessage = c.status, c.errClass, finalMsg
+	e.Latency, e.TTFT, e.UpstreamLatency, e.UpstreamTTFT = time.Since(c.start), c.ttfb, c.upstreamDur, c.upTTFT
+	e.ResponseBodyBytes = int64(c.respBytes)
+	setTarget(e, c.target)
 	if c.haveUsage {
 		u := c.usage
-		e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedTokens, e.TotalTokens = u.Prompt, u.Completion, u.Reasoning, u.Cached, u.Total
+		e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedPromptTokens, e.TotalTokens = u.Prompt, u.Completion, u.Reasoning, u.Cached, u.Total
 		if c.target != nil && c.target.Model.Cost != nil {
 			cost := c.target.Model.Cost
-			out := u.Completion
-			if u.Total > 0 && u.Prompt+u.Completion+u.Reasoning == u.Total {
-				out += u.Reasoning // reasoning reported outside completion: billed in full too
-			}
-			e.CostUSD = float64(u.Prompt)/1000*cost.InputPer1K + float64(out)/1000*cost.OutputPer1K
+			e.CostUSD = usage.Cost(u.Prompt, u.Completion, u.Reasoning, u.Total, cost.InputPer1K, cost.OutputPer1K)
 		}
 	}
 	p.Usage.Emit(e)
+}
+
+// setTarget fills the record's routing fields from the direct model that
+// served the attempt (nil: none was reached).
+func setTarget(e *UsageEvent, t *snapshot.Plan) {
+	if t == nil {
+		return
+	}
+	e.TargetModel, e.UpstreamModel, e.ProviderKey = t.Alias, t.UpstreamModel, t.Model.ProviderKeyName
+	if pk := t.Model.ProviderKey; pk != nil {
+		e.Provider, e.ProviderKeyID = pk.Provider, pk.ID
+		if pk.TelemetryTags != (resources.TelemetryTags{}) {
+			e.Tags = &pk.TelemetryTags
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/snapshot"
+	"gw/edge/usage"
 )
 
 type collectSink struct {
@@ -15,10 +17,18 @@ type collectSink struct {
 	evs []UsageEvent
 }
 
-func (s *collectSink) ConsumeUsage(b []UsageEvent) {
+func (s *collectSink) Encode(dst []byte, b []UsageEvent) ([]byte, error) {
 	s.mu.Lock()
 	s.evs = append(s.evs, b...)
 	s.mu.Unlock()
+	return dst, nil
+}
+
+func (s *collectSink) Send(context.Context, *usage.Batch) error { return nil }
+
+func (s *collectSink) spec() usage.SinkSpec {
+	return usage.SinkSpec{Config: usage.SinkConfig{Name: "collect", Kind: "test", BatchSize: 1, FlushInterval: time.Millisecond},
+		Build: func() (usage.Sink, error) { return s, nil }}
 }
 
 func (s *collectSink) wait(t *testing.T, n int) []UsageEvent {
@@ -57,8 +67,8 @@ models:
 	h.Store(s)
 	sink := &collectSink{}
 	us := NewUsageStream()
-	us.AddSink(sink)
-	defer us.Close()
+	us.SetSinks([]usage.SinkSpec{sink.spec()})
+	defer us.Close(usageGrace)
 	p := &Proxy{Holder: h, Usage: us}
 
 	var ctx fasthttp.RequestCtx

@@ -157,7 +157,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// per failed attempt. Exporters (observability_exporters) will subscribe
 	// as sinks; until then the stream only feeds its metrics.
 	proxy.Usage = edge.NewUsageStream()
-	defer proxy.Usage.Close()
+	defer proxy.Usage.Close(cfg.ShutdownGrace)
 	if cfg.AccessLog {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()
