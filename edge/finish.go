@@ -82,7 +82,8 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 		alias = c.plan.Alias
 	}
 	countRequest(alias, c.status)
-	total := time.Since(c.start)
+	now := time.Now()
+	total := now.Sub(c.start)
 	e2eDown.Update(total.Seconds())
 	overheadH.Update((total - c.upstreamDur).Seconds())
 	if c.upstreamDur > 0 {
@@ -104,14 +105,14 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 		p.Log.line(c, method, path, c.status, reqBytes, stream)
 	}
 	if p.Usage != nil && c.plan != nil {
-		p.emitUsage(c, stream, reqBytes)
+		p.emitUsage(c, stream, reqBytes, now)
 	}
 }
 
 // emitUsage sends one zero-token record per failed attempt (but the last,
 // whose outcome is the final record) and then the final record. The
 // records are copied into the pipeline's queue; nothing is encoded here.
-func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int) {
+func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 	k := c.caller.Key
 	ev := UsageEvent{
 		RequestID: usage.NewRequestID(),
@@ -135,9 +136,9 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int) {
 		p.Usage.Emit(&e)
 	}
 	e := &ev
-	e.OccurredAt, e.AttemptKind, e.Attempt = time.Now(), AttemptFinal, c.attempts
+	e.OccurredAt, e.AttemptKind, e.Attempt = now, AttemptFinal, c.attempts
 	e.StatusCode, e.ErrorClass, e.ErrorMessage = c.status, c.errClass, finalMsg
-	e.Latency, e.TTFT, e.UpstreamLatency, e.UpstreamTTFT = time.Since(c.start), c.ttfb, c.upstreamDur, c.upTTFT
+	e.Latency, e.TTFT, e.UpstreamLatency, e.UpstreamTTFT = now.Sub(c.start), c.ttfb, c.upstreamDur, c.upTTFT
 	e.ResponseBodyBytes = int64(c.respBytes)
 	setTarget(e, c.target)
 	if c.haveUsage {

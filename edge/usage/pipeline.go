@@ -242,20 +242,14 @@ func (p *Pipeline) dispatch() {
 		case r := <-p.in:
 			p.fanout(&r, list)
 		case f := <-p.ctl:
+			// Events queued before the change go to the sinks of their time.
+			p.drainIn(list)
 			p.mu.Lock()
 			f(p.workers)
 			relist()
 			p.mu.Unlock()
 		case deadline := <-p.stop:
-			for {
-				select {
-				case r := <-p.in:
-					p.fanout(&r, list)
-					continue
-				default:
-				}
-				break
-			}
+			p.drainIn(list)
 			var wg sync.WaitGroup
 			p.mu.Lock()
 			for _, w := range p.workers {
@@ -278,6 +272,18 @@ func (p *Pipeline) dispatch() {
 				}
 				return
 			}
+		}
+	}
+}
+
+// drainIn fans out what the main queue holds now.
+func (p *Pipeline) drainIn(list []*worker) {
+	for {
+		select {
+		case r := <-p.in:
+			p.fanout(&r, list)
+		default:
+			return
 		}
 	}
 }
