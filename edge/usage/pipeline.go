@@ -17,6 +17,10 @@ const (
 	SinkQueueSize = 8192  // per sink
 )
 
+// dispatchEvery is how often the dispatcher moves queued events to the
+// sinks' queues.
+const dispatchEvery = 2 * time.Millisecond
+
 // Drop reasons of gw_usage_event_drops_total.
 const (
 	DropSendFailed     = "send_failed"            // a receiver refused a batch for good (permanent error)
@@ -237,10 +241,16 @@ func (p *Pipeline) dispatch() {
 		}
 		sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	}
+	// The dispatcher polls the queue instead of blocking on it: a sender
+	// then never has to wake a parked receiver (a futex call on the request
+	// path), it only copies its record into the buffer. At 16384 slots per
+	// 2 ms the queue holds 8 M events/s before it drops.
+	tick := time.NewTicker(dispatchEvery)
+	defer tick.Stop()
 	for {
 		select {
-		case r := <-p.in:
-			p.fanout(&r, list)
+		case <-tick.C:
+			p.drainIn(list)
 		case f := <-p.ctl:
 			// Events queued before the change go to the sinks of their time.
 			p.drainIn(list)
