@@ -1,6 +1,8 @@
 package usage
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,4 +71,17 @@ func ErrorSnippet(body []byte) string {
 		b[i] = c
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// NetReason names a transport failure without its URL (an endpoint may
+// carry user-info): "canceled", "timeout" or "connection failed".
+func NetReason(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	var t interface{ Timeout() bool }
+	if errors.As(err, &t) && t.Timeout() {
+		return "timeout"
+	}
+	return "connection failed"
 }
