@@ -18,7 +18,7 @@ const metricsChunk = 256 << 10
 // Ops serves the operations endpoints: /livez, /readyz, /status/config, /metrics.
 type Ops struct {
 	Manager *admin.Manager
-	Health  *Health // nil: /status/models lists models without probe results
+	Health  *Health         // nil: /status/models lists models without probe results
 	Usage   *usage.Pipeline // nil: /status/exporters lists no sink
 }
 

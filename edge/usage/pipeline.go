@@ -106,9 +106,9 @@ type Pipeline struct {
 	log    *slog.Logger
 	clock  Clock
 
-	mu      sync.Mutex
-	workers map[string]*worker // owned by the dispatcher; read under mu for status
-	retired []*worker          // removed by a reload, still delivering their queue
+	mu       sync.Mutex
+	workers  map[string]*worker // owned by the dispatcher; read under mu for status
+	retired  []*worker          // removed by a reload, still delivering their queue
 	lastWarn time.Time
 }
 

@@ -71,9 +71,9 @@ type sinkBox struct{ s Sink }
 
 type sinkStats struct {
 	sentBatches, sentEvents, failedBatches, dropped atomic.Int64
-	lastFailure, lastSuccess                         atomic.Int64
-	mu                                               sync.Mutex
-	lastError                                        string
+	lastFailure, lastSuccess                        atomic.Int64
+	mu                                              sync.Mutex
+	lastError                                       string
 }
 
 func (p *Pipeline) startWorker(cfg SinkConfig, s Sink) *worker {
