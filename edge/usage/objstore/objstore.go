@@ -88,7 +88,10 @@ func New(cfg *resources.ObjectStoreExporter) (*Sink, error) {
 	}
 	s.put = func(ctx context.Context, name string, body []byte) error {
 		_, err := mc.PutObject(ctx, cfg.Bucket, name, bytes.NewReader(body), int64(len(body)),
-			minio.PutObjectOptions{ContentType: "application/x-ndjson", DisableMultipart: true})
+			minio.PutObjectOptions{ContentType: "application/x-ndjson", DisableMultipart: true,
+				// One plain signed PUT with Content-MD5 (no aws-chunked streaming
+				// signature), which every S3-compatible store reads.
+				DisableContentSha256: true, SendContentMd5: true})
 		if err == nil {
 			return nil
 		}
