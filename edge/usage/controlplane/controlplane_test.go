@@ -119,7 +119,7 @@ func TestMaxAge(t *testing.T) {
 	}
 	sameIDs(t, ids)
 	if now := clock.Now(); now.Sub(t0.Add(-(29*time.Minute + 59*time.Second))) != controlplane.MaxAge {
-		t.Fatalf("gave up at age %v; want %v", now.Sub(t0.Add(-(29*time.Minute+59*time.Second))), controlplane.MaxAge)
+		t.Fatalf("gave up at age %v; want %v", now.Sub(t0.Add(-(29*time.Minute + 59*time.Second))), controlplane.MaxAge)
 	}
 }
 

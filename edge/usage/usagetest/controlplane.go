@@ -90,4 +90,3 @@ func (cp *ControlPlane) Events() []string {
 	}
 	return out
 }
-
