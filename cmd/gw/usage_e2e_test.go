@@ -282,4 +282,3 @@ func TestUsageOutageAndShutdownE2E(t *testing.T) {
 		t.Fatal("records were written twice")
 	}
 }
-
