@@ -17,13 +17,13 @@ import (
 var (
 	hdrOverhead = []byte("x-gw-overhead-us")
 
-	e2eDown   = metrics.NewHistogram(`gw_request_e2e_latency_seconds{side="downstream"}`)
-	e2eUp     = metrics.NewHistogram(`gw_request_e2e_latency_seconds{side="upstream"}`)
-	ttftDown  = metrics.NewHistogram(`gw_request_ttft_seconds{side="downstream"}`)
-	ttftUp    = metrics.NewHistogram(`gw_request_ttft_seconds{side="upstream"}`)
-	llmTTFTDn = metrics.NewHistogram(`gw_llm_time_to_first_token_seconds{side="downstream"}`)
-	llmTTFTUp = metrics.NewHistogram(`gw_llm_time_to_first_token_seconds{side="upstream"}`)
-	overheadH = metrics.NewHistogram(`gw_request_overhead_seconds`)
+	e2eDown   = metrics.NewPrometheusHistogram(`gw_request_e2e_latency_seconds{side="downstream"}`)
+	e2eUp     = metrics.NewPrometheusHistogram(`gw_request_e2e_latency_seconds{side="upstream"}`)
+	ttftDown  = metrics.NewPrometheusHistogram(`gw_request_ttft_seconds{side="downstream"}`)
+	ttftUp    = metrics.NewPrometheusHistogram(`gw_request_ttft_seconds{side="upstream"}`)
+	llmTTFTDn = metrics.NewPrometheusHistogram(`gw_llm_time_to_first_token_seconds{side="downstream"}`)
+	llmTTFTUp = metrics.NewPrometheusHistogram(`gw_llm_time_to_first_token_seconds{side="upstream"}`)
+	overheadH = metrics.NewPrometheusHistogram(`gw_request_overhead_seconds`)
 )
 
 // requestCounters caches gw_requests_total{model,status} handles so that the
