@@ -110,6 +110,7 @@ type Pipeline struct {
 	workers  map[string]*worker // owned by the dispatcher; read under mu for status
 	retired  []*worker          // removed by a reload, still delivering their queue
 	lastWarn time.Time
+	spend    spendMetrics // dispatcher goroutine only
 }
 
 // Options tune a pipeline (tests shorten the backoff).
@@ -132,7 +133,7 @@ func New(opt Options) *Pipeline {
 	}
 	p := &Pipeline{
 		in: make(chan Record, opt.QueueSize), ctl: make(chan func(map[string]*worker)), stop: make(chan time.Time),
-		done: make(chan struct{}), log: opt.Logger, clock: opt.Clock, workers: map[string]*worker{},
+		done: make(chan struct{}), log: opt.Logger, clock: opt.Clock, workers: map[string]*worker{}, spend: spendMetrics{},
 	}
 	go p.dispatch()
 	return p
@@ -300,6 +301,7 @@ func (p *Pipeline) drainIn(list []*worker) {
 
 func (p *Pipeline) fanout(r *Record, list []*worker) {
 	p.normalize(r)
+	p.spend.add(r)
 	for _, w := range list {
 		select {
 		case w.ch <- *r:

@@ -373,3 +373,18 @@ func waitDrops(t *testing.T, name string, want uint64) {
 	}
 	t.Fatalf("%s = %d; want %d", name, counter(name), want)
 }
+
+func TestSpendMetrics(t *testing.T) {
+	p := usage.New(usage.Options{})
+	r := rec(1)
+	r.Model, r.APIKeyName, r.PromptTokens, r.CompletionTokens, r.CostUSD = `m"x`, "spend-key", 10, 20, 0.25
+	p.Emit(r)
+	p.Emit(r)
+	p.Close(time.Second)
+	if got := counter(`gw_usage_tokens_total{model="m\"x",api_key="spend-key",type="prompt"}`); got != 20 {
+		t.Fatalf("prompt tokens %d; want 20", got)
+	}
+	if got := metrics.GetOrCreateFloatCounter(`gw_usage_cost_usd_total{model="m\"x",api_key="spend-key"}`).Get(); got != 0.5 {
+		t.Fatalf("cost %v; want 0.5", got)
+	}
+}
