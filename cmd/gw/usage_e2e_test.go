@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -229,6 +232,57 @@ func TestUsageExportE2E(t *testing.T) {
 	getJSON(t, "http://"+e.gw.addr+"/status/exporters", &st)
 	if len(st.Exporters) != 2 || st.Exporters[0].SentEvents != want || st.Exporters[1].SentEvents != want {
 		t.Fatalf("/status/exporters %+v", st)
+	}
+	checkDashboard(t, e.gw.addr)
+}
+
+// checkDashboard: deploy/grafana/gw-dashboard.json loads as a dashboard
+// and every gw series it queries is one this gw exposes after traffic
+// (the guardrail series come with the guardrail engine).
+func checkDashboard(t *testing.T, addr string) {
+	t.Helper()
+	raw, err := os.ReadFile("../../deploy/grafana/gw-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Type    string `json:"type"`
+			Title   string `json:"title"`
+			GridPos struct{ X, Y, W, H int }
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil || d.UID == "" || len(d.Panels) == 0 {
+		t.Fatalf("dashboard: %v", err)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposed, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	name := regexp.MustCompile(`\b(gw|process|go)_[a-z_]+`)
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 || p.GridPos.X+p.GridPos.W > 24 {
+			t.Fatalf("panel %q: no query or off the grid", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, m := range name.FindAllString(tg.Expr, -1) {
+				if strings.HasPrefix(m, "gw_guardrail_") {
+					continue
+				}
+				if !bytes.Contains(exposed, []byte("\n"+m)) {
+					t.Fatalf("panel %q queries %s, which gw does not expose", p.Title, m)
+				}
+			}
+		}
 	}
 }
 
