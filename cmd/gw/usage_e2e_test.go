@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -334,5 +336,84 @@ func TestUsageOutageAndShutdownE2E(t *testing.T) {
 	}
 	if len(e.records(t)) != 20 {
 		t.Fatal("records were written twice")
+	}
+}
+
+// TestUsageSinkFullE2E: a sink that cannot deliver (its receiver answers
+// 503 with Retry-After) holds one batch and queues 8192 more records; every
+// record past that is dropped and counted as sink_full, and the requests
+// themselves never wait.
+func TestUsageSinkFullE2E(t *testing.T) {
+	rcv := usagetest.StartOTLP(t)
+	rcv.FailWith(503, "30")
+	startMock(t, "E2E_USAGE_MOCK", mock.Config{})
+	t.Setenv("E2E_OTLP", rcv.URL)
+	file := `_format_version: "1"
+provider_keys:
+  - {display_name: pk, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_USAGE_MOCK}/v1"}
+api_keys:
+  - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
+models:
+  - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: pk}
+observability_exporters:
+  - {name: stuck, kind: otlp_http, endpoint: "${E2E_OTLP}", batch_size: 1, flush_interval_ms: 100}
+`
+	g := startGW(t, writeTemp(t, "full.yaml", file), "--shutdown-grace", "1s")
+	const n = 8400
+	jobs := make(chan int)
+	errs := make(chan error, 8)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	for w := 0; w < 8; w++ {
+		go func() {
+			var err error
+			for range jobs {
+				if err != nil {
+					continue
+				}
+				req, _ := http.NewRequest("POST", "http://"+g.addr+"/v1/chat/completions",
+					strings.NewReader(`{"model":"gpt","messages":[{"role":"user","content":"hi"}]}`))
+				req.Header.Set("Authorization", "Bearer caller-e2e")
+				resp, e := client.Do(req)
+				if e != nil {
+					err = e
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					err = errors.New("status " + resp.Status)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	for w := 0; w < 8; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `gw_usage_event_drops_total{reason="sink_full"} ` + strconv.Itoa(n-1-8192)
+	usagetest.Eventually(t, 10*time.Second, want, func() bool {
+		resp, err := http.Get("http://" + g.addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return strings.Contains(string(b), want)
+	})
+	var st struct {
+		Exporters []struct {
+			Queued        int `json:"queued"`
+			DroppedEvents int `json:"dropped_events"`
+		} `json:"exporters"`
+	}
+	getJSON(t, "http://"+g.addr+"/status/exporters", &st)
+	if len(st.Exporters) != 1 || st.Exporters[0].Queued != 8192 || st.Exporters[0].DroppedEvents != n-1-8192 {
+		t.Fatalf("/status/exporters %+v", st)
 	}
 }
