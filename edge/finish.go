@@ -68,6 +68,9 @@ func setOverhead(ctx *fasthttp.RequestCtx, c *call) {
 func (p *Proxy) finish(ctx *fasthttp.RequestCtx, c *call, status int) {
 	setOverhead(ctx, c)
 	c.status = status
+	// What the caller receives, also when gw answered itself (an early
+	// failure writes an error body and no upstream bytes).
+	c.respBytes = len(ctx.Response.Body())
 	// A stream that failed before its first byte is still a stream request
 	// (access log and usage record say so).
 	p.record(c, ctx.Method(), ctx.Path(), len(ctx.Request.Body()), c.cr.Stream)
