@@ -417,3 +417,74 @@ observability_exporters:
 		t.Fatalf("/status/exporters %+v", st)
 	}
 }
+
+// TestUsageReloadUnderLoadE2E: SIGHUPs that change the exporters' settings
+// while requests flow, then SIGTERM: every request's record reaches both
+// sinks exactly once.
+func TestUsageReloadUnderLoadE2E(t *testing.T) {
+	e := startUsage(t, "50", "200")
+	// startUsage wrote the file; rewrite it in place through its path.
+	var file string
+	for i, a := range e.gw.cmd.Args {
+		if a == "--resources-file" {
+			file = e.gw.cmd.Args[i+1]
+		}
+	}
+	variants := []string{
+		strings.NewReplacer("OTLP_BATCH", "7", "OTLP_FLUSH", "100").Replace(usageFile),
+		strings.NewReplacer("OTLP_BATCH", "50", "OTLP_FLUSH", "200").Replace(strings.Replace(usageFile, "batch_size: 50", "batch_size: 13", 1)),
+	}
+	const n = 300
+	done := make(chan error, 1)
+	go func() {
+		ctx := context.Background()
+		for i := 0; i < n; i++ {
+			if _, err := e.sdk.Chat.Completions.New(ctx, chatParams("gpt")); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < 6; i++ {
+		time.Sleep(150 * time.Millisecond)
+		if err := os.WriteFile(file, []byte(variants[i%2]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.gw.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := e.gw.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- e.gw.cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("gw did not exit")
+	}
+	if !strings.Contains(e.gw.stderr.String(), `"msg":"resource snapshot applied","trigger":"sighup"`) {
+		t.Fatal("no reload was applied")
+	}
+	recs := e.records(t)
+	seen := map[string]bool{}
+	for _, r := range recs {
+		id := r["event_id"].(string)
+		if seen[id] {
+			t.Fatalf("record %s written twice", id)
+		}
+		seen[id] = true
+	}
+	spans := map[string]bool{}
+	for _, sp := range e.otlp.Spans() {
+		spans[hex.EncodeToString(sp.TraceId)] = true
+	}
+	if len(recs) != n || len(spans) != n || len(e.otlp.Spans()) != n {
+		t.Fatalf("bucket %d records, OTLP %d spans (%d distinct); want %d", len(recs), len(e.otlp.Spans()), len(spans), n)
+	}
+}
