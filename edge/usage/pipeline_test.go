@@ -375,16 +375,34 @@ func waitDrops(t *testing.T, name string, want uint64) {
 }
 
 func TestSpendMetrics(t *testing.T) {
+	const tokens, cost = `gw_usage_tokens_total{model="m\"x",api_key="spend-key",type="prompt"}`, `gw_usage_cost_usd_total{model="m\"x",api_key="spend-key"}`
+	tok0, cost0 := counter(tokens), metrics.GetOrCreateFloatCounter(cost).Get()
 	p := usage.New(usage.Options{})
 	r := rec(1)
 	r.Model, r.APIKeyName, r.PromptTokens, r.CompletionTokens, r.CostUSD = `m"x`, "spend-key", 10, 20, 0.25
 	p.Emit(r)
 	p.Emit(r)
 	p.Close(time.Second)
-	if got := counter(`gw_usage_tokens_total{model="m\"x",api_key="spend-key",type="prompt"}`); got != 20 {
+	if got := counter(tokens) - tok0; got != 20 {
 		t.Fatalf("prompt tokens %d; want 20", got)
 	}
-	if got := metrics.GetOrCreateFloatCounter(`gw_usage_cost_usd_total{model="m\"x",api_key="spend-key"}`).Get(); got != 0.5 {
+	if got := metrics.GetOrCreateFloatCounter(cost).Get() - cost0; got != 0.5 {
 		t.Fatalf("cost %v; want 0.5", got)
+	}
+}
+
+// TestPipelineIdleWake: after the dispatcher switched from polling to a
+// blocking wait (idle), the next events are still delivered at once.
+func TestPipelineIdleWake(t *testing.T) {
+	p := usage.New(usage.Options{})
+	defer p.Close(time.Second)
+	s := &testSink{}
+	p.SetSinks([]usage.SinkSpec{spec("a", "test", "1", 1, s)})
+	for round := 1; round <= 3; round++ {
+		time.Sleep(250 * time.Millisecond) // > 50 empty polls
+		for i := 0; i < 4; i++ {
+			p.Emit(rec(i))
+		}
+		s.waitCount(t, 4*round)
 	}
 }
