@@ -18,7 +18,6 @@ import (
 	resource "go.opentelemetry.io/proto/otlp/resource/v1"
 	trace "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"gw/admin/resources"
 	"gw/edge/usage"
@@ -33,6 +32,7 @@ type Sink struct {
 	client  *http.Client
 	service string
 	gz      bytes.Buffer
+	sc      scratch
 }
 
 var _ usage.Sink = (*Sink)(nil)
@@ -44,10 +44,9 @@ func New(cfg *resources.OTLPHTTPExporter, service string) *Sink {
 
 // Encode marshals the batch as an ExportTraceServiceRequest.
 func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	req := Request(batch, s.service)
-	out, err := proto.MarshalOptions{}.MarshalAppend(dst, req)
-	if err != nil || s.cfg.Compression != resources.OTLPCompressionGzip {
-		return out, err
+	out := appendRequest(dst, batch, s.service, &s.sc)
+	if s.cfg.Compression != resources.OTLPCompressionGzip {
+		return out, nil
 	}
 	s.gz.Reset()
 	zw := gzip.NewWriter(&s.gz)
@@ -160,7 +159,8 @@ func field(b []byte, want protowire.Number, wantType protowire.Type) []byte {
 	return out
 }
 
-// Request builds the OTLP request of a batch. TracesData has the same wire
+// Request builds the OTLP request of a batch with the official types; the
+// sink encodes the same message straight to wire bytes (appendRequest). TracesData has the same wire
 // form as ExportTraceServiceRequest (field 1, repeated ResourceSpans): the
 // OTLP spec defines it for exactly this use outside gRPC.
 func Request(batch []usage.Record, service string) *trace.TracesData {

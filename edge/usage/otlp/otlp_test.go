@@ -7,6 +7,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	trace "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"gw/admin/resources"
 	"gw/edge/usage"
@@ -102,5 +103,29 @@ func TestPartialSuccess(t *testing.T) {
 	}
 	if n, _ := otlp.PartialSuccess([]byte{0x0a, 0xff}); n != 0 {
 		t.Fatal("malformed body read as a rejection")
+	}
+}
+
+// TestWireMatchesOfficialTypes: the hand-encoded request decodes, with the
+// official OTLP types, to exactly the message built from them.
+func TestWireMatchesOfficialTypes(t *testing.T) {
+	var batch []usage.Record
+	for i := 0; i < 3; i++ {
+		batch = append(batch, *usagetest.Record(i))
+	}
+	batch[0].Tags = &resources.TelemetryTags{Kind: "byo", Featured: true, BYOLabel: "x"}
+	batch[1].AttemptKind, batch[1].StatusCode, batch[1].ErrorClass, batch[1].ErrorMessage, batch[1].TotalTokens = usage.AttemptFailed, 503, "upstream_status", "upstream returned 503", 0
+	batch[1].TTFT, batch[1].UpstreamTTFT = 0, 0
+	batch[2].StatusCode, batch[2].ErrorClass = 499, "client_gone"
+	batch[2].AppliedGuardrails = []string{"pii", "kw"}
+	batch[2].GuardrailEnforcedHits = []usage.GuardrailHit{{Guardrail: "pii", Action: "mask"}}
+	batch[2].GuardrailMonitorHits = []usage.GuardrailHit{{Guardrail: "kw", Action: "would_block"}}
+	batch[2].GuardrailBypassedReason, batch[2].GuardrailBlockedFailClosed = "output_buffer_exceeded", true
+	var got trace.TracesData
+	if err := proto.Unmarshal(otlp.AppendRequest(batch, "gw"), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := otlp.Request(batch, "gw"); !proto.Equal(&got, want) {
+		t.Fatalf("wire encoding differs:\ngot  %v\nwant %v", &got, want)
 	}
 }

@@ -61,7 +61,7 @@ func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
 		size[i] = byte(uint64(len(pb)) >> (8 * i))
 	}
 	out := bytes.NewBuffer(append(dst, size[:]...))
-	zw := zlib.NewWriter(out)
+	zw, _ := zlib.NewWriterLevel(out, zlib.BestSpeed) // a valid level: no error
 	if _, err := zw.Write(pb); err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
 // Each record field is one Content: strings unquoted, null fields left
 // out, other values as their JSON text. scratch is reused between calls.
 func LogGroup(dst []byte, batch []usage.Record, scratch *[]byte) []byte {
-	var log, content []byte
+	var log, content, kb, vb []byte
 	for i := range batch {
 		r := &batch[i]
 		log = log[:0]
@@ -92,10 +92,11 @@ func LogGroup(dst []byte, batch []usage.Record, scratch *[]byte) []byte {
 			if kind == rawjson.Null {
 				return true
 			}
-			k, _ := rawjson.AppendUnquote(nil, key)
-			v := val
+			kb, _ = rawjson.AppendUnquote(kb[:0], key)
+			k, v := kb, val
 			if kind == rawjson.String {
-				v, _ = rawjson.AppendUnquote(nil, val)
+				vb, _ = rawjson.AppendUnquote(vb[:0], val)
+				v = vb
 			}
 			content = content[:0]
 			content = protowire.AppendTag(content, 1, protowire.BytesType)
