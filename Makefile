@@ -7,6 +7,8 @@ FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 5s
 LISTEN ?= 127.0.0.1:8080
 MOCK_LISTEN ?= 127.0.0.1:9999
+S3RVER_VERSION ?= 3.7.1
+S3RVER_DIR ?= $(HOME)/.cache/gw/s3rver
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Demo credentials used by `make run` with examples/gw.yaml (the mock upstream accepts any key).
@@ -39,6 +41,13 @@ deps:
 		echo "installing redis-server (apt)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+	@# Usage exporter tests write to a real S3-compatible server (s3rver, npm;
+	@# about 20 s to install, kept across runs under $(S3RVER_DIR)).
+	@[ -x $(S3RVER_DIR)/node_modules/.bin/s3rver ] || { \
+		command -v npm >/dev/null || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+			$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq npm >/dev/null; }; \
+		echo "installing s3rver@$(S3RVER_VERSION) (npm) into $(S3RVER_DIR)"; \
+		mkdir -p $(S3RVER_DIR) && npm install --prefix $(S3RVER_DIR) --no-audit --no-fund --silent s3rver@$(S3RVER_VERSION) >/dev/null; }
 
 test: deps lint unit fuzz-short
 

@@ -9,19 +9,22 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
 	"gw/edge/guard"
+	"gw/edge/usage"
 )
 
 var (
 	hdrOverhead = []byte("x-gw-overhead-us")
 
-	e2eDown   = metrics.NewHistogram(`gw_request_e2e_latency_seconds{side="downstream"}`)
-	e2eUp     = metrics.NewHistogram(`gw_request_e2e_latency_seconds{side="upstream"}`)
-	ttftDown  = metrics.NewHistogram(`gw_request_ttft_seconds{side="downstream"}`)
-	ttftUp    = metrics.NewHistogram(`gw_request_ttft_seconds{side="upstream"}`)
-	llmTTFTDn = metrics.NewHistogram(`gw_llm_time_to_first_token_seconds{side="downstream"}`)
-	llmTTFTUp = metrics.NewHistogram(`gw_llm_time_to_first_token_seconds{side="upstream"}`)
-	overheadH = metrics.NewHistogram(`gw_request_overhead_seconds`)
+	e2eDown   = metrics.NewPrometheusHistogram(`gw_request_e2e_latency_seconds{side="downstream"}`)
+	e2eUp     = metrics.NewPrometheusHistogram(`gw_request_e2e_latency_seconds{side="upstream"}`)
+	ttftDown  = metrics.NewPrometheusHistogram(`gw_request_ttft_seconds{side="downstream"}`)
+	ttftUp    = metrics.NewPrometheusHistogram(`gw_request_ttft_seconds{side="upstream"}`)
+	llmTTFTDn = metrics.NewPrometheusHistogram(`gw_llm_time_to_first_token_seconds{side="downstream"}`)
+	llmTTFTUp = metrics.NewPrometheusHistogram(`gw_llm_time_to_first_token_seconds{side="upstream"}`)
+	overheadH = metrics.NewPrometheusHistogram(`gw_request_overhead_seconds`)
 )
 
 // requestCounters caches gw_requests_total{model,status} handles so that the
@@ -66,7 +69,12 @@ func setOverhead(ctx *fasthttp.RequestCtx, c *call) {
 func (p *Proxy) finish(ctx *fasthttp.RequestCtx, c *call, status int) {
 	setOverhead(ctx, c)
 	c.status = status
-	p.record(c, ctx.Method(), ctx.Path(), len(ctx.Request.Body()), false)
+	// What the caller receives, also when gw answered itself (an early
+	// failure writes an error body and no upstream bytes).
+	c.respBytes = len(ctx.Response.Body())
+	// A stream that failed before its first byte is still a stream request
+	// (access log and usage record say so).
+	p.record(c, ctx.Method(), ctx.Path(), len(ctx.Request.Body()), c.cr.Stream)
 	releaseCall(c)
 }
 
@@ -83,7 +91,8 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 		alias = c.plan.Alias
 	}
 	countRequest(alias, c.status)
-	total := time.Since(c.start)
+	now := time.Now()
+	total := now.Sub(c.start)
 	e2eDown.Update(total.Seconds())
 	overheadH.Update((total - c.upstreamDur).Seconds())
 	if c.upstreamDur > 0 {
@@ -105,57 +114,85 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 		p.Log.line(c, method, path, c.status, reqBytes, stream)
 	}
 	if p.Usage != nil && c.plan != nil {
-		p.emitUsage(c, stream)
+		p.emitUsage(c, stream, reqBytes, now)
 	}
 }
 
 // emitUsage sends one zero-token record per failed attempt (but the last,
-// whose outcome is the final record) and then the final record.
-func (p *Proxy) emitUsage(c *call, stream bool) {
+// whose outcome is the final record) and then the final record. The
+// records are copied into the pipeline's queue; nothing is encoded here.
+func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
+	k := c.caller.Key
 	ev := UsageEvent{
-		APIKeyID: c.caller.Key.ID, APIKeyName: c.caller.Key.DisplayName, TeamID: c.caller.Key.TeamID, UserID: c.caller.Key.UserID,
+		RequestID: usage.NewRequestID(),
+		APIKeyID:  k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
 		Model: c.plan.Alias, Stream: stream, InboundProtocol: c.surf.protocol, Operation: c.surf.operation,
+		CacheStatus: usage.CacheNone, RequestBodyBytes: int64(reqBytes),
 	}
 	n := c.nFailures
+	finalMsg := ""
 	if n > 0 && c.status >= 400 && c.failures[n-1].target == c.target {
 		n-- // the last failure is the final outcome
+		finalMsg = c.failures[n].msg
 	}
 	for i := 0; i < n; i++ {
 		f := &c.failures[i]
 		e := ev
 		e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, i+1
-		e.TargetModel, e.ProviderKey = f.target.Alias, f.target.Model.ProviderKeyName
+		setTarget(&e, f.target)
 		e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
-		p.Usage.Emit(e)
+		e.RequestBodyBytes = 0 // counted once, on the final record
+		p.Usage.Emit(&e)
 	}
-	e := ev
-	e.OccurredAt, e.AttemptKind, e.Attempt = time.Now(), AttemptFinal, c.attempts
+	e := &ev
+	e.OccurredAt, e.AttemptKind, e.Attempt = now, AttemptFinal, c.attempts
+	e.StatusCode, e.ErrorClass, e.ErrorMessage = c.status, c.errClass, finalMsg
+	e.Latency, e.TTFT, e.UpstreamLatency, e.UpstreamTTFT = now.Sub(c.start), c.ttfb, c.upstreamDur, c.upTTFT
+	e.ResponseBodyBytes = int64(c.respBytes)
+	setTarget(e, c.target)
 	if c.g.on {
+		// The guardrail outcome is the request's: on the final record only,
+		// copied out of the pooled request state.
 		o := &c.g.e.Outcome
 		e.AppliedGuardrails = append([]string(nil), o.Applied...)
-		if len(o.Enforced) > 0 {
-			e.GuardrailEnforcedHits = append([]guard.Hit(nil), o.Enforced...)
-		}
-		if len(o.Monitor) > 0 {
-			e.GuardrailMonitorHits = append([]guard.Hit(nil), o.Monitor...)
-		}
+		e.GuardrailEnforcedHits = usageHits(o.Enforced)
+		e.GuardrailMonitorHits = usageHits(o.Monitor)
 		e.GuardrailBypassedReason, e.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
-	}
-	e.StatusCode, e.ErrorClass, e.Latency = c.status, c.errClass, time.Since(c.start)
-	if c.target != nil {
-		e.TargetModel, e.ProviderKey = c.target.Alias, c.target.Model.ProviderKeyName
 	}
 	if c.haveUsage {
 		u := c.usage
-		e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedTokens, e.TotalTokens = u.Prompt, u.Completion, u.Reasoning, u.Cached, u.Total
+		e.PromptTokens, e.CompletionTokens, e.ReasoningTokens, e.CachedPromptTokens, e.TotalTokens = u.Prompt, u.Completion, u.Reasoning, u.Cached, u.Total
 		if c.target != nil && c.target.Model.Cost != nil {
 			cost := c.target.Model.Cost
-			out := u.Completion
-			if u.Total > 0 && u.Prompt+u.Completion+u.Reasoning == u.Total {
-				out += u.Reasoning // reasoning reported outside completion: billed in full too
-			}
-			e.CostUSD = float64(u.Prompt)/1000*cost.InputPer1K + float64(out)/1000*cost.OutputPer1K
+			e.CostUSD = usage.Cost(u.Prompt, u.Completion, u.Reasoning, u.Total, cost.InputPer1K, cost.OutputPer1K)
 		}
 	}
 	p.Usage.Emit(e)
+}
+
+// usageHits copies guardrail hits into the record's own type (nil for none).
+func usageHits(hs []guard.Hit) []usage.GuardrailHit {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]usage.GuardrailHit, len(hs))
+	for i, h := range hs {
+		out[i] = usage.GuardrailHit{Guardrail: h.Guardrail, Action: h.Action}
+	}
+	return out
+}
+
+// setTarget fills the record's routing fields from the direct model that
+// served the attempt (nil: none was reached).
+func setTarget(e *UsageEvent, t *snapshot.Plan) {
+	if t == nil {
+		return
+	}
+	e.TargetModel, e.UpstreamModel, e.ProviderKey = t.Alias, t.UpstreamModel, t.Model.ProviderKeyName
+	if pk := t.Model.ProviderKey; pk != nil {
+		e.Provider, e.ProviderKeyID = pk.Provider, pk.ID
+		if pk.TelemetryTags != (resources.TelemetryTags{}) {
+			e.Tags = &pk.TelemetryTags
+		}
+	}
 }

@@ -3,6 +3,7 @@ package edge
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -10,6 +11,7 @@ import (
 	"gw/admin/resources"
 	"gw/admin/snapshot"
 	"gw/edge/guard/kinds"
+	"gw/edge/usage"
 )
 
 // TestGuardUsageOutcome: the final usage record carries the guardrail
@@ -52,8 +54,8 @@ guardrail_attachments:
 	h.Store(s)
 	sink := &collectSink{}
 	us := NewUsageStream()
-	us.AddSink(sink)
-	defer us.Close()
+	us.SetSinks([]usage.SinkSpec{sink.spec()})
+	defer us.Close(time.Second)
 	p := &Proxy{Holder: h, Usage: us}
 	do := func(model, text string) *fasthttp.RequestCtx {
 		var ctx fasthttp.RequestCtx

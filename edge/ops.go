@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin"
+	"gw/edge/usage"
 )
 
 // metricsChunk is the /metrics streaming unit: chunks end on whole series.
@@ -17,7 +18,8 @@ const metricsChunk = 256 << 10
 // Ops serves the operations endpoints: /livez, /readyz, /status/config, /metrics.
 type Ops struct {
 	Manager *admin.Manager
-	Health  *Health // nil: /status/models lists models without probe results
+	Health  *Health         // nil: /status/models lists models without probe results
+	Usage   *usage.Pipeline // nil: /status/exporters lists no sink
 }
 
 // Handle serves ctx when its path is an ops endpoint and reports whether it did.
@@ -44,6 +46,22 @@ func (o *Ops) Handle(ctx *fasthttp.RequestCtx) bool {
 		ctx.SetBody(append(b, '\n'))
 	case "/metrics":
 		o.metrics(ctx)
+	case "/status/exporters":
+		// Node exporter health: every usage sink (exporters and the control
+		// plane) with last_error, failed_batches and last_failure_unix.
+		list := []usage.SinkStatus{}
+		if o.Usage != nil {
+			list = o.Usage.Status()
+		}
+		b, err := json.Marshal(struct {
+			Exporters []usage.SinkStatus `json:"exporters"`
+		}{list})
+		if err != nil {
+			WriteError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot render status")
+			return true
+		}
+		ctx.SetContentType("application/json")
+		ctx.SetBody(append(b, '\n'))
 	case "/status/models":
 		snap := o.Manager.Holder().Load()
 		if snap == nil {

@@ -50,6 +50,7 @@ func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, lim Limits, log *
 	s := &Server{Ops: &Ops{Manager: m}, Proxy: proxy, OpsOnMain: opsOnMain, Log: log}
 	if proxy != nil {
 		s.Ops.Health = proxy.Health
+		s.Ops.Usage = proxy.Usage
 	}
 	bodyCfg := fasthttp.RequestConfig{ReadTimeout: lim.BodyTimeout}
 	// Fast path - a body of at most smallBody bytes is read under the
@@ -236,7 +237,11 @@ const errShutdownTimeout = edgeError("edge: shutdown grace period elapsed with r
 // OpsServer serves only the ops endpoints (the separate status listener),
 // with the same header and idle timeouts as the main listener.
 func OpsServer(m *admin.Manager, health *Health, lim Limits, log *slog.Logger) *fasthttp.Server {
-	o := &Ops{Manager: m, Health: health}
+	return OpsServerFor(&Ops{Manager: m, Health: health}, lim, log)
+}
+
+// OpsServerFor is OpsServer for a filled-in Ops.
+func OpsServerFor(o *Ops, lim Limits, log *slog.Logger) *fasthttp.Server {
 	return &fasthttp.Server{
 		Name: "gw-status",
 		Handler: func(ctx *fasthttp.RequestCtx) {

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/snapshot"
+	"gw/edge/usage"
 )
 
 type collectSink struct {
@@ -15,10 +17,18 @@ type collectSink struct {
 	evs []UsageEvent
 }
 
-func (s *collectSink) ConsumeUsage(b []UsageEvent) {
+func (s *collectSink) Encode(dst []byte, b []UsageEvent) ([]byte, error) {
 	s.mu.Lock()
 	s.evs = append(s.evs, b...)
 	s.mu.Unlock()
+	return dst, nil
+}
+
+func (s *collectSink) Send(context.Context, *usage.Batch) error { return nil }
+
+func (s *collectSink) spec() usage.SinkSpec {
+	return usage.SinkSpec{Config: usage.SinkConfig{Name: "collect", Kind: "test", BatchSize: 1, FlushInterval: time.Millisecond},
+		Build: func() (usage.Sink, error) { return s, nil }}
 }
 
 func (s *collectSink) wait(t *testing.T, n int) []UsageEvent {
@@ -57,8 +67,8 @@ models:
 	h.Store(s)
 	sink := &collectSink{}
 	us := NewUsageStream()
-	us.AddSink(sink)
-	defer us.Close()
+	us.SetSinks([]usage.SinkSpec{sink.spec()})
+	defer us.Close(usageGrace)
 	p := &Proxy{Holder: h, Usage: us}
 
 	var ctx fasthttp.RequestCtx
@@ -84,5 +94,44 @@ models:
 	f := evs[2]
 	if f.AttemptKind != AttemptFinal || f.TargetModel != "b" || f.StatusCode != 200 || f.Attempt != 3 || f.TotalTokens == 0 || f.CostUSD <= 0 || f.TeamID != "t1" || f.Model != "grp" {
 		t.Fatalf("final: %+v", f)
+	}
+}
+
+// TestUsageEarlyFailureSizes: a request that fails before any upstream
+// answer is recorded with the size of the error body gw wrote and of the
+// caller's body, and as a stream when the caller asked for one.
+func TestUsageEarlyFailureSizes(t *testing.T) {
+	base := startMock(t)
+	src := `_format_version: "1"
+provider_keys:
+  - {display_name: bad, api_key: "${K}", api_base: "${BASE}/knobs/status=503/v1"}
+api_keys:
+  - {display_name: caller, key_env: CALLER, allowed_models: ["*"]}
+models:
+  - {display_name: a, provider: openai, model_name: m-a, provider_key: bad}
+`
+	s := compileFile(t, src, map[string]string{"K": "sk", "CALLER": "caller-key", "BASE": base})
+	h := &snapshot.Holder{}
+	h.Store(s)
+	sink := &collectSink{}
+	us := NewUsageStream()
+	us.SetSinks([]usage.SinkSpec{sink.spec()})
+	defer us.Close(usageGrace)
+	p := &Proxy{Holder: h, Usage: us}
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI("/v1/chat/completions")
+	ctx.Request.Header.Set("Authorization", "Bearer caller-key")
+	body := `{"model":"a","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	ctx.Request.SetBody([]byte(body))
+	p.Handle(&ctx)
+	if ctx.Response.StatusCode() < 500 {
+		t.Fatalf("status %d", ctx.Response.StatusCode())
+	}
+	evs := sink.wait(t, 1)
+	f := evs[len(evs)-1]
+	if f.AttemptKind != AttemptFinal || f.ResponseBodyBytes != int64(len(ctx.Response.Body())) || f.ResponseBodyBytes == 0 ||
+		f.RequestBodyBytes != int64(len(body)) || !f.Stream || f.ErrorClass == "" {
+		t.Fatalf("final record %+v (response body %d bytes)", f, len(ctx.Response.Body()))
 	}
 }

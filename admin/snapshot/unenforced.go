@@ -44,21 +44,19 @@ const (
 	missPassthrough  = "passthrough routes are not built"
 	missGuardrails   = "guardrails are not enforced: requests and answers pass unchecked"
 	missCache        = "response caching is not built"
-	missExporters    = "usage exporters are not built: no sink receives usage events"
 	missAnthropicReq = "not applied on adapter anthropic keys in this build"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
 // is reported once, whatever its fields.
 var wholeCollections = map[string]string{
-	resources.CollMCPAuthSettings:        missMCP,
-	resources.CollMCPServers:             missMCP,
-	resources.CollA2AAgents:              missA2A,
-	resources.CollPassthroughRoutes:      missPassthrough,
-	resources.CollGuardrails:             missGuardrails,
-	resources.CollGuardrailAttachments:   missGuardrails,
-	resources.CollCachePolicies:          missCache,
-	resources.CollObservabilityExporters: missExporters,
+	resources.CollMCPAuthSettings:      missMCP,
+	resources.CollMCPServers:           missMCP,
+	resources.CollA2AAgents:            missA2A,
+	resources.CollPassthroughRoutes:    missPassthrough,
+	resources.CollGuardrails:           missGuardrails,
+	resources.CollGuardrailAttachments: missGuardrails,
+	resources.CollCachePolicies:        missCache,
 }
 
 // fieldRules classify every field path of the other collections: "" means
@@ -83,7 +81,7 @@ var fieldRules = map[string]map[string]string{
 		"response.reasoning_field":        "no adapter reads it: reasoning stays in the upstream's own field",
 		"response.error_envelope":         "no adapter reads it: upstream error bodies are relayed as they are",
 		"strip_headers":                   missPassthrough + " (strip_headers applies to them only)",
-		"telemetry_tags":                  "usage exporters are not built: tags reach no record",
+		"telemetry_tags":                  "",
 	},
 	resources.CollModels: {
 		"display_name": "", "provider": "", "model_name": "", "provider_key": "", "provider_key_id": "",
@@ -110,6 +108,13 @@ var fieldRules = map[string]map[string]string{
 	},
 	resources.CollClaimMappings: {
 		"name": "", "jwt_provider": "", "priority": "", "match": "", "resolve": "", "enabled": "",
+	},
+	// Every exporter kind has its sink (edge/usage and its sub-packages).
+	resources.CollObservabilityExporters: {
+		"name": "", "kind": "", "enabled": "", "batch_size": "", "flush_interval_ms": "",
+		"endpoint": "", "headers": "", "timeout_ms": "", "compression": "",
+		"provider": "", "bucket": "", "prefix": "", "region": "", "auth_mode": "", "access_key_id": "", "secret_access_key": "",
+		"project": "", "logstore": "", "access_key_secret": "", "site": "", "api_key": "", "service": "",
 	},
 	resources.CollRateLimitPolicies: {
 		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",

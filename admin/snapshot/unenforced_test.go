@@ -83,7 +83,6 @@ func TestUnenforcedExample(t *testing.T) {
 		"a2a_agents|name=planner|",
 		"passthrough_routes|name=openai-files|",
 		"cache_policies|name=faq-cache|",
-		"observability_exporters|name=local-otel|",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("unenforced list of examples/gw.yaml:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -108,7 +107,6 @@ func TestUnenforcedRules(t *testing.T) {
 	}
 	want := []string{
 		"display_name=oa|strip_headers",
-		"display_name=oa|telemetry_tags",
 		"display_name=oa|response.reasoning_field",
 		"display_name=oa|response.error_envelope",
 		// The anthropic adapter does not apply the openai family's request rules yet.

@@ -51,6 +51,13 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	RealIPHeader   string
 	AccessLog      bool
+
+	// Control plane (usage delivery to POST /dp/telemetry over mutual TLS);
+	// "" URL disables it.
+	ControlPlaneURL        string
+	ControlPlaneClientCert string // PEM file
+	ControlPlaneClientKey  string // PEM file
+	ControlPlaneCACert     string // PEM file; "" trusts the system roots
 }
 
 // Defaults returns the built-in defaults.
@@ -157,6 +164,10 @@ var Settings = []Setting{
 	{"server.max_conns_per_ip", "GW_MAX_CONNS_PER_IP", "max-conns-per-ip", "concurrent connections allowed from one peer address (the TCP peer, not a forwarded address); 0: no cap", integer(0, func(c *Config) *int64 { return &c.MaxConnsPerIP })},
 	{"server.shutdown_grace", "GW_SHUTDOWN_GRACE", "shutdown-grace", "on SIGTERM/SIGINT, how long in-flight requests and streams may finish", duration(func(c *Config) *time.Duration { return &c.ShutdownGrace })},
 	{"server.trusted_proxies", "GW_TRUSTED_PROXIES", "trusted-proxies", "comma-separated CIDRs whose real-IP header is believed; empty trusts none", cidrs(func(c *Config) *[]netip.Prefix { return &c.TrustedProxies })},
+	{"control_plane.url", "GW_CONTROL_PLANE_URL", "control-plane-url", "https base URL of the control plane; usage batches go to POST <url>/dp/telemetry over mutual TLS; empty disables", str(func(c *Config) *string { return &c.ControlPlaneURL })},
+	{"control_plane.client_cert", "GW_CONTROL_PLANE_CLIENT_CERT", "control-plane-client-cert", "PEM file of the gateway's client certificate (required with control_plane.url)", str(func(c *Config) *string { return &c.ControlPlaneClientCert })},
+	{"control_plane.client_key", "GW_CONTROL_PLANE_CLIENT_KEY", "control-plane-client-key", "PEM file of the client certificate's private key", str(func(c *Config) *string { return &c.ControlPlaneClientKey })},
+	{"control_plane.ca_cert", "GW_CONTROL_PLANE_CA_CERT", "control-plane-ca-cert", "PEM file of the CA that signs the control plane's certificate; empty trusts the system roots", str(func(c *Config) *string { return &c.ControlPlaneCACert })},
 	{"server.real_ip_header", "GW_REAL_IP_HEADER", "real-ip-header", "header carrying the client address when the peer is a trusted proxy", str(func(c *Config) *string { return &c.RealIPHeader })},
 }
 
@@ -314,6 +325,16 @@ func (c *Config) Validate() (warnings []string, err error) {
 		if l.name == "observability.debug" && !isLoopback(host) {
 			warnings = append(warnings, "observability.debug listens on non-loopback address "+l.addr+"; profiles expose process internals")
 		}
+	}
+	if c.ControlPlaneURL != "" {
+		if !strings.HasPrefix(c.ControlPlaneURL, "https://") {
+			return warnings, errors.New("control_plane.url: must be an https URL (mutual TLS)")
+		}
+		if c.ControlPlaneClientCert == "" || c.ControlPlaneClientKey == "" {
+			return warnings, errors.New("control_plane.client_cert and control_plane.client_key: required when control_plane.url is set")
+		}
+	} else if c.ControlPlaneClientCert != "" || c.ControlPlaneClientKey != "" || c.ControlPlaneCACert != "" {
+		warnings = append(warnings, "control_plane certificates are set without control_plane.url; no usage is sent to a control plane")
 	}
 	if c.AdminListen != "" && c.AdminKey == "" {
 		return warnings, errors.New("admin.key: required when admin.listen is set (GW_ADMIN_KEY)")

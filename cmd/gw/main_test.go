@@ -299,7 +299,8 @@ func TestServeReloadAndStatus(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`gw_config_apply_duration_seconds_bucket{trigger="sighup"`, `gw_config_apply_duration_seconds_count{trigger="startup"} 1`, "process_resident_memory_bytes", `gw_config_unknown_kind_resources{kind="quantum_filter"} 1`} {
+	for _, want := range []string{`gw_config_apply_duration_seconds_bucket{trigger="full",le="`, `gw_config_apply_duration_seconds_count{trigger="full"} 3`,
+		`gw_config_apply_batch_events_count{trigger="full"} 3`, `gw_request_e2e_latency_seconds_bucket{side="downstream",le="`, "process_resident_memory_bytes", `gw_config_unknown_kind_resources{kind="quantum_filter"} 1`} {
 		if !strings.Contains(string(b), want) {
 			t.Fatalf("metrics lack %q", want)
 		}

@@ -26,6 +26,9 @@ import (
 	"gw/edge"
 	"gw/edge/authn"
 	"gw/edge/guard/kinds"
+	gwusage "gw/edge/usage"
+	"gw/edge/usage/controlplane"
+	"gw/edge/usage/exporters"
 	"gw/limiter"
 )
 
@@ -110,11 +113,29 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	// Background model checks restart with every applied snapshot.
 	health := edge.NewHealth(log)
+	// Usage events: every request's final record and one zero-token record
+	// per failed attempt, queued for the exporters of the active snapshot
+	// (and the control plane when configured). Each apply resets the sink
+	// set; unchanged sinks keep running and nothing queued is lost.
+	pipeline := gwusage.New(gwusage.Options{Logger: log})
+	defer pipeline.Close(cfg.ShutdownGrace)
+	cpSpec, err := controlPlaneSink(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "gw:", err)
+		return 1
+	}
 	mgr.OnApply = func(s *snapshot.Snapshot) {
 		health.Apply(s)
 		// JWKS key sets follow the providers of each applied snapshot: an
 		// unchanged provider keeps its keys, a removed one stops refreshing.
 		authn.Default.Keys.Sync(authn.Sources(s))
+		specs := exporters.Specs(s.Resources.ObservabilityExporters)
+		if cpSpec != nil {
+			specs = append(specs, *cpSpec)
+		}
+		for name, err := range pipeline.SetSinks(specs) {
+			log.Error("usage sink not started", "sink", name, "error", err.Error())
+		}
 	}
 	mgr.KeySets = keySetStates
 	defer health.Close()
@@ -163,11 +184,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	proxy.Limiter = limiter.New(lcfg)
 	defer proxy.Limiter.Close()
 	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
-	// Usage events: every request's final record and one zero-token record
-	// per failed attempt. Exporters (observability_exporters) will subscribe
-	// as sinks; until then the stream only feeds its metrics.
-	proxy.Usage = edge.NewUsageStream()
-	defer proxy.Usage.Close()
+	proxy.Usage = pipeline
 	if cfg.AccessLog {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()
@@ -187,7 +204,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	go func() { errc <- srv.Serve(mainLn) }()
 	var statusSrv *fasthttp.Server
 	if statusLn != nil {
-		statusSrv = edge.OpsServer(mgr, health, lim, log)
+		statusSrv = edge.OpsServerFor(&edge.Ops{Manager: mgr, Health: health, Usage: pipeline}, lim, log)
 		go func() { errc <- statusSrv.Serve(statusLn) }()
 	}
 	var debugSrv *http.Server
@@ -249,4 +266,15 @@ func keySetStates() []admin.KeySetState {
 			LastRefreshAt: s.LastRefreshAt, LastSuccessAt: s.LastSuccessAt, LastError: s.LastError}
 	}
 	return out
+}
+
+// controlPlaneSink is the control plane's usage sink, or nil when
+// control_plane.url is not set.
+func controlPlaneSink(cfg startup.Config) (*gwusage.SinkSpec, error) {
+	if cfg.ControlPlaneURL == "" {
+		return nil, nil
+	}
+	return controlplane.Spec(controlplane.Config{URL: cfg.ControlPlaneURL, ClientCert: cfg.ControlPlaneClientCert,
+		ClientKey: cfg.ControlPlaneClientKey, CACert: cfg.ControlPlaneCACert},
+		resources.DefaultExporterBatch, resources.DefaultExporterFlushMS*time.Millisecond)
 }

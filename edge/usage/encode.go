@@ -1,0 +1,171 @@
+package usage
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"gw/sse/rawjson"
+)
+
+// TimeLayout is occurred_at's format: ISO 8601, UTC, milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// AppendJSON appends r as one JSON object (no newline). Every field of the
+// schema is always present; optional values are null. It runs on the
+// pipeline's goroutines, never on the request path.
+func AppendJSON(dst []byte, r *Record) []byte {
+	dst = append(dst, `{"event_id":"`...)
+	dst = AppendEventID(dst, r)
+	dst = append(dst, `","request_id":"`...)
+	dst = r.RequestID.AppendString(dst)
+	dst = append(dst, `","occurred_at":"`...)
+	dst = r.OccurredAt.UTC().AppendFormat(dst, TimeLayout)
+	dst = append(dst, `","attempt":`...)
+	dst = strconv.AppendInt(dst, int64(r.Attempt), 10)
+	dst = append(dst, `,"attempt_kind":`...)
+	dst = rawjson.AppendQuote(dst, r.AttemptKind)
+	dst = append(dst, `,"status_code":`...)
+	dst = strconv.AppendInt(dst, int64(r.StatusCode), 10)
+	dst = appendOptStr(dst, `,"error_class":`, r.ErrorClass)
+	dst = appendOptStr(dst, `,"error_message":`, r.ErrorMessage)
+
+	dst = appendOptStr(dst, `,"api_key_id":`, r.APIKeyID)
+	dst = appendOptStr(dst, `,"api_key_name":`, r.APIKeyName)
+	dst = appendOptStr(dst, `,"team_id":`, r.TeamID)
+	dst = appendOptStr(dst, `,"user_id":`, r.UserID)
+	dst = appendOptStr(dst, `,"user_name":`, r.UserName)
+
+	dst = append(dst, `,"model":`...)
+	dst = rawjson.AppendQuote(dst, r.Model)
+	dst = appendOptStr(dst, `,"target_model":`, r.TargetModel)
+	dst = appendOptStr(dst, `,"upstream_model":`, r.UpstreamModel)
+	dst = appendOptStr(dst, `,"provider":`, r.Provider)
+	dst = appendOptStr(dst, `,"provider_key":`, r.ProviderKey)
+	dst = appendOptStr(dst, `,"provider_key_id":`, r.ProviderKeyID)
+	dst = append(dst, `,"telemetry_tags":`...)
+	if t := r.Tags; t != nil {
+		dst = appendOptStr(dst, `{"kind":`, t.Kind)
+		dst = append(dst, `,"featured":`...)
+		dst = strconv.AppendBool(dst, t.Featured)
+		dst = appendOptStr(dst, `,"branded_provider":`, t.BrandedProvider)
+		dst = appendOptStr(dst, `,"pk_label":`, t.PKLabel)
+		dst = appendOptStr(dst, `,"byo_label":`, t.BYOLabel)
+		dst = append(dst, '}')
+	} else {
+		dst = append(dst, "null"...)
+	}
+
+	dst = append(dst, `,"inbound_protocol":`...)
+	dst = rawjson.AppendQuote(dst, r.InboundProtocol)
+	dst = append(dst, `,"operation":`...)
+	dst = rawjson.AppendQuote(dst, r.Operation)
+	dst = append(dst, `,"cache_status":`...)
+	dst = rawjson.AppendQuote(dst, r.CacheStatus)
+	dst = append(dst, `,"stream":`...)
+	dst = strconv.AppendBool(dst, r.Stream)
+
+	dst = append(dst, `,"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, r.PromptTokens, 10)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, r.CompletionTokens, 10)
+	dst = append(dst, `,"reasoning_tokens":`...)
+	dst = strconv.AppendInt(dst, r.ReasoningTokens, 10)
+	dst = append(dst, `,"cached_prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, r.CachedPromptTokens, 10)
+	dst = append(dst, `,"total_tokens":`...)
+	if r.TotalTokens > 0 {
+		dst = strconv.AppendInt(dst, r.TotalTokens, 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"cost_usd":`...)
+	dst = appendFloat(dst, r.CostUSD)
+
+	dst = append(dst, `,"latency_ms":`...)
+	dst = appendMS(dst, r.Latency)
+	dst = append(dst, `,"ttft_ms":`...)
+	dst = appendOptMS(dst, r.TTFT)
+	dst = append(dst, `,"upstream_latency_ms":`...)
+	dst = appendOptMS(dst, r.UpstreamLatency)
+	dst = append(dst, `,"upstream_ttft_ms":`...)
+	dst = appendOptMS(dst, r.UpstreamTTFT)
+	dst = append(dst, `,"request_body_bytes":`...)
+	dst = strconv.AppendInt(dst, r.RequestBodyBytes, 10)
+	dst = append(dst, `,"response_body_bytes":`...)
+	dst = strconv.AppendInt(dst, r.ResponseBodyBytes, 10)
+
+	dst = append(dst, `,"applied_guardrails":[`...)
+	for i, g := range r.AppliedGuardrails {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = rawjson.AppendQuote(dst, g)
+	}
+	dst = append(dst, `],"guardrail_enforced_hits":`...)
+	dst = appendHits(dst, r.GuardrailEnforcedHits)
+	dst = append(dst, `,"guardrail_monitor_hits":`...)
+	dst = appendHits(dst, r.GuardrailMonitorHits)
+	dst = appendOptStr(dst, `,"guardrail_bypassed_reason":`, r.GuardrailBypassedReason)
+	dst = append(dst, `,"guardrail_blocked_fail_closed":`...)
+	dst = strconv.AppendBool(dst, r.GuardrailBlockedFailClosed)
+	return append(dst, '}')
+}
+
+// AppendEventID appends the record's unique ID: "<request_id>.<attempt>".
+// A receiver deduplicates resent records by it.
+func AppendEventID(dst []byte, r *Record) []byte {
+	dst = r.RequestID.AppendString(dst)
+	dst = append(dst, '.')
+	return strconv.AppendInt(dst, int64(r.Attempt), 10)
+}
+
+// AppendNDJSON appends each record as one line.
+func AppendNDJSON(dst []byte, batch []Record) []byte {
+	for i := range batch {
+		dst = AppendJSON(dst, &batch[i])
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
+func appendOptStr(dst []byte, key, v string) []byte {
+	dst = append(dst, key...)
+	if v == "" {
+		return append(dst, "null"...)
+	}
+	return rawjson.AppendQuote(dst, v)
+}
+
+func appendHits(dst []byte, hits []GuardrailHit) []byte {
+	dst = append(dst, '[')
+	for i, h := range hits {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"guardrail":`...)
+		dst = rawjson.AppendQuote(dst, h.Guardrail)
+		dst = append(dst, `,"action":`...)
+		dst = rawjson.AppendQuote(dst, h.Action)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+func appendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, '0')
+	}
+	return strconv.AppendFloat(dst, f, 'f', -1, 64)
+}
+
+func appendMS(dst []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(dst, float64(d.Microseconds())/1000, 'f', 3, 64)
+}
+
+func appendOptMS(dst []byte, d time.Duration) []byte {
+	if d <= 0 {
+		return append(dst, "null"...)
+	}
+	return appendMS(dst, d)
+}

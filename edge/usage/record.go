@@ -1,0 +1,171 @@
+// Package usage is the usage-event pipeline: the record one model-serving
+// request (or failed attempt) writes, the bounded queue between the proxy
+// and the senders, per-sink queues and batches, retries and drops, and the
+// encoders shared by the exporters in its sub-packages.
+//
+// The request path only copies a Record into a channel (Pipeline.Emit);
+// normalising, encoding and sending happen on the pipeline's goroutines.
+// The JSON shape is documented in docs/USAGE.md and
+// docs/usage-event.schema.json.
+package usage
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"gw/admin/resources"
+)
+
+// Attempt kinds.
+const (
+	AttemptFailed = "failed_attempt" // a failed upstream attempt that was retried or failed over
+	AttemptFinal  = "final"          // the request's last attempt (or a request answered by gw itself)
+)
+
+// Cache statuses.
+const (
+	CacheNone = "none" // no cache policy applies to the request
+	CacheMiss = "miss"
+	CacheHit  = "hit"
+)
+
+// MaxClassLen bounds inbound_protocol, operation and cache_status; a longer
+// value is truncated (on the pipeline goroutine) and a warning is logged.
+const MaxClassLen = 64
+
+// RequestID identifies one caller request; every record of the request
+// (failed attempts and the final one) carries the same ID. Rendered as a
+// UUIDv4 string when encoded.
+type RequestID [16]byte
+
+// NewRequestID returns a random version-4 ID. It does not allocate.
+func NewRequestID() RequestID {
+	var id RequestID
+	a, b := rand.Uint64(), rand.Uint64()
+	for i := 0; i < 8; i++ {
+		id[i], id[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
+	}
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// AppendString appends the canonical 8-4-4-4-12 form.
+func (id RequestID) AppendString(dst []byte) []byte {
+	const hex = "0123456789abcdef"
+	for i, b := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst = append(dst, '-')
+		}
+		dst = append(dst, hex[b>>4], hex[b&15])
+	}
+	return dst
+}
+
+func (id RequestID) String() string { return string(id.AppendString(make([]byte, 0, 36))) }
+
+// GuardrailHit is one guardrail that acted on the request.
+type GuardrailHit struct {
+	Guardrail string `json:"guardrail"`
+	Action    string `json:"action"` // e.g. block, mask, would_block, blocked_buffer_exceeded
+}
+
+// Record is one usage event. Strings point at snapshot-owned values (no
+// copy on the request path); slices must not be changed after Emit.
+// Failed attempts carry zero tokens and no cost; the final record of a
+// request is its last attempt's.
+type Record struct {
+	OccurredAt  time.Time // UTC, encoded with millisecond precision
+	RequestID   RequestID
+	Attempt     int    // 1-based
+	AttemptKind string // AttemptFailed or AttemptFinal
+
+	StatusCode   int
+	ErrorClass   string
+	ErrorMessage string
+
+	// Caller attribution.
+	APIKeyID   string
+	APIKeyName string
+	TeamID     string
+	UserID     string
+	UserName   string
+
+	// Routing.
+	Model         string // caller-facing alias
+	TargetModel   string // direct model that served the attempt
+	UpstreamModel string // the provider's model name
+	Provider      string // provider_keys[].provider
+	ProviderKey   string // provider key display_name
+	ProviderKeyID string
+	Tags          *resources.TelemetryTags // the provider key's telemetry_tags; nil when none
+
+	// Classification.
+	InboundProtocol string // chat_completions, messages, responses
+	Operation       string // chat.completions, messages, messages.count_tokens, responses
+	CacheStatus     string // CacheNone, CacheMiss, CacheHit
+	Stream          bool
+
+	// Tokens as reported by the upstream; TotalTokens 0 means absent.
+	PromptTokens       int64
+	CompletionTokens   int64
+	ReasoningTokens    int64
+	CachedPromptTokens int64
+	TotalTokens        int64
+	CostUSD            float64
+
+	// Latency split: downstream (what the caller saw) and upstream (time
+	// waiting on the provider). A zero TTFT means no first byte.
+	Latency         time.Duration
+	TTFT            time.Duration
+	UpstreamLatency time.Duration
+	UpstreamTTFT    time.Duration
+
+	RequestBodyBytes  int64
+	ResponseBodyBytes int64
+
+	// Guardrail outcome (filled by the guardrail stages).
+	AppliedGuardrails          []string
+	GuardrailEnforcedHits      []GuardrailHit
+	GuardrailMonitorHits       []GuardrailHit
+	GuardrailBypassedReason    string
+	GuardrailBlockedFailClosed bool // a guardrail rejected because it could not evaluate
+}
+
+// Cost is the billing rule: prompt at the input price; completion at the
+// output price; when prompt + completion + reasoning == total the upstream
+// reported reasoning outside completion, so it is billed in full as well.
+func Cost(prompt, completion, reasoning, total int64, inPer1K, outPer1K float64) float64 {
+	out := completion
+	if total > 0 && prompt+completion+reasoning == total {
+		out += reasoning
+	}
+	return float64(prompt)/1000*inPer1K + float64(out)/1000*outPer1K
+}
+
+// classMessages are the error_message of final records whose failure was
+// decided by gw itself (no upstream message to quote).
+var classMessages = map[string]string{
+	"client_gone":             "the caller closed the connection before the response ended",
+	"stream_timeout":          "the upstream stream stalled longer than stream_timeout",
+	"upstream_no_done":        "the upstream stream ended without its done marker",
+	"upstream_stream_error":   "the upstream stream broke before it ended",
+	"upstream_error_event":    "the upstream sent an error event in the stream",
+	"upstream_status":         "the upstream answered with an error status",
+	"upstream_failed":         "every upstream attempt failed",
+	"all_targets_unavailable": "every routing target is excluded",
+	"rate_limited":            "a rate limit rejected the request",
+	"conversion":              "the upstream answer could not be converted to the caller's format",
+}
+
+// ClassMessage returns the fixed message of an error class ("" for none).
+// Unknown classes get a generic message naming the class.
+func ClassMessage(class string) string {
+	if class == "" {
+		return ""
+	}
+	if m, ok := classMessages[class]; ok {
+		return m
+	}
+	return "request failed: " + class
+}

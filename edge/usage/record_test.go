@@ -1,0 +1,140 @@
+package usage_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gw/admin/resources"
+	"gw/edge/usage"
+	"gw/edge/usage/usagetest"
+)
+
+func sampleRecords() []usage.Record {
+	at := time.Date(2026, 11, 25, 17, 5, 46, 123456789, time.FixedZone("x", 3600))
+	id := usage.NewRequestID()
+	tags := &resources.TelemetryTags{Kind: "catalog", Featured: true, BrandedProvider: "openai", PKLabel: "prod"}
+	return []usage.Record{
+		{OccurredAt: at, RequestID: id, Attempt: 1, AttemptKind: usage.AttemptFailed, StatusCode: 503, ErrorClass: "upstream_status",
+			ErrorMessage: "upstream returned 503 Service Unavailable", APIKeyID: "k-1", APIKeyName: "caller", Model: "grp",
+			TargetModel: "a", UpstreamModel: "m-a", Provider: "openai", ProviderKey: "bad", ProviderKeyID: "pk-1",
+			InboundProtocol: "chat_completions", Operation: "chat.completions", CacheStatus: usage.CacheNone},
+		{OccurredAt: at.Add(time.Second), RequestID: id, Attempt: 2, AttemptKind: usage.AttemptFinal, StatusCode: 200,
+			APIKeyID: "k-1", APIKeyName: "caller \"quoted\"", TeamID: "t1", UserID: "u1", UserName: "Zoë",
+			Model: "grp", TargetModel: "b", UpstreamModel: "m-b", Provider: "openai", ProviderKey: "good", ProviderKeyID: "pk-2", Tags: tags,
+			InboundProtocol: "chat_completions", Operation: "chat.completions", CacheStatus: usage.CacheMiss, Stream: true,
+			PromptTokens: 10, CompletionTokens: 20, ReasoningTokens: 5, CachedPromptTokens: 2, TotalTokens: 35, CostUSD: 0.0625,
+			Latency: 1500 * time.Millisecond, TTFT: 120 * time.Millisecond, UpstreamLatency: 1400 * time.Millisecond, UpstreamTTFT: 100 * time.Millisecond,
+			RequestBodyBytes: 321, ResponseBodyBytes: 4567,
+			AppliedGuardrails:       []string{"pii", "kw"},
+			GuardrailEnforcedHits:   []usage.GuardrailHit{{Guardrail: "pii", Action: "mask"}},
+			GuardrailMonitorHits:    []usage.GuardrailHit{{Guardrail: "kw", Action: "would_block"}},
+			GuardrailBypassedReason: "output_buffer_exceeded"},
+		{OccurredAt: at, RequestID: usage.NewRequestID(), AttemptKind: usage.AttemptFinal, StatusCode: 422, ErrorClass: "guardrail_unavailable",
+			ErrorMessage: "x", Model: "m", InboundProtocol: "messages", Operation: "messages", CacheStatus: usage.CacheNone,
+			GuardrailBlockedFailClosed: true},
+	}
+}
+
+// TestRecordJSONMatchesSchema: real encoded records validate against
+// docs/usage-event.schema.json, and the exact rules of the fields hold.
+func TestRecordJSONMatchesSchema(t *testing.T) {
+	recs := sampleRecords()
+	data := usage.AppendNDJSON(nil, recs)
+	if n := usagetest.ValidateNDJSON(t, data); n != len(recs) {
+		t.Fatalf("validated %d records; want %d", n, len(recs))
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var failed, final, blocked map[string]any
+	for i, v := range []*map[string]any{&failed, &final, &blocked} {
+		if err := json.Unmarshal([]byte(lines[i]), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := func(m map[string]any, key string, want any) {
+		t.Helper()
+		if got := m[key]; got != want {
+			t.Fatalf("%s: got %#v; want %#v", key, got, want)
+		}
+	}
+	f(failed, "occurred_at", "2026-11-25T16:05:46.123Z") // UTC, milliseconds
+	f(failed, "total_tokens", nil)                       // absent → null
+	f(failed, "telemetry_tags", nil)
+	f(failed, "team_id", nil)
+	f(failed, "ttft_ms", nil)
+	f(failed, "event_id", recs[0].RequestID.String()+".1")
+	f(final, "event_id", recs[0].RequestID.String()+".2")
+	f(final, "request_id", failed["request_id"])
+	f(final, "total_tokens", 35.0)
+	f(final, "user_name", "Zoë")
+	f(final, "api_key_name", "caller \"quoted\"")
+	f(final, "ttft_ms", 120.0)
+	f(final, "upstream_latency_ms", 1400.0)
+	f(final, "cost_usd", 0.0625)
+	f(final, "guardrail_bypassed_reason", "output_buffer_exceeded")
+	tags := final["telemetry_tags"].(map[string]any)
+	if tags["kind"] != "catalog" || tags["featured"] != true || tags["pk_label"] != "prod" || tags["byo_label"] != nil {
+		t.Fatalf("telemetry_tags %v", tags)
+	}
+	f(blocked, "guardrail_blocked_fail_closed", true)
+	f(blocked, "attempt", 0.0)
+}
+
+func TestCost(t *testing.T) {
+	f := func(p, c, r, tot int64, want float64) {
+		t.Helper()
+		if got := usage.Cost(p, c, r, tot, 1, 2); got != want {
+			t.Fatalf("Cost(%d,%d,%d,%d) = %v; want %v", p, c, r, tot, got, want)
+		}
+	}
+	f(1000, 1000, 0, 2000, 3)   // no reasoning
+	f(1000, 1000, 500, 2000, 3) // reasoning inside completion (total = p + c): billed once
+	f(1000, 1000, 500, 2500, 4) // reasoning outside completion (p + c + r == total): billed in full too
+	f(1000, 1000, 500, 0, 3)    // no total reported: completion only
+	f(0, 0, 0, 0, 0)
+}
+
+func TestRequestID(t *testing.T) {
+	a, b := usage.NewRequestID(), usage.NewRequestID()
+	if a == b {
+		t.Fatal("two equal request IDs")
+	}
+	s := a.String()
+	if len(s) != 36 || s[14] != '4' || !strings.ContainsRune("89ab", rune(s[19])) {
+		t.Fatalf("not a UUIDv4: %s", s)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := func(v string, want time.Duration) {
+		t.Helper()
+		if got := usage.ParseRetryAfter(v, now); got != want {
+			t.Fatalf("ParseRetryAfter(%q) = %v; want %v", v, got, want)
+		}
+	}
+	f("", 0)
+	f("3", 3*time.Second)
+	f(" 7 ", 7*time.Second)
+	f("31", usage.RetryAfterMax) // capped
+	f("99999999999999999999", 0) // overflow: not a number we accept
+	f("-1", 0)
+	f("1.5", 0)
+	f("Thu, 01 Jan 2026 00:00:10 GMT", 10*time.Second)
+	f("Thu, 01 Jan 2026 00:05:00 GMT", usage.RetryAfterMax)
+	f("Wed, 31 Dec 2025 23:00:00 GMT", 0) // past
+	f("soon", 0)
+}
+
+func TestErrorSnippet(t *testing.T) {
+	f := func(in, want string) {
+		t.Helper()
+		if got := usage.ErrorSnippet([]byte(in)); got != want {
+			t.Fatalf("ErrorSnippet(%q) = %q; want %q", in, got, want)
+		}
+	}
+	f(`{"error":"bad"}`+"\nmore", `{"error":"bad"}`)
+	f("caf\xc3\xa9", "caf??")
+	f(strings.Repeat("a", 300), strings.Repeat("a", 200))
+}

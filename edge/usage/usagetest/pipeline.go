@@ -1,0 +1,50 @@
+package usagetest
+
+import (
+	"testing"
+	"time"
+
+	"gw/edge/usage"
+)
+
+// Pipeline runs sink alone in a pipeline (kind names the sink kind) and
+// closes it with the test.
+func Pipeline(tb testing.TB, kind string, batch int, retry usage.RetryPolicy, clock usage.Clock, sink usage.Sink) *usage.Pipeline {
+	tb.Helper()
+	p := usage.New(usage.Options{Clock: clock})
+	tb.Cleanup(func() { p.Close(2 * time.Second) })
+	errs := p.SetSinks([]usage.SinkSpec{{
+		Config: usage.SinkConfig{Name: kind, Kind: kind, BatchSize: batch, FlushInterval: 50 * time.Millisecond, Retry: retry, Fingerprint: "t"},
+		Build:  func() (usage.Sink, error) { return sink, nil },
+	}})
+	if len(errs) > 0 {
+		tb.Fatalf("sink not started: %v", errs)
+	}
+	return p
+}
+
+// Record is a realistic final record with tokens, cost and tags.
+func Record(i int) *usage.Record {
+	return &usage.Record{
+		OccurredAt: time.Now(), RequestID: usage.NewRequestID(), Attempt: 1, AttemptKind: usage.AttemptFinal, StatusCode: 200,
+		APIKeyID: "key-id", APIKeyName: "caller", TeamID: "team-1", UserID: "u-1", UserName: "Ann",
+		Model: "gpt", TargetModel: "gpt-direct", UpstreamModel: "gpt-4o", Provider: "openai", ProviderKey: "openai-main", ProviderKeyID: "pk-id",
+		InboundProtocol: "chat_completions", Operation: "chat.completions", CacheStatus: usage.CacheNone,
+		PromptTokens: int64(10 + i), CompletionTokens: 20, TotalTokens: int64(30 + i), CostUSD: 0.05,
+		Latency: 150 * time.Millisecond, TTFT: 40 * time.Millisecond, UpstreamLatency: 140 * time.Millisecond, UpstreamTTFT: 30 * time.Millisecond,
+		RequestBodyBytes: 100, ResponseBodyBytes: 500,
+	}
+}
+
+// Eventually polls cond for up to d.
+func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tb.Fatalf("timed out waiting for %s", what)
+}

@@ -1,0 +1,314 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Backoff bounds (spec "Limits").
+const (
+	BackoffMin    = 200 * time.Millisecond
+	BackoffMax    = 30 * time.Second
+	RetryAfterMax = 30 * time.Second
+	// ExporterRetryBudget is how long an exporter retries one batch.
+	ExporterRetryBudget = 5 * time.Minute
+)
+
+// RetryPolicy decides when a failing batch is given up. Zero fields do not
+// apply.
+type RetryPolicy struct {
+	Budget              time.Duration // since the batch's first send
+	MaxAge              time.Duration // since the batch's oldest event
+	MaxResponseFailures int           // consecutive failures that had a response
+	BackoffMin          time.Duration // default BackoffMin
+	BackoffMax          time.Duration // default BackoffMax
+}
+
+// ExporterPolicy is the exporters' rule: retry a batch for 5 minutes.
+var ExporterPolicy = RetryPolicy{Budget: ExporterRetryBudget}
+
+// SendError is a failed send. Status 0 means no response arrived.
+type SendError struct {
+	Status     int
+	RetryAfter time.Duration // from the response, already capped
+	Permanent  bool          // resending cannot succeed: drop the batch now
+	Rejected   int           // events the receiver refused (gw_usage_events_rejected_total)
+	Msg        string        // short, secret-free description for /status/exporters
+}
+
+func (e *SendError) Error() string {
+	if e.Status == 0 {
+		return e.Msg
+	}
+	if e.Msg == "" {
+		return "status " + strconv.Itoa(e.Status)
+	}
+	return "status " + strconv.Itoa(e.Status) + ": " + e.Msg
+}
+
+// worker runs one sink: its queue, batching and retries.
+type worker struct {
+	name  string
+	ch    chan Record
+	p     *Pipeline
+	cfg   atomic.Pointer[SinkConfig]
+	sink  atomic.Pointer[sinkBox]
+	quit  chan time.Time // shutdown (deadline) or retirement (zero time)
+	hard  context.Context
+	kill  context.CancelFunc
+	exit  chan struct{}
+	stats sinkStats
+	buf   []byte
+}
+
+type sinkBox struct{ s Sink }
+
+type sinkStats struct {
+	sentBatches, sentEvents, failedBatches, dropped atomic.Int64
+	lastFailure, lastSuccess                        atomic.Int64
+	mu                                              sync.Mutex
+	lastError                                       string
+}
+
+func (p *Pipeline) startWorker(cfg SinkConfig, s Sink) *worker {
+	w := &worker{name: cfg.Name, ch: make(chan Record, SinkQueueSize), p: p, quit: make(chan time.Time, 1), exit: make(chan struct{})}
+	w.hard, w.kill = context.WithCancel(context.Background())
+	w.swap(cfg, s)
+	go w.run()
+	return w
+}
+
+// swap installs new settings; the batch being sent keeps the old ones.
+func (w *worker) swap(cfg SinkConfig, s Sink) {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = time.Second
+	}
+	w.cfg.Store(&cfg)
+	w.sink.Store(&sinkBox{s})
+}
+
+// retire delivers what is queued (under the normal retry rules), then exits.
+func (w *worker) retire() { w.quit <- time.Time{} }
+
+// shutdown delivers what it can before deadline and drops the rest.
+func (w *worker) shutdown(deadline time.Time) {
+	w.quit <- deadline
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-w.exit:
+	case <-t.C:
+		w.kill() // abort the send in flight; run counts what is left
+		<-w.exit
+	}
+}
+
+// finish waits for a retired worker until deadline, then aborts it.
+func (w *worker) finish(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-w.exit:
+	case <-t.C:
+		w.kill()
+		<-w.exit
+	}
+}
+
+func (w *worker) run() {
+	defer close(w.exit)
+	cfg := w.cfg.Load()
+	batch := make([]Record, 0, cfg.BatchSize)
+	var timer *time.Timer
+	var timerC <-chan time.Time
+	flush := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, timerC = nil, nil
+		}
+		if len(batch) > 0 {
+			w.deliver(batch)
+			batch = batch[:0]
+		}
+	}
+	for {
+		select {
+		case r := <-w.ch:
+			cfg = w.cfg.Load()
+			batch = append(batch, r)
+			if len(batch) >= cfg.BatchSize {
+				flush()
+			} else if timer == nil {
+				timer = time.NewTimer(cfg.FlushInterval)
+				timerC = timer.C
+			}
+		case <-timerC:
+			timer, timerC = nil, nil
+			flush()
+		case <-w.quit:
+			// Deliver the rest in full batches. After a hard stop (the
+			// shutdown grace ran out) deliver drops instead of sending.
+			for {
+				select {
+				case r := <-w.ch:
+					batch = append(batch, r)
+					if len(batch) >= w.cfg.Load().BatchSize {
+						flush()
+					}
+					continue
+				default:
+				}
+				break
+			}
+			flush()
+			return
+		}
+	}
+}
+
+// deliver encodes batch and sends it until it is accepted or the retry
+// policy gives it up.
+func (w *worker) deliver(batch []Record) {
+	box, cfg := w.sink.Load(), w.cfg.Load()
+	n := len(batch)
+	if w.hard.Err() != nil {
+		w.drop(n, DropRetryExhausted)
+		return
+	}
+	payload, err := box.s.Encode(w.buf[:0], batch)
+	if err != nil {
+		w.fail(&SendError{Msg: "cannot encode batch: " + err.Error()})
+		w.drop(n, DropSendFailed)
+		return
+	}
+	w.buf = payload[:0]
+	b := &Batch{ID: uuid.NewString(), Payload: payload, Count: n, Oldest: batch[0].OccurredAt, Newest: batch[0].OccurredAt}
+	for i := range batch {
+		if t := batch[i].OccurredAt; t.Before(b.Oldest) {
+			b.Oldest = t
+		} else if t.After(b.Newest) {
+			b.Newest = t
+		}
+	}
+	pol := cfg.Retry
+	backoff := pol.BackoffMin
+	if backoff <= 0 {
+		backoff = BackoffMin
+	}
+	maxBackoff := pol.BackoffMax
+	if maxBackoff <= 0 {
+		maxBackoff = BackoffMax
+	}
+	clock := w.p.clock
+	start := clock.Now()
+	respFails := 0
+	for {
+		err := box.s.Send(w.hard, b)
+		if err == nil {
+			w.stats.sentBatches.Add(1)
+			w.stats.sentEvents.Add(int64(n))
+			w.stats.lastSuccess.Store(time.Now().Unix())
+			return
+		}
+		var se *SendError
+		if !errors.As(err, &se) {
+			se = &SendError{Msg: err.Error()}
+		}
+		w.fail(se)
+		if se.Rejected > 0 {
+			rejectedTotal.Add(se.Rejected)
+		}
+		if se.Permanent {
+			if cfg.Kind == "otlp_http" {
+				otlpPermanent.Add(n)
+			}
+			w.drop(n, DropSendFailed)
+			return
+		}
+		if w.hard.Err() != nil {
+			w.drop(n, DropRetryExhausted)
+			return
+		}
+		if se.Status != 0 {
+			respFails++
+		}
+		wait, give := nextWait(pol, backoff, se.RetryAfter, start, b.Oldest, respFails, clock.Now())
+		if give {
+			w.drop(n, DropRetryExhausted)
+			return
+		}
+		select {
+		case <-clock.After(wait):
+		case <-w.hard.Done():
+			w.drop(n, DropRetryExhausted)
+			return
+		}
+		if backoff *= 2; backoff > maxBackoff {
+			backoff = maxBackoff
+		}
+	}
+}
+
+// nextWait applies the retry policy after a failure at now: how long to
+// wait before the next send, or give up. The wait is the backoff, or the
+// receiver's Retry-After (capped at RetryAfterMax) when it gave one, cut
+// so the last try still falls inside the budget and age limits.
+func nextWait(pol RetryPolicy, backoff, retryAfter time.Duration, start, oldest time.Time, respFails int, now time.Time) (time.Duration, bool) {
+	if pol.MaxResponseFailures > 0 && respFails >= pol.MaxResponseFailures {
+		return 0, true
+	}
+	wait := backoff
+	if retryAfter > 0 {
+		wait = min(retryAfter, RetryAfterMax)
+	}
+	for _, limit := range []struct {
+		on  bool
+		end time.Time
+	}{{pol.Budget > 0, start.Add(pol.Budget)}, {pol.MaxAge > 0, oldest.Add(pol.MaxAge)}} {
+		if !limit.on {
+			continue
+		}
+		left := limit.end.Sub(now)
+		if left <= 0 {
+			return 0, true
+		}
+		wait = min(wait, left)
+	}
+	return wait, false
+}
+
+func (w *worker) fail(se *SendError) {
+	w.stats.failedBatches.Add(1)
+	w.stats.lastFailure.Store(time.Now().Unix())
+	w.stats.mu.Lock()
+	w.stats.lastError = se.Error()
+	w.stats.mu.Unlock()
+}
+
+func (w *worker) drop(n int, reason string) {
+	dropCounter(reason).Add(n)
+	w.stats.dropped.Add(int64(n))
+	w.p.log.Warn("usage batch dropped", "sink", w.name, "events", n, "reason", reason)
+}
+
+func (w *worker) status() SinkStatus {
+	cfg := w.cfg.Load()
+	w.stats.mu.Lock()
+	last := w.stats.lastError
+	w.stats.mu.Unlock()
+	return SinkStatus{
+		Name: w.name, Kind: cfg.Kind, Queued: len(w.ch),
+		SentBatches: w.stats.sentBatches.Load(), SentEvents: w.stats.sentEvents.Load(),
+		FailedBatches: w.stats.failedBatches.Load(), DroppedEvents: w.stats.dropped.Load(),
+		LastError: last, LastFailureUnix: w.stats.lastFailure.Load(), LastSuccessUnix: w.stats.lastSuccess.Load(),
+	}
+}
