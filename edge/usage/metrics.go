@@ -2,6 +2,8 @@ package usage
 
 import (
 	"github.com/VictoriaMetrics/metrics"
+
+	"gw/admin"
 )
 
 // Token and cost counters by caller key and alias, updated on the
@@ -24,7 +26,7 @@ func (m spendMetrics) add(r *Record) {
 	k := spendKey{r.Model, r.APIKeyName}
 	c := m[k]
 	if c == nil {
-		labels := `model="` + escape(r.Model) + `",api_key="` + escape(r.APIKeyName) + `"`
+		labels := `model="` + admin.EscapeLabelValue(r.Model) + `",api_key="` + admin.EscapeLabelValue(r.APIKeyName) + `"`
 		tok := func(typ string) *metrics.Counter {
 			return metrics.GetOrCreateCounter(`gw_usage_tokens_total{` + labels + `,type="` + typ + `"}`)
 		}
@@ -37,20 +39,4 @@ func (m spendMetrics) add(r *Record) {
 	c.reasoning.Add(int(r.ReasoningTokens))
 	c.cached.Add(int(r.CachedPromptTokens))
 	c.cost.Add(r.CostUSD)
-}
-
-// escape makes s a Prometheus label value.
-func escape(s string) string {
-	var b []byte
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(b)
 }

@@ -259,7 +259,8 @@ func coldStart(gwBin, file string, env []string) (time.Duration, error) {
 	return 0, errors.New("gw did not answer /livez within 30 s")
 }
 
-// startMockAt is StartMock on a given address ("" picks a free one).
+// startMockAt starts `gw mock` without request recording on addr ("" picks
+// a free port).
 func startMockAt(gwBin string, core int, addr string) (*Proc, error) {
 	if addr == "" {
 		return StartMock(gwBin, core)

@@ -43,23 +43,13 @@ func FreeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// StartMock starts `gw mock` without request recording.
+// StartMock starts `gw mock` without request recording on a free port.
 func StartMock(gwBin string, core int) (*Proc, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd := pinned(core, gwBin, "mock", "-addr", addr, "-record=false", "-model-suffix", "-2024-08-06")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start the mock: %w", err)
-	}
-	p := &Proc{Cmd: cmd, Addr: addr}
-	if err := waitHTTP("http://"+addr+"/_mock/stats", 10*time.Second); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
+	return startMockAt(gwBin, core, addr)
 }
 
 // StartGW starts `gw serve` on resources with the access log and the debug
