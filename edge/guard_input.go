@@ -64,7 +64,12 @@ func (p *Proxy) inputPolicy(ctx *fasthttp.RequestCtx, c *call) bool {
 		body = c.body
 	}
 	if err := g.x.Extract(&g.e, c.surf.guardIn, body); err != nil {
-		return true // unreachable: the read stage validated the body
+		// Unreachable (the read stage validated the body), but a protection
+		// that cannot run must not be skipped: fail closed.
+		c.errClass = "guardrail_unavailable"
+		g.e.Outcome.BlockedFailClosed = true
+		c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable, msgUnavailable)
+		return false
 	}
 	d := g.e.Judge(context.Background(), guard.Input, c.plan.Alias, stages)
 	p.logGuardErr(c)
