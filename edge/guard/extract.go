@@ -108,6 +108,13 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 			x.responseItems(v, true)
 		}
 	}
+	x.emit(e)
+	return err
+}
+
+// emit adds the spans found to e, in document order.
+func (x *Extractor) emit(e *Exec) {
+	body := x.body
 	x.sortSpans()
 	for i := range x.spans {
 		sp := &x.spans[i]
@@ -122,7 +129,6 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 		}
 		e.AddText(Text{Role: sp.role, Part: sp.part, Data: data}, sp.fixed, sp.msg > x.lastAsst)
 	}
-	return err
 }
 
 // sortSpans puts the spans in document order (members are read in a fixed
