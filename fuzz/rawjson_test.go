@@ -293,3 +293,77 @@ func FuzzRawJSONUnquote(f *testing.F) {
 		}
 	})
 }
+
+// rawjsonCursorTrace walks the value at c with rawjson.Cursor (containers
+// descended to depth 16, deeper ones read whole) and writes what it saw; a
+// key's or string's escape flag must match a backslash in its spelling.
+func rawjsonCursorTrace(t *testing.T, c *rawjson.Cursor, out []byte, depth int) []byte {
+	k := c.Kind()
+	if (k == rawjson.Object || k == rawjson.Array) && depth < 16 {
+		c.Begin()
+		out = append(out, '<')
+		for c.More() {
+			if k == rawjson.Object {
+				key, esc := c.Key()
+				if key != nil && esc != (bytes.IndexByte(key, '\\') >= 0) {
+					t.Fatalf("key %q: esc %v", key, esc)
+				}
+				out = append(append(out, key...), '=')
+			}
+			out = append(rawjsonCursorTrace(t, c, out, depth+1), ';')
+		}
+		return append(out, '>')
+	}
+	v, kind, esc := c.Value()
+	if kind == rawjson.String && esc != (bytes.IndexByte(v, '\\') >= 0) {
+		t.Fatalf("value %q: esc %v", v, esc)
+	}
+	return append(append(out, v...), '/', byte('0'+kind))
+}
+
+// rawjsonForEachTrace is rawjsonCursorTrace with ForEachKey/ForEachElem.
+func rawjsonForEachTrace(v []byte, k rawjson.Kind, out []byte, depth int) []byte {
+	if (k == rawjson.Object || k == rawjson.Array) && depth < 16 {
+		out = append(out, '<')
+		if k == rawjson.Object {
+			_ = rawjson.ForEachKey(v, func(key, val []byte, vk rawjson.Kind) bool {
+				out = append(append(out, key...), '=')
+				out = append(rawjsonForEachTrace(val, vk, out, depth+1), ';')
+				return true
+			})
+		} else {
+			_ = rawjson.ForEachElem(v, func(_ int, val []byte, vk rawjson.Kind) bool {
+				out = append(rawjsonForEachTrace(val, vk, out, depth+1), ';')
+				return true
+			})
+		}
+		return append(out, '>')
+	}
+	return append(append(out, v...), '/', byte('0'+k))
+}
+
+// FuzzRawJSONCursor: the one-pass Cursor never panics, and on valid JSON it sees
+// exactly the keys, elements and values ForEachKey/ForEachElem see, and
+// finds the document well-formed.
+func FuzzRawJSONCursor(f *testing.F) {
+	rawjsonAddSeeds(f, func(seed []byte, _ int) { f.Add(seed) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c rawjson.Cursor
+		c.Reset(data)
+		got := rawjsonCursorTrace(t, &c, nil, 0)
+		end := c.End()
+		if !rawjson.Valid(data) {
+			return
+		}
+		if end != nil {
+			t.Fatalf("valid %q: End: %v", data, end)
+		}
+		v, k, ok := rawjson.GetPath(data)
+		if !ok {
+			t.Fatalf("valid %q: GetPath failed", data)
+		}
+		if want := rawjsonForEachTrace(v, k, nil, 0); !bytes.Equal(got, want) {
+			t.Fatalf("%q:\n cursor  %q\n foreach %q", data, got, want)
+		}
+	})
+}

@@ -108,6 +108,13 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 			x.responseItems(v, true)
 		}
 	}
+	x.emit(e)
+	return err
+}
+
+// emit adds the spans found to e, in document order.
+func (x *Extractor) emit(e *Exec) {
+	body := x.body
 	x.sortSpans()
 	for i := range x.spans {
 		sp := &x.spans[i]
@@ -122,7 +129,6 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 		}
 		e.AddText(Text{Role: sp.role, Part: sp.part, Data: data}, sp.fixed, sp.msg > x.lastAsst)
 	}
-	return err
 }
 
 // sortSpans puts the spans in document order (members are read in a fixed
@@ -168,16 +174,21 @@ func (x *Extractor) turn(i int, r Role) {
 
 // str adds the string literal v (a span of x.doc).
 func (x *Extractor) str(v []byte) {
-	x.add(v, false)
+	x.add(v, false, hasEscape(v))
 }
 
-func (x *Extractor) add(v []byte, num bool) {
+// strEsc is str for a literal whose escape flag the caller's scan found.
+func (x *Extractor) strEsc(v []byte, esc bool) {
+	x.add(v, false, esc)
+}
+
+func (x *Extractor) add(v []byte, num, esc bool) {
 	start := offsetIn(x.doc, v)
 	sp := span{start: start, end: start + len(v), nest: x.docN, num: num, role: x.role, part: x.part, fixed: x.fixed, msg: x.msg}
 	switch {
 	case num:
 		sp.src, sp.off, sp.n = x.srcOfDoc(), x.docOff()+start, len(v)
-	case !hasEscape(v):
+	case !esc:
 		sp.src, sp.off, sp.n = x.srcOfDoc(), x.docOff()+start+1, len(v)-2
 	default:
 		off := len(x.arena)
@@ -214,7 +225,7 @@ func (x *Extractor) payload(v []byte, k rawjson.Kind, p Part, depth int) {
 		x.str(v)
 	case rawjson.Number:
 		x.part = PartToolNumber
-		x.add(v, true)
+		x.add(v, true, false)
 	case rawjson.Object:
 		if depth >= maxDepth {
 			return
@@ -286,6 +297,18 @@ func (x *Extractor) content(v []byte, k rawjson.Kind) {
 }
 
 func roleOf(quoted []byte) Role {
+	if len(quoted) >= 2 && !hasEscape(quoted) {
+		// Fast path - a plain spelling compares byte for byte.
+		switch string(quoted[1 : len(quoted)-1]) {
+		case "assistant":
+			return RoleAssistant
+		case "system", "developer":
+			return RoleSystem
+		case "tool", "function":
+			return RoleTool
+		}
+		return RoleUser
+	}
 	switch {
 	case rawjson.StringEquals(quoted, "assistant"):
 		return RoleAssistant
@@ -297,36 +320,138 @@ func roleOf(quoted []byte) Role {
 	return RoleUser
 }
 
+// chatRequest walks the chat request in one pass (a Cursor): the top
+// level, the messages array and each message's members are each scanned
+// once, and a string's escape flag comes from the same scan.
 func (x *Extractor) chatRequest() error {
-	msgs, k, ok := rawjson.Get(x.body, "messages")
-	if !ok || k != rawjson.Array {
-		return nil
+	var c rawjson.Cursor
+	c.Reset(x.body)
+	if !c.Begin() {
+		return c.Err()
 	}
-	return rawjson.ForEachElem(msgs, func(i int, m []byte, mk rawjson.Kind) bool {
-		if mk != rawjson.Object {
-			return true
+	for c.More() {
+		key, kesc := c.Key()
+		if !keyIs(key, kesc, "messages") {
+			c.Value()
+			continue
+		}
+		// The last occurrence wins, as in rawjson.Get: drop what an
+		// earlier one added (nothing else of a chat request is walked).
+		x.spans, x.arena, x.nested, x.nests, x.lastAsst = x.spans[:0], x.arena[:0], x.nested[:0], x.nests[:0], -1
+		if c.Kind() == rawjson.Array {
+			x.chatMessages(&c)
+		} else {
+			c.Value()
+		}
+	}
+	return c.End()
+}
+
+// keyIs reports whether the raw quoted key (esc: spelled with an escape)
+// is name.
+func keyIs(key []byte, esc bool, name string) bool {
+	if !esc {
+		return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+	}
+	return rawjson.StringEquals(key, name)
+}
+
+// chatKey numbers the chat message members the extractor reads.
+type chatKey uint8
+
+const (
+	ckOther chatKey = iota
+	ckRole
+	ckContent
+	ckRefusal
+	ckReasoning
+	ckToolCalls
+	ckFunctionCall
+)
+
+// chatKeyOf names a raw quoted message key; a plain spelling is switched
+// on directly, an escaped one is unescaped by StringEquals.
+func chatKeyOf(key []byte, esc bool) chatKey {
+	if len(key) < 2 {
+		return ckOther
+	}
+	if !esc {
+		switch string(key[1 : len(key)-1]) {
+		case "role":
+			return ckRole
+		case "content":
+			return ckContent
+		case "refusal":
+			return ckRefusal
+		case "reasoning_content", "reasoning":
+			return ckReasoning
+		case "tool_calls":
+			return ckToolCalls
+		case "function_call":
+			return ckFunctionCall
+		}
+		return ckOther
+	}
+	switch {
+	case rawjson.StringEquals(key, "role"):
+		return ckRole
+	case rawjson.StringEquals(key, "content"):
+		return ckContent
+	case rawjson.StringEquals(key, "refusal"):
+		return ckRefusal
+	case rawjson.StringEquals(key, "reasoning_content"), rawjson.StringEquals(key, "reasoning"):
+		return ckReasoning
+	case rawjson.StringEquals(key, "tool_calls"):
+		return ckToolCalls
+	case rawjson.StringEquals(key, "function_call"):
+		return ckFunctionCall
+	}
+	return ckOther
+}
+
+// chatMessages walks the messages array at c.
+func (x *Extractor) chatMessages(c *rawjson.Cursor) {
+	c.Begin()
+	for i := 0; c.More(); i++ {
+		if c.Kind() != rawjson.Object {
+			c.Value()
+			continue
 		}
 		// One pass over the message's members, then its texts in a fixed
 		// order (the role may follow the content).
 		var role, content, refusal, reasoning, toolCalls, fnCall []byte
 		var ck rawjson.Kind
-		_ = rawjson.ForEachKey(m, func(key, val []byte, vk rawjson.Kind) bool {
-			switch {
-			case rawjson.StringEquals(key, "role"):
+		var contentEsc, refusalEsc, reasoningEsc bool
+		c.Begin()
+		for c.More() {
+			key, kesc := c.Key()
+			val, vk, esc := c.Value()
+			switch chatKeyOf(key, kesc) {
+			case ckRole:
 				role = val
-			case rawjson.StringEquals(key, "content"):
-				content, ck = val, vk
-			case rawjson.StringEquals(key, "refusal") && vk == rawjson.String:
-				refusal = val
-			case (rawjson.StringEquals(key, "reasoning_content") || rawjson.StringEquals(key, "reasoning")) && vk == rawjson.String:
-				reasoning = val
-			case rawjson.StringEquals(key, "tool_calls") && vk == rawjson.Array:
-				toolCalls = val
-			case rawjson.StringEquals(key, "function_call") && vk == rawjson.Object:
-				fnCall = val
+			case ckContent:
+				content, ck, contentEsc = val, vk, esc
+			case ckRefusal:
+				if vk == rawjson.String {
+					refusal, refusalEsc = val, esc
+				}
+			case ckReasoning:
+				if vk == rawjson.String {
+					reasoning, reasoningEsc = val, esc
+				}
+			case ckToolCalls:
+				if vk == rawjson.Array {
+					toolCalls = val
+				}
+			case ckFunctionCall:
+				if vk == rawjson.Object {
+					fnCall = val
+				}
 			}
-			return true
-		})
+		}
+		if c.Err() != nil {
+			return
+		}
 		r := RoleUser
 		if rawjson.KindOf(role) == rawjson.String {
 			r = roleOf(role)
@@ -339,19 +464,22 @@ func (x *Extractor) chatRequest() error {
 		x.set(r, part, false, i)
 		if reasoning != nil {
 			x.part = PartReasoning
-			x.str(reasoning)
+			x.strEsc(reasoning, reasoningEsc)
 			x.part = part
 		}
 		if content != nil {
-			if r == RoleTool && ck == rawjson.String {
+			switch {
+			case r == RoleTool && ck == rawjson.String:
 				x.nestedPayload(content, PartToolResult)
-			} else {
+			case ck == rawjson.String:
+				x.strEsc(content, contentEsc)
+			default:
 				x.content(content, ck)
 			}
 		}
 		if refusal != nil {
 			x.part = PartContent
-			x.str(refusal)
+			x.strEsc(refusal, refusalEsc)
 		}
 		if toolCalls != nil {
 			x.toolCalls(toolCalls)
@@ -361,8 +489,7 @@ func (x *Extractor) chatRequest() error {
 				x.nestedPayload(a, PartToolArguments)
 			}
 		}
-		return true
-	})
+	}
 }
 
 // toolCalls adds the arguments of chat tool calls.

@@ -1,0 +1,181 @@
+package rawjson
+
+// Cursor reads a document one value at a time in a single forward pass, so
+// a walk that descends into an array's objects scans each byte once
+// (ForEachElem then ForEachKey on each element scans every element twice:
+// once to find its end, once for its members). It follows the package's
+// validation contract: structure is checked at the levels the caller walks,
+// values it reads whole with Value are matched leniently; on valid JSON it
+// agrees with ForEachElem and ForEachKey. It never panics or reads out of
+// bounds. It does not check that a closing bracket matches its opener.
+//
+// Use:
+//
+//	c.Reset(data)
+//	if c.Begin() { // an object
+//		for c.More() {
+//			key, _ := c.Key()
+//			val, kind, _ := c.Value() // or c.Begin() to descend
+//		}
+//	}
+//	err := c.End()
+//
+// The zero Cursor is at the end of an empty document.
+type Cursor struct {
+	data  []byte
+	i     int  // the next byte to read
+	first bool // the container just entered has had no value yet
+	err   error
+}
+
+// Reset starts c at the first value of data.
+func (c *Cursor) Reset(data []byte) {
+	*c = Cursor{data: data, i: skipWS(data, 0)}
+}
+
+func (c *Cursor) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	c.i = len(c.data)
+}
+
+// Err returns the first error met, or nil.
+func (c *Cursor) Err() error { return c.err }
+
+// Kind returns the kind of the value at the cursor, told by its first byte;
+// Invalid after an error or at the end of the input.
+func (c *Cursor) Kind() Kind {
+	if c.err != nil || c.i >= len(c.data) {
+		return Invalid
+	}
+	return kindOfByte[c.data[c.i]]
+}
+
+// Begin enters the object or array at the cursor. It returns false (and
+// records an error) if the value there is neither.
+func (c *Cursor) Begin() bool {
+	switch c.Kind() {
+	case Object, Array:
+		c.i = skipWS(c.data, c.i+1)
+		c.first = true
+		return true
+	}
+	if c.err == nil {
+		if c.i >= len(c.data) {
+			c.fail(ErrUnexpectedEnd)
+		} else {
+			c.fail(ErrSyntax)
+		}
+	}
+	return false
+}
+
+// More reports whether the container the cursor is in has another element
+// or member, stepping over the comma before it. At the closing bracket it
+// steps past it and returns false; the cursor is then after the container,
+// in the enclosing one. It returns false on malformed input (see Err).
+func (c *Cursor) More() bool {
+	if c.err != nil {
+		return false
+	}
+	data := c.data
+	i := skipWS(data, c.i)
+	if i >= len(data) {
+		c.fail(ErrUnexpectedEnd)
+		return false
+	}
+	switch data[i] {
+	case ']', '}':
+		c.i = skipWS(data, i+1)
+		c.first = false // the container was a value of its enclosing one
+		return false
+	case ',':
+		if c.first {
+			c.fail(ErrSyntax)
+			return false
+		}
+		i = skipWS(data, i+1)
+		if i >= len(data) {
+			c.fail(ErrUnexpectedEnd)
+			return false
+		}
+		if data[i] == ']' || data[i] == '}' {
+			c.fail(ErrSyntax) // a trailing comma
+			return false
+		}
+	default:
+		if !c.first {
+			c.fail(ErrSyntax)
+			return false
+		}
+	}
+	c.i = i
+	c.first = false
+	return true
+}
+
+// Key reads an object member's key and the colon after it: the raw quoted
+// key (compare it with [StringEquals], or bytewise when esc is false) and
+// whether it is spelled with a backslash escape. It returns nil on
+// malformed input.
+func (c *Cursor) Key() (key []byte, esc bool) {
+	data := c.data
+	if c.err != nil {
+		return nil, false
+	}
+	if c.i >= len(data) || data[c.i] != '"' {
+		c.fail(ErrSyntax)
+		return nil, false
+	}
+	start := c.i
+	j, esc := scanString(data, start+1)
+	if j < 0 {
+		c.fail(codeErr(j))
+		return nil, false
+	}
+	k := skipWS(data, j)
+	if k >= len(data) {
+		c.fail(ErrUnexpectedEnd)
+		return nil, false
+	}
+	if data[k] != ':' {
+		c.fail(ErrSyntax)
+		return nil, false
+	}
+	c.i = skipWS(data, k+1)
+	return data[start:j:j], esc
+}
+
+// Value reads the whole value at the cursor: its raw span, its kind and,
+// for a string, whether it holds a backslash escape (a string without one
+// is its own decoded text between the quotes). It returns nil, Invalid on
+// malformed input.
+func (c *Cursor) Value() (val []byte, kind Kind, esc bool) {
+	if c.err != nil {
+		return nil, Invalid, false
+	}
+	data, i := c.data, c.i
+	var e int
+	if i < len(data) && data[i] == '"' {
+		e, esc = scanString(data, i+1)
+		kind = String
+	} else {
+		e, kind = skipValue(data, i)
+	}
+	if e < 0 {
+		c.fail(codeErr(e))
+		return nil, Invalid, false
+	}
+	c.i = e
+	return data[i:e:e], kind, esc
+}
+
+// End returns the first error met, or ErrSyntax if anything but whitespace
+// follows the cursor (call it once the top-level value is read).
+func (c *Cursor) End() error {
+	if c.err != nil {
+		return c.err
+	}
+	return endOfDocument(c.data, c.i)
+}

@@ -1,0 +1,198 @@
+package rawjson_test
+
+import (
+	"bytes"
+	"testing"
+
+	"gw/sse/rawjson"
+)
+
+// cursorTrace walks the value at c with the Cursor and writes what it saw:
+// containers descended (up to depth 8; deeper ones read whole), keys,
+// scalar spans with their kind and escape flag.
+func cursorTrace(t testing.TB, c *rawjson.Cursor, out []byte, depth int) []byte {
+	k := c.Kind()
+	if (k == rawjson.Object || k == rawjson.Array) && depth < 8 {
+		c.Begin()
+		out = append(out, '<')
+		for c.More() {
+			if k == rawjson.Object {
+				key, esc := c.Key()
+				if key != nil && esc != (bytes.IndexByte(key, '\\') >= 0) {
+					t.Fatalf("key %s: esc %v", key, esc)
+				}
+				out = append(append(out, key...), '=')
+			}
+			out = append(cursorTrace(t, c, out, depth+1), ';')
+		}
+		return append(out, '>')
+	}
+	v, kind, esc := c.Value()
+	if kind == rawjson.String && esc != (bytes.IndexByte(v, '\\') >= 0) {
+		t.Fatalf("value %s: esc %v", v, esc)
+	}
+	return append(append(out, v...), '/', byte('0'+kind))
+}
+
+// refTrace is cursorTrace with ForEachKey and ForEachElem.
+func refTrace(v []byte, k rawjson.Kind, out []byte, depth int) []byte {
+	if (k == rawjson.Object || k == rawjson.Array) && depth < 8 {
+		out = append(out, '<')
+		if k == rawjson.Object {
+			_ = rawjson.ForEachKey(v, func(key, val []byte, vk rawjson.Kind) bool {
+				out = append(append(out, key...), '=')
+				out = append(refTrace(val, vk, out, depth+1), ';')
+				return true
+			})
+		} else {
+			_ = rawjson.ForEachElem(v, func(_ int, val []byte, vk rawjson.Kind) bool {
+				out = append(refTrace(val, vk, out, depth+1), ';')
+				return true
+			})
+		}
+		return append(out, '>')
+	}
+	return append(append(out, v...), '/', byte('0'+k))
+}
+
+func TestCursorAgreesWithForEach(t *testing.T) {
+	for _, s := range []string{
+		`{}`, ` [ ] `, `"x"`, `1`, `-2.5e3`, `true`, `null`,
+		`{"a":1,"b":[true,false,null,"s\"q",{"c":{}}],"a":"dup"}`,
+		"{\n \"mod\\u0065l\" : \"x\" ,\t\"m\":[ 1 , 2 ]\n}\n",
+		`{"messages":[{"role":"user","content":"hi \n there"},{"role":"assistant","content":[{"type":"text","text":"t"}]}]}`,
+		`[[[[[[[[[[[[1,[2]]]]]]]]]]]]]`,
+		`{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":{"j":"deep"}}}}}}}}}}`,
+	} {
+		data := []byte(s)
+		if !rawjson.Valid(data) {
+			t.Fatalf("test input %q is not valid", s)
+		}
+		var c rawjson.Cursor
+		c.Reset(data)
+		got := cursorTrace(t, &c, nil, 0)
+		if err := c.End(); err != nil {
+			t.Errorf("%q: End: %v", s, err)
+		}
+		v, k, _ := rawjson.GetPath(data)
+		if want := refTrace(v, k, nil, 0); !bytes.Equal(got, want) {
+			t.Errorf("%q:\n cursor %s\n   want %s", s, got, want)
+		}
+	}
+}
+
+func TestCursorErrors(t *testing.T) {
+	for _, s := range []string{
+		``, ` `, `[`, `[1,]`, `[,1]`, `[1 2]`, `{"a":1,}`, `{"a" 1}`, `{"a":}`, `{a:1}`,
+		`{"a":1}x`, `{"a":"x`, `{"a`, `[tru]`, `[01]`, `{"a":[1}`, `[1,`, `{,}`,
+	} {
+		var c rawjson.Cursor
+		c.Reset([]byte(s))
+		cursorTrace(t, &c, nil, 0)
+		if c.End() == nil {
+			t.Errorf("%q: no error", s)
+		}
+	}
+}
+
+// A misused cursor (Key on an array element, Value past the end) records
+// an error rather than panicking.
+func TestCursorMisuse(t *testing.T) {
+	var c rawjson.Cursor
+	c.Reset([]byte(`[1]`))
+	c.Begin()
+	c.More()
+	if k, _ := c.Key(); k != nil || c.Err() == nil {
+		t.Errorf("Key on an element: %q, %v", k, c.Err())
+	}
+	c.Reset([]byte(`1`))
+	c.Value()
+	if v, k, _ := c.Value(); v != nil || k != rawjson.Invalid || c.End() == nil {
+		t.Errorf("Value past the end: %q %v %v", v, k, c.End())
+	}
+	var z rawjson.Cursor
+	if z.Begin() || z.More() || z.End() == nil {
+		t.Error("zero cursor")
+	}
+}
+
+func TestCursorAllocs(t *testing.T) {
+	data := []byte(chatRequest)
+	var c rawjson.Cursor
+	if n := testing.AllocsPerRun(100, func() { walkRoles(&c, data) }); n != 0 {
+		t.Errorf("%v allocs", n)
+	}
+}
+
+// walkRoles counts the user messages of a chat request in one pass.
+func walkRoles(c *rawjson.Cursor, data []byte) int {
+	users := 0
+	c.Reset(data)
+	c.Begin()
+	for c.More() {
+		if key, _ := c.Key(); string(key) != `"messages"` || c.Kind() != rawjson.Array {
+			c.Value()
+			continue
+		}
+		c.Begin()
+		for c.More() {
+			if c.Kind() != rawjson.Object {
+				c.Value()
+				continue
+			}
+			c.Begin()
+			for c.More() {
+				key, _ := c.Key()
+				v, _, _ := c.Value()
+				if string(key) == `"role"` && string(v) == `"user"` {
+					users++
+				}
+			}
+		}
+	}
+	return users
+}
+
+// BenchmarkCursor: counting the user messages of a chat request in one
+// pass with the Cursor, against ForEachElem + ForEachKey (which scan each
+// message twice).
+func BenchmarkCursor(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{
+		{"2KB", []byte(chatRequest)},
+		{"64KB", bigRequest(64 << 10)},
+	} {
+		b.Run(bc.name+"/cursor", func(b *testing.B) {
+			var c rawjson.Cursor
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.data)))
+			for b.Loop() {
+				if sinkInt = walkRoles(&c, bc.data); sinkInt == 0 {
+					b.Fatal("no user message")
+				}
+			}
+		})
+		b.Run(bc.name+"/foreach", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.data)))
+			for b.Loop() {
+				msgs, _, _ := rawjson.Get(bc.data, "messages")
+				users := 0
+				_ = rawjson.ForEachElem(msgs, func(_ int, m []byte, _ rawjson.Kind) bool {
+					_ = rawjson.ForEachKey(m, func(key, v []byte, _ rawjson.Kind) bool {
+						if string(key) == `"role"` && string(v) == `"user"` {
+							users++
+						}
+						return true
+					})
+					return true
+				})
+				if sinkInt = users; users == 0 {
+					b.Fatal("no user message")
+				}
+			}
+		})
+	}
+}
