@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -198,5 +199,104 @@ func TestNativeResponsesReasoningUnsupported(t *testing.T) {
 	out, d, e := runNative(t, NativeResponses, maskStage(nil), evs)
 	if d != Pass || hitsString(e.Outcome.Enforced) != "pii:mask_unsupported" || out[0] != evs[0] || out[1] != evs[1] {
 		t.Fatalf("%d %v %v", d, e.Outcome.Enforced, out)
+	}
+}
+
+// nativeAllocStream is a Messages and a Responses stream with no mask hit.
+var nativeAllocStream = []struct {
+	f   NativeFormat
+	evs []nev
+}{
+	{NativeMessages, []nev{
+		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+		msgDelta("hello there, this is an answer that goes on"), msgDelta(" for a while so that the window slides more than once "),
+		msgDelta("and a bit more text to be sure of it, with a tail"), {"ping", `{"type":"ping"}`},
+		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"message_stop", `{"type":"message_stop"}`},
+	}},
+	{NativeResponses, []nev{
+		{"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":1,"output_index":0,"content_index":0,"delta":"hello there, this is an answer"}`},
+		{"response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":2,"output_index":0,"content_index":0,"delta":" that goes on for a while"}`},
+		{"response.output_text.done", `{"type":"response.output_text.done","sequence_number":3,"output_index":0,"content_index":0,"text":"hello there, this is an answer that goes on for a while"}`},
+		{"response.completed", `{"type":"response.completed","sequence_number":4,"response":{"output":[]}}`},
+	}},
+}
+
+func relayNative(s *NativeStream, e *Exec, stages []*Stage, f NativeFormat, evs [][2][]byte) int {
+	s.Reset(context.Background(), e, "m", stages, f)
+	n := 0
+	for _, ev := range evs {
+		s.Push(ev[0], ev[1])
+		for _, _, ok := s.Next(); ok; _, _, ok = s.Next() {
+			n++
+		}
+	}
+	s.End()
+	for _, _, ok := s.Next(); ok; _, _, ok = s.Next() {
+		n++
+	}
+	return n
+}
+
+func byteEvents(evs []nev) [][2][]byte {
+	out := make([][2][]byte, len(evs))
+	for i, ev := range evs {
+		out[i] = [2][]byte{[]byte(ev.name), []byte(ev.data)}
+	}
+	return out
+}
+
+// TestNativeStreamAllocs: a stream without a mask hit is relayed without
+// allocating once warm (pooled stream), byte for byte.
+func TestNativeStreamAllocs(t *testing.T) {
+	stages := maskStage(smallWindow)
+	for _, tc := range nativeAllocStream {
+		evs := byteEvents(tc.evs)
+		var s NativeStream
+		var e Exec
+		if n := relayNative(&s, &e, stages, tc.f, evs); n != len(evs) {
+			t.Fatalf("%d events", n)
+		}
+		if a := testing.AllocsPerRun(50, func() { e.Reset(); relayNative(&s, &e, stages, tc.f, evs) }); a != 0 {
+			t.Fatalf("format %d: %.1f allocs per stream", tc.f, a)
+		}
+		out, d, _ := runNative(t, tc.f, stages, tc.evs)
+		for i := range tc.evs {
+			if d != Pass || out[i] != tc.evs[i] {
+				t.Fatalf("event %d changed: %v", i, out[i])
+			}
+		}
+	}
+}
+
+// BenchmarkNativeStream: one event through the output policy (no hit, and
+// every text event masked).
+func BenchmarkNativeStream(b *testing.B) {
+	for _, mask := range []bool{false, true} {
+		for _, tc := range nativeAllocStream {
+			name := "messages"
+			if tc.f == NativeResponses {
+				name = "responses"
+			}
+			if mask {
+				name += "/mask"
+			}
+			b.Run(name, func(b *testing.B) {
+				ck := &wordChecker{word: "zzz-none", mask: true}
+				if mask {
+					ck.word = "e"
+				}
+				stages := []*Stage{stage("pii", ck, smallWindow)}
+				evs := byteEvents(tc.evs)
+				var s NativeStream
+				var e Exec
+				b.ReportAllocs()
+				for b.Loop() {
+					e.Reset()
+					relayNative(&s, &e, stages, tc.f, evs)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+			})
+		}
 	}
 }
