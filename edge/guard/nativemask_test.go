@@ -174,11 +174,11 @@ func TestNativeResponsesMask(t *testing.T) {
 			t.Fatalf("deltas %q %q", text.String(), args.String())
 		}
 		wantDone := []string{
-			3: `{"type":"response.output_text.done","sequence_number":3,"item_id":"i","output_index":0,"content_index":0,"text":"hello [X] world","logprobs":[]}`,
-			4: `{"type":"response.content_part.done","sequence_number":4,"item_id":"i","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"text":"hello [X] world"}}`,
-			5: `{"type":"response.output_item.done","sequence_number":5,"output_index":0,"item":{"id":"i","type":"message","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"hello [X] world"}]}}`,
-			8: `{"type":"response.function_call_arguments.done","sequence_number":8,"item_id":"f","output_index":1,"arguments":"{\"to\":\"[X]\"}"}`,
-			9: `{"type":"response.output_item.done","sequence_number":9,"output_index":1,"item":{"id":"f","type":"function_call","name":"send","arguments":"{\"to\":\"[X]\"}","call_id":"c"}}`,
+			3:  `{"type":"response.output_text.done","sequence_number":3,"item_id":"i","output_index":0,"content_index":0,"text":"hello [X] world","logprobs":[]}`,
+			4:  `{"type":"response.content_part.done","sequence_number":4,"item_id":"i","output_index":0,"content_index":0,"part":{"type":"output_text","annotations":[],"text":"hello [X] world"}}`,
+			5:  `{"type":"response.output_item.done","sequence_number":5,"output_index":0,"item":{"id":"i","type":"message","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"hello [X] world"}]}}`,
+			8:  `{"type":"response.function_call_arguments.done","sequence_number":8,"item_id":"f","output_index":1,"arguments":"{\"to\":\"[X]\"}"}`,
+			9:  `{"type":"response.output_item.done","sequence_number":9,"output_index":1,"item":{"id":"f","type":"function_call","name":"send","arguments":"{\"to\":\"[X]\"}","call_id":"c"}}`,
 			10: `{"type":"response.completed","sequence_number":10,"response":{"id":"r","status":"completed","output":[{"id":"i","type":"message","role":"assistant","content":[{"type":"output_text","annotations":[],"text":"hello [X] world"}]},{"id":"f","type":"function_call","name":"send","arguments":"{\"to\":\"[X]\"}","call_id":"c"}],"usage":{"output_tokens":5}}}`,
 		}
 		for i, w := range wantDone {
