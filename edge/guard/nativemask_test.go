@@ -300,3 +300,17 @@ func BenchmarkNativeStream(b *testing.B) {
 		}
 	}
 }
+
+// TestNativeMaskMalformed: a masked channel's .done event gw cannot edit
+// never passes with the unmasked text: only its type does.
+func TestNativeMaskMalformed(t *testing.T) {
+	evs := []nev{
+		{"response.output_text.delta", `{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"a forbidden b"}`},
+		{"response.output_text.done", `{"type":"response.output_text.done","output_index":0,"content_index":0,"text":"a forbidden b","x":}`},
+	}
+	out, d, _ := runNative(t, NativeResponses, maskStage(nil), evs)
+	if d != Pass || len(out) != 2 || out[0].data != `{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"a [X] b"}` ||
+		out[1].data != `{"type":"response.output_text.done"}` {
+		t.Fatalf("responses: %d %v", d, out)
+	}
+}

@@ -42,10 +42,9 @@ func (s *NativeStream) setOwn(h *heldEvent, start int) {
 // data returns the data of a held (not yet rewritten) event.
 func (s *NativeStream) data(h *heldEvent) []byte { return s.arena[h.data[0]:h.data[1]] }
 
-// rewriteText sets the text of the delta event h to text. An event that
-// cannot be edited (it parsed as text, so it is an object) is left as it
-// is; its text was judged unmasked only if the edit fails, which valid JSON
-// never does.
+// rewriteText sets the text of the delta event h to text. An event the
+// edit fails on (malformed beyond what was read of it) is replaced by a
+// minimal delta of its kind carrying text: its own text must not pass.
 func (s *NativeStream) rewriteText(h *heldEvent, text []byte) {
 	data := s.data(h)
 	s.qt = rawjson.AppendQuoteBytes(s.qt[:0], text)
@@ -67,9 +66,41 @@ func (s *NativeStream) rewriteText(h *heldEvent, text []byte) {
 	}
 	if err != nil {
 		s.obuf = s.obuf[:start]
-		return
+		s.minimalDelta(h, text)
 	}
 	s.setOwn(h, start)
+}
+
+// minimalDelta appends to obuf the smallest valid delta event of h's kind
+// carrying text.
+func (s *NativeStream) minimalDelta(h *heldEvent, text []byte) {
+	data := s.data(h)
+	if s.format == NativeMessages {
+		idx, _, _ := rawjson.Get(data, "index")
+		n, _ := rawjson.ParseInt(idx)
+		delta, _, _ := rawjson.Get(data, "delta")
+		t, _, _ := rawjson.Get(delta, "type")
+		s.obuf = append(s.obuf, `{"type":"content_block_delta","index":`...)
+		s.obuf = appendInt(s.obuf, int(n))
+		if rawjson.StringEquals(t, "input_json_delta") {
+			s.obuf = append(s.obuf, `,"delta":{"type":"input_json_delta","partial_json":`...)
+		} else {
+			s.obuf = append(s.obuf, `,"delta":{"type":"text_delta","text":`...)
+		}
+		s.obuf = rawjson.AppendQuoteBytes(s.obuf, text)
+		s.obuf = append(s.obuf, "}}"...)
+		return
+	}
+	key := s.chans[h.ch].key
+	s.obuf = append(s.obuf, `{"type":`...)
+	s.obuf = rawjson.AppendQuoteBytes(s.obuf, s.arena[h.name[0]:h.name[1]])
+	s.obuf = append(s.obuf, `,"output_index":`...)
+	s.obuf = appendInt(s.obuf, int(key>>20))
+	s.obuf = append(s.obuf, `,"content_index":`...)
+	s.obuf = appendInt(s.obuf, int(key&(1<<20-1)))
+	s.obuf = append(s.obuf, `,"delta":`...)
+	s.obuf = rawjson.AppendQuoteBytes(s.obuf, text)
+	s.obuf = append(s.obuf, '}')
 }
 
 // maskedChannel returns the masked channel with key, or nil.
@@ -188,8 +219,11 @@ func (s *NativeStream) rewriteDone(h *heldEvent) {
 		return
 	}
 	if err != nil {
-		s.obuf = s.obuf[:start]
-		return
+		// Malformed beyond what was read of it: the unmasked text it
+		// repeats must not pass, so only its type does.
+		s.obuf = append(s.obuf[:start], `{"type":`...)
+		s.obuf = rawjson.AppendQuoteBytes(s.obuf, typ)
+		s.obuf = append(s.obuf, '}')
 	}
 	s.setOwn(h, start)
 }
