@@ -73,6 +73,10 @@ type nchannel struct {
 	full     []byte // all released text (Responses: the .done events repeat it)
 }
 
+// maxPooledFull bounds the capacity of a channel's copy of its released
+// text kept across pooled streams.
+const maxPooledFull = 256 << 10
+
 type heldEvent struct {
 	name, data [2]int // spans of arena
 	ch         int    // channel index, -1 for an event without text
@@ -299,6 +303,9 @@ func (s *NativeStream) channel(key int64, part Part) int {
 	c := &s.chans[len(s.chans)-1]
 	c.key, c.part, c.pushed, c.released = key, part, 0, 0
 	c.fixed, c.masked, c.out, c.full = part == PartReasoning, false, c.out[:0], c.full[:0]
+	if cap(c.full) > maxPooledFull {
+		c.full = nil // a long answer's copy must not stay in the pool
+	}
 	c.w.Reset()
 	c.w.Size, c.w.Overlap, c.w.Full = s.pol.Size, s.pol.Overlap, s.pol.Full
 	return len(s.chans) - 1
