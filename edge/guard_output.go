@@ -26,8 +26,10 @@ import (
 //     caller format's in-band error.
 //   - A native stream (the caller's format relayed as is) goes through
 //     guard.NativeStream: each event is held until the text it carries is
-//     judged and then relayed unchanged (no rewriting: a mask records
-//     mask_unsupported); a block ends it like a converted stream.
+//     judged and then relayed, unchanged unless a mask hit its block (then
+//     its deltas and the Responses events repeating their text carry the
+//     masked text; signed or encrypted reasoning records mask_unsupported);
+//     a block ends it like a converted stream.
 
 // outputOn reports whether an output chain applies to c.
 func (c *call) outputOn() bool { return c.g.on && len(c.g.e.Chain.Output) > 0 }

@@ -20,10 +20,20 @@ const (
 // reasoning and sequence numbers intact). Text, thinking and tool-input
 // deltas are held in their block's window and each event is released,
 // unchanged, once all the text it carries has been judged; any other event
-// first has everything before it judged. Events are never rewritten, so a
-// mask hit records mask_unsupported (would_mask_unsupported in monitor
-// mode) and the text passes; a block ends the stream. Not safe for
-// concurrent use; pooled by the caller.
+// first has everything before it judged. A block ends the stream.
+//
+// A mask rewrites the events of the channel it hit from then on: each
+// held event of that channel is released, once a later event of the
+// channel is held (or the channel's text is all released), carrying the
+// masked text released so far (possibly empty), so the concatenated
+// deltas are the masked text and no event is ever released ahead of its
+// judgment. On Responses streams the .done events, content_part.done,
+// output_item.done and the final response object repeat the masked text.
+// Reasoning (Messages thinking, signed; Responses reasoning and summary
+// text, which the final reasoning item repeats next to its encrypted
+// content) is never rewritten: a mask there records mask_unsupported
+// (would_mask_unsupported in monitor mode) and the text passes. Not safe
+// for concurrent use; pooled by the caller.
 type NativeStream struct {
 	ctx    context.Context
 	e      *Exec
@@ -36,6 +46,7 @@ type NativeStream struct {
 	off    bool
 	raw    int64
 	text   bool // an event carrying text was released
+	masked bool // some channel has been masked (its events are rewritten)
 
 	held  []heldEvent // events not yet released, in order
 	arena []byte      // their names and data
@@ -43,20 +54,35 @@ type NativeStream struct {
 	qPos  int
 	rel   []byte
 	tmp   []byte
+	obuf  []byte // rewritten released events' data
+	qt    []byte // scratch: a quoted text
+	dt    []byte // scratch: a rewritten inner object
+	it    []byte // scratch: a rewritten item
+	ar    []byte // scratch: a rewritten array
 }
 
 type nchannel struct {
 	key      int64 // block index (Messages) or output_index<<20 | content_index (Responses)
 	part     Part
 	w        Window
-	pushed   int64 // text bytes pushed
-	released int64 // text bytes released
+	pushed   int64  // text bytes pushed
+	released int64  // text bytes released
+	fixed    bool   // signed or repeated beside encrypted content: never rewritten
+	masked   bool   // a window of this channel was masked: its events are rewritten
+	out      []byte // released text not yet carried by a released event
+	full     []byte // all released text (Responses: the .done events repeat it)
 }
+
+// maxPooledFull bounds the capacity of a channel's copy of its released
+// text kept across pooled streams.
+const maxPooledFull = 256 << 10
 
 type heldEvent struct {
 	name, data [2]int // spans of arena
 	ch         int    // channel index, -1 for an event without text
 	end        int64  // the channel's text position at the end of this event's text
+	n          int64  // text bytes this event carries
+	own        bool   // data is a span of obuf (rewritten), not of arena
 }
 
 // Reset prepares s for a native stream of format f.
@@ -66,20 +92,23 @@ func (s *NativeStream) Reset(ctx context.Context, e *Exec, model string, stages 
 	for i := range s.chans {
 		s.chans[i].w.Reset()
 	}
-	s.chans, s.cur, s.off, s.raw, s.text = s.chans[:0], nil, false, 0, false
-	s.held, s.arena, s.q, s.qPos = s.held[:0], s.arena[:0], s.q[:0], 0
+	s.chans, s.cur, s.off, s.raw, s.text, s.masked = s.chans[:0], nil, false, 0, false, false
+	s.held, s.arena, s.q, s.qPos, s.obuf = s.held[:0], s.arena[:0], s.q[:0], 0, s.obuf[:0]
 }
 
 // Next returns the next released event (name, data), valid until the next
 // Push, or false.
 func (s *NativeStream) Next() (name, data []byte, ok bool) {
 	if s.qPos >= len(s.q) {
-		s.q, s.qPos = s.q[:0], 0
+		s.q, s.qPos, s.obuf = s.q[:0], 0, s.obuf[:0]
 		s.compact()
 		return nil, nil, false
 	}
 	h := s.q[s.qPos]
 	s.qPos++
+	if h.own {
+		return s.arena[h.name[0]:h.name[1]], s.obuf[h.data[0]:h.data[1]], true
+	}
 	return s.arena[h.name[0]:h.name[1]], s.arena[h.data[0]:h.data[1]], true
 }
 
@@ -91,16 +120,27 @@ func (s *NativeStream) TextReleased() bool { return s.text }
 // Pending reports whether a released event is waiting.
 func (s *NativeStream) Pending() bool { return s.qPos < len(s.q) }
 
-// JudgeWindow implements WindowJudge: native text is never rewritten.
+// JudgeWindow implements WindowJudge for the channel being pushed; a mask
+// switches the channel to rewritten events.
 func (s *NativeStream) JudgeWindow(text []byte) ([]byte, Decision) {
 	e := s.e
 	e.clearTexts()
-	e.AddText(Text{Role: RoleAssistant, Part: s.cur.part, Data: text}, true, true)
+	e.AddText(Text{Role: RoleAssistant, Part: s.cur.part, Data: text}, s.cur.fixed, true)
 	d := e.Judge(s.ctx, Output, s.model, s.stages)
 	if d == Masked {
-		d = Pass // unreachable: fixed texts are never masked
+		s.cur.masked, s.masked = true, true
+		return e.req.Texts[0].Data, d
 	}
 	return text, d
+}
+
+// released records text the window of c released.
+func (s *NativeStream) released(c *nchannel) {
+	c.released += int64(len(s.rel))
+	c.out = append(c.out, s.rel...)
+	if s.format == NativeResponses {
+		c.full = append(c.full, s.rel...)
+	}
 }
 
 // Push reads one upstream event. A decision of Blocked or Unavailable ends
@@ -146,11 +186,12 @@ func (s *NativeStream) Push(name, data []byte) Decision {
 	c := &s.chans[ci]
 	c.pushed += int64(len(v))
 	s.hold(name, data, ci, c.pushed)
+	s.held[len(s.held)-1].n = int64(len(v))
 	s.raw += int64(len(data))
 	s.cur = c
 	var d Decision
 	s.rel, d = c.w.Push(s.rel[:0], v, s)
-	c.released += int64(len(s.rel))
+	s.released(c)
 	if d >= Blocked {
 		return d
 	}
@@ -208,12 +249,37 @@ func (s *NativeStream) releaseReady() {
 	n := 0
 	for n < len(s.held) {
 		h := s.held[n]
-		if h.ch >= 0 && s.chans[h.ch].released < h.end {
+		if h.ch < 0 {
+			if s.masked && s.format == NativeResponses {
+				s.rewriteDone(&h)
+			}
+			s.q = append(s.q, h)
+			n++
+			continue
+		}
+		c := &s.chans[h.ch]
+		if !c.masked {
+			if c.released < h.end {
+				break
+			}
+			// Unchanged: the event carries its own text, the head of out.
+			c.out = c.out[:copy(c.out, c.out[min(h.n, int64(len(c.out))):])]
+			s.text = true
+			s.q = append(s.q, h)
+			n++
+			continue
+		}
+		// Rewritten: the text released so far goes into this event; it
+		// may go only when a later event of the channel can carry what is
+		// still held.
+		if c.w.Held() > 0 && !s.heldAfter(n, h.ch) {
 			break
 		}
-		if h.ch >= 0 {
+		s.rewriteText(&h, c.out)
+		if len(c.out) > 0 {
 			s.text = true
 		}
+		c.out = c.out[:0]
 		s.q = append(s.q, h)
 		n++
 	}
@@ -236,6 +302,10 @@ func (s *NativeStream) channel(key int64, part Part) int {
 	}
 	c := &s.chans[len(s.chans)-1]
 	c.key, c.part, c.pushed, c.released = key, part, 0, 0
+	c.fixed, c.masked, c.out, c.full = part == PartReasoning, false, c.out[:0], c.full[:0]
+	if cap(c.full) > maxPooledFull {
+		c.full = nil // a long answer's copy must not stay in the pool
+	}
 	c.w.Reset()
 	c.w.Size, c.w.Overlap, c.w.Full = s.pol.Size, s.pol.Overlap, s.pol.Full
 	return len(s.chans) - 1
@@ -246,7 +316,7 @@ func (s *NativeStream) flush(i int) Decision {
 	s.cur = c
 	var d Decision
 	s.rel, d = c.w.End(s.rel[:0], s)
-	c.released += int64(len(s.rel))
+	s.released(c)
 	return d
 }
 
@@ -273,7 +343,7 @@ func (s *NativeStream) checkBuffer() Decision {
 		for i := range s.chans {
 			c := &s.chans[i]
 			s.rel = c.w.Drain(s.rel[:0])
-			c.released += int64(len(s.rel))
+			s.released(c)
 		}
 		s.releaseReady()
 		s.off = true

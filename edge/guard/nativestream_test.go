@@ -68,9 +68,12 @@ func TestNativeMessagesStream(t *testing.T) {
 			t.Fatalf("leaked %v", ev)
 		}
 	}
-	_, d, e := runNative(t, NativeMessages, []*Stage{stage("pii", &wordChecker{word: "forbidden", mask: true}, nil)}, evs)
-	if d != Pass || hitsString(e.Outcome.Enforced) != "pii:mask_unsupported" {
+	out, d, e := runNative(t, NativeMessages, []*Stage{stage("pii", &wordChecker{word: "forbidden", mask: true}, nil)}, evs)
+	if d != Pass || hitsString(e.Outcome.Enforced) != "pii:mask" {
 		t.Fatalf("mask: %d %v", d, e.Outcome.Enforced)
+	}
+	if got := msgText(t, evs, out); got != "this is [X] text" {
+		t.Fatalf("masked text %q", got)
 	}
 }
 
