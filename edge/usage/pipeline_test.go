@@ -120,7 +120,11 @@ func TestPipelineBatches(t *testing.T) {
 	p := usage.New(usage.Options{})
 	defer p.Close(time.Second)
 	s := &testSink{}
-	p.SetSinks([]usage.SinkSpec{spec("a", "test", "1", 10, s)})
+	sp := spec("a", "test", "1", 10, s)
+	// A flush interval far above the time 25 emits take, even on a loaded
+	// machine: the first 20 records can only leave as two full batches.
+	sp.Config.FlushInterval = time.Second
+	p.SetSinks([]usage.SinkSpec{sp})
 	for i := 1; i <= 25; i++ {
 		p.Emit(rec(i))
 	}
