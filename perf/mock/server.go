@@ -42,7 +42,7 @@ type Server struct {
 	models   []byte // pre-rendered GET /v1/models body
 	rec      *recorder
 	stats    counters
-	otlp     otlpReceiver // POST /v1/traces (otlp.go)
+	otlp     otlpReceiver  // POST /v1/traces (otlp.go)
 	seq      atomic.Uint64 // answer ids
 
 	// done is closed by Shutdown; every pause selects on it so streams end promptly.
