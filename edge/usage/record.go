@@ -11,6 +11,7 @@ package usage
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"gw/admin/resources"
@@ -38,15 +39,42 @@ const MaxClassLen = 64
 // UUIDv4 string when encoded.
 type RequestID [16]byte
 
-// NewRequestID returns a random version-4 ID. It does not allocate.
+// Request IDs are a keyed permutation of a process-wide counter, not two
+// random draws per request: one atomic add and a few multiplies instead of
+// the random source (measurably cheaper on the request path). They are
+// still RFC 4122 version-4 shaped and unpredictable enough for a trace ID:
+//   - 64 bits come from mix64(n + idKey): mix64 is a bijection on uint64, so
+//     no two requests of one process share them (for 2^64 requests);
+//   - the other 58 free bits are a random per-process salt, so two processes
+//     (or restarts) collide only by chance of 2^-58 per pair of IDs with the
+//     same 64-bit part.
+var (
+	idCounter atomic.Uint64
+	idKey     = rand.Uint64()
+	idSalt    = rand.Uint64()
+)
+
+// mix64 is SplitMix64's finalizer, an invertible mixing function.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// NewRequestID returns a unique version-4 shaped ID (see above). It does
+// not allocate.
 func NewRequestID() RequestID {
+	u := mix64(idCounter.Add(1) + idKey)
 	var id RequestID
-	a, b := rand.Uint64(), rand.Uint64()
-	for i := 0; i < 8; i++ {
-		id[i], id[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
-	}
-	id[6] = id[6]&0x0f | 0x40
-	id[8] = id[8]&0x3f | 0x80
+	// Bytes 0-5, 7 and 9 carry the unique 64 bits; byte 6's low nibble,
+	// byte 8's low 6 bits and bytes 10-15 the salt; the rest is the
+	// version (4) and variant (10) marks.
+	id[0], id[1], id[2], id[3], id[4], id[5] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40)
+	id[7], id[9] = byte(u>>48), byte(u>>56)
+	s := idSalt
+	id[6] = 0x40 | byte(s)&0x0f
+	id[8] = 0x80 | byte(s>>4)&0x3f
+	id[10], id[11], id[12], id[13], id[14], id[15] = byte(s>>10), byte(s>>18), byte(s>>26), byte(s>>34), byte(s>>42), byte(s>>50)
 	return id
 }
 
