@@ -1,25 +1,28 @@
 // Package sls exports usage records to Aliyun Log Service with the PutLogs
 // API: a protobuf LogGroup per batch (one Log per record, one Content per
-// record field), deflate-compressed, signed with the LOG HMAC-SHA1 scheme.
+// record field), LZ4-compressed (the SDK's default, x-log-compresstype: lz4),
+// signed with the LOG HMAC-SHA1 scheme.
 package sls
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pierrec/lz4/v4"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"gw/admin/resources"
@@ -38,6 +41,7 @@ type Sink struct {
 	now  func() time.Time
 	pb   []byte
 	rec  []byte
+	lz   lz4.Compressor // its hash table is reused between batches
 }
 
 var _ usage.Sink = (*Sink)(nil)
@@ -51,8 +55,11 @@ func New(cfg *resources.SLSExporter) (*Sink, error) {
 	return &Sink{cfg: cfg, base: u, hc: &http.Client{Timeout: 30 * time.Second}, now: time.Now}, nil
 }
 
-// Encode writes the LogGroup, deflate-compressed; the raw size travels in
-// the payload's first 8 bytes (x-log-bodyrawsize).
+// Encode writes the LogGroup as one raw LZ4 block (not the LZ4 frame
+// format: what the PutLogs API and the official SDKs use for
+// x-log-compresstype: lz4); the raw size travels in the payload's first 8
+// bytes (x-log-bodyrawsize). LZ4 rather than deflate: it encodes several
+// times faster (deflate dominated the sink's cost) and is the SDK default.
 func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
 	pb := LogGroup(s.pb[:0], batch, &s.rec)
 	s.pb = pb
@@ -60,15 +67,37 @@ func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
 	for i := range 8 {
 		size[i] = byte(uint64(len(pb)) >> (8 * i))
 	}
-	out := bytes.NewBuffer(append(dst, size[:]...))
-	zw, _ := zlib.NewWriterLevel(out, zlib.BestSpeed) // a valid level: no error
-	if _, err := zw.Write(pb); err != nil {
-		return nil, err
+	dst = append(dst, size[:]...)
+	at := len(dst)
+	dst = slices.Grow(dst, lz4.CompressBlockBound(len(pb)))
+	out := dst[at : at+lz4.CompressBlockBound(len(pb))]
+	n, err := s.lz.CompressBlock(pb, out)
+	if err != nil {
+		return nil, errors.New("cannot compress the LogGroup: " + err.Error())
 	}
-	if err := zw.Close(); err != nil {
-		return nil, err
+	if n == 0 {
+		// Incompressible: the block is then one literal run, which every
+		// LZ4 decoder reads (the SDKs do the same).
+		n = appendLiterals(out[:0], pb)
 	}
-	return out.Bytes(), nil
+	return dst[:at+n], nil
+}
+
+// appendLiterals writes src as an LZ4 block of one literal-only sequence
+// into dst (capacity at least CompressBlockBound(len(src))) and returns
+// its length.
+func appendLiterals(dst, src []byte) int {
+	l := len(src)
+	if l < 15 {
+		dst = append(dst, byte(l<<4))
+	} else {
+		dst = append(dst, 0xf0)
+		for l -= 15; l >= 255; l -= 255 {
+			dst = append(dst, 255)
+		}
+		dst = append(dst, byte(l))
+	}
+	return len(append(dst, src...))
 }
 
 // LogGroup appends the protobuf LogGroup of batch:
@@ -144,7 +173,7 @@ func (s *Sink) Send(ctx context.Context, b *usage.Batch) error {
 	h.Set("x-log-apiversion", APIVersion)
 	h.Set("x-log-signaturemethod", "hmac-sha1")
 	h.Set("x-log-bodyrawsize", strconv.FormatUint(raw, 10))
-	h.Set("x-log-compresstype", "deflate")
+	h.Set("x-log-compresstype", "lz4")
 	h.Set("Authorization", "LOG "+s.cfg.AccessKeyID.Reveal()+":"+Sign(s.cfg.AccessKeySecret.Reveal(), http.MethodPost, path, nil, h))
 	resp, err := s.hc.Do(req)
 	if err != nil {

@@ -1,8 +1,6 @@
 package sls_test
 
 import (
-	"bytes"
-	"compress/zlib"
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/sha1"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pierrec/lz4/v4"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"gw/admin/resources"
@@ -83,17 +82,18 @@ func (ls *logService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(400, "RequestTimeExpired")
 		return
 	}
-	if r.Header.Get("x-log-compresstype") != "deflate" {
+	if r.Header.Get("x-log-compresstype") != "lz4" {
 		fail(400, "InvalidCompressType")
 		return
 	}
-	zr, err := zlib.NewReader(bytes.NewReader(body))
-	if err != nil {
-		fail(400, "InvalidCompressType")
+	// A raw LZ4 block whose decoded size is x-log-bodyrawsize exactly.
+	rawSize, err := strconv.Atoi(r.Header.Get("x-log-bodyrawsize"))
+	if err != nil || rawSize < 0 || rawSize > 64<<20 {
+		fail(400, "InvalidBodyRawSize")
 		return
 	}
-	raw, _ := io.ReadAll(zr)
-	if strconv.Itoa(len(raw)) != r.Header.Get("x-log-bodyrawsize") {
+	raw := make([]byte, rawSize)
+	if n, err := lz4.UncompressBlock(body, raw); err != nil || n != rawSize {
 		fail(400, "InvalidBodyRawSize")
 		return
 	}
