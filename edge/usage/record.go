@@ -10,6 +10,7 @@
 package usage
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -44,14 +45,16 @@ type RequestID [16]byte
 // the random source (measurably cheaper on the request path). They are
 // still RFC 4122 version-4 shaped and unpredictable enough for a trace ID:
 //   - 64 bits come from mix64(n + idKey): mix64 is a bijection on uint64, so
-//     no two requests of one process share them (for 2^64 requests);
-//   - the other 58 free bits are a random per-process salt, so two processes
-//     (or restarts) collide only by chance of 2^-58 per pair of IDs with the
+//     no two requests of one process share them (for 2^64 requests). Bytes
+//     0-7 carry them, except the 4 bits under the version nibble, which
+//     move to byte 8;
+//   - the other 54 free bits are a random per-process salt, so two processes
+//     (or restarts) collide only by chance of 2^-54 per pair of IDs with the
 //     same 64-bit part.
 var (
 	idCounter atomic.Uint64
 	idKey     = rand.Uint64()
-	idSalt    = rand.Uint64()
+	idSalt    = rand.Uint64() &^ 0xff // bytes 9-15 of every ID (little-endian word at 8)
 )
 
 // mix64 is SplitMix64's finalizer, an invertible mixing function.
@@ -66,15 +69,10 @@ func mix64(z uint64) uint64 {
 func NewRequestID() RequestID {
 	u := mix64(idCounter.Add(1) + idKey)
 	var id RequestID
-	// Bytes 0-5, 7 and 9 carry the unique 64 bits; byte 6's low nibble,
-	// byte 8's low 6 bits and bytes 10-15 the salt; the rest is the
-	// version (4) and variant (10) marks.
-	id[0], id[1], id[2], id[3], id[4], id[5] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24), byte(u>>32), byte(u>>40)
-	id[7], id[9] = byte(u>>48), byte(u>>56)
-	s := idSalt
-	id[6] = 0x40 | byte(s)&0x0f
-	id[8] = 0x80 | byte(s>>4)&0x3f
-	id[10], id[11], id[12], id[13], id[14], id[15] = byte(s>>10), byte(s>>18), byte(s>>26), byte(s>>34), byte(s>>42), byte(s>>50)
+	binary.LittleEndian.PutUint64(id[0:8], u)
+	moved := id[6] >> 4
+	id[6] = 0x40 | id[6]&0x0f
+	binary.LittleEndian.PutUint64(id[8:16], idSalt|uint64(0x80|moved))
 	return id
 }
 
