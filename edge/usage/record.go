@@ -3,7 +3,7 @@
 // and the senders, per-sink queues and batches, retries and drops, and the
 // encoders shared by the exporters in its sub-packages.
 //
-// The request path only copies a Record into a channel (Pipeline.Emit);
+// The request path only copies a Record into a lock-free ring (Pipeline.Emit, ring.go);
 // normalising, encoding and sending happen on the pipeline's goroutines.
 // The JSON shape is documented in docs/USAGE.md and
 // docs/usage-event.schema.json.
