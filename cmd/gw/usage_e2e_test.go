@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -530,5 +531,104 @@ func TestUsageReloadUnderLoadE2E(t *testing.T) {
 	}
 	if len(recs) != n || len(spans) != n || len(e.otlp.Spans()) != n {
 		t.Fatalf("bucket %d records, OTLP %d spans (%d distinct); want %d", len(recs), len(e.otlp.Spans()), len(spans), n)
+	}
+}
+
+// TestUsageMixAtScaleE2E: 10,000 concurrent requests — plain, failed over,
+// guardrail-passed and guardrail-blocked — each leave exactly their records
+// at both sinks (no loss, no duplicate) and the right count of each kind.
+func TestUsageMixAtScaleE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 requests")
+	}
+	e := startUsage(t, "500", "200")
+	ctx := context.Background()
+	const total, workers = 10000, 8
+	// Request i is: blocked when i%10 == 0, guarded-and-passed when
+	// i%10 == 1, failed over (two records) when i%10 == 2, plain otherwise.
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += workers {
+				var err error
+				switch i % 10 {
+				case 0:
+					p := chatParams("guarded")
+					p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("PROJECT-ZEUS status?")}
+					if _, err = e.sdk.Chat.Completions.New(ctx, p); err == nil {
+						err = errors.New("a request naming PROJECT-ZEUS was not blocked")
+					} else {
+						err = nil
+					}
+				case 1:
+					_, err = e.sdk.Chat.Completions.New(ctx, chatParams("guarded"))
+				case 2:
+					_, err = e.sdk.Chat.Completions.New(ctx, chatParams("grp"))
+				default:
+					_, err = e.sdk.Chat.Completions.New(ctx, chatParams("gpt"))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	const nBlocked, nGuardOK, nFailover = total / 10, total / 10, total / 10
+	const want = total + nFailover
+	var recs []map[string]any
+	usagetest.Eventually(t, 60*time.Second, "all records in the bucket", func() bool { recs = e.records(t); return len(recs) >= want })
+	usagetest.Eventually(t, 30*time.Second, "all spans", func() bool { return len(e.otlp.Spans()) >= want })
+	time.Sleep(500 * time.Millisecond) // nothing more may arrive
+	recs = e.records(t)
+	spans := e.otlp.Spans()
+	if len(recs) != want || len(spans) != want {
+		t.Fatalf("bucket %d records, OTLP %d spans; want %d each", len(recs), len(spans), want)
+	}
+	seen := make(map[string]bool, want)
+	count := map[string]int{}
+	for _, r := range recs {
+		id := r["event_id"].(string)
+		if seen[id] {
+			t.Fatalf("record %s delivered twice", id)
+		}
+		seen[id] = true
+		status := r["status_code"].(float64)
+		switch {
+		case r["attempt_kind"] == "failed_attempt":
+			count["failed"]++
+		case r["model"] == "guarded" && status == 422 && r["error_class"] == "guardrail_blocked":
+			count["blocked"]++
+		case r["model"] == "guarded" && status == 200:
+			count["guard_ok"]++
+		case r["model"] == "grp" && status == 200:
+			count["failover"]++
+		case r["model"] == "gpt" && status == 200:
+			count["plain"]++
+		default:
+			t.Fatalf("unexpected record %v", r)
+		}
+	}
+	wantCount := map[string]int{"failed": nFailover, "blocked": nBlocked, "guard_ok": nGuardOK, "failover": nFailover,
+		"plain": total - nBlocked - nGuardOK - nFailover}
+	for k, v := range wantCount {
+		if count[k] != v {
+			t.Fatalf("record counts %v; want %v", count, wantCount)
+		}
+	}
+	spanIDs := make(map[string]bool, want)
+	for _, sp := range spans {
+		spanIDs[hex.EncodeToString(sp.TraceId)+hex.EncodeToString(sp.SpanId)] = true
+	}
+	if len(spanIDs) != want {
+		t.Fatalf("%d distinct spans; want %d", len(spanIDs), want)
 	}
 }
