@@ -105,8 +105,8 @@ func TestRequestID(t *testing.T) {
 		t.Fatalf("not a UUIDv4: %s", s)
 	}
 	// Counter-derived: unique in the process, from many goroutines at once,
-	// and every one UUIDv4 shaped; the two halves both vary (trace IDs do
-	// not share a prefix).
+	// and every one UUIDv4 shaped; the leading bytes vary (trace IDs do not
+	// share a prefix; the trailing ones are the per-process salt).
 	const perG, gs = 50000, 4
 	ch := make(chan []usage.RequestID, gs)
 	for g := 0; g < gs; g++ {
