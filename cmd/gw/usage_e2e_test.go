@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +46,14 @@ models:
   - {display_name: flaky, provider: openai, model_name: gpt-4o, provider_key: broken}
   - display_name: grp
     routing: {strategy: failover, targets: [{model: flaky, priority: 1}, {model: gpt}]}
+  - {display_name: guarded, provider: openai, model_name: gpt-4o, provider_key: pk, cost: {input_per_1k: 1, output_per_1k: 2}}
+guardrails:
+  - name: no-codenames
+    kind: keyword
+    hook_point: input
+    patterns: [{kind: literal, value: PROJECT-ZEUS}]
+guardrail_attachments:
+  - {guardrail_id: no-codenames, scope_type: model, scope_id: guarded}
 observability_exporters:
   - name: otel
     kind: otlp_http
@@ -117,7 +126,7 @@ func chatParams2(model string) openai.ChatCompletionNewParams {
 func TestUsageExportE2E(t *testing.T) {
 	e := startUsage(t, "50", "200")
 	ctx := context.Background()
-	const nBuf, nStream, nFailover, nBroken, nAbort = 40, 30, 20, 10, 5
+	const nBuf, nStream, nFailover, nBroken, nAbort, nGuardOK, nBlocked = 40, 30, 20, 10, 5, 10, 15
 	for i := 0; i < nBuf; i++ {
 		if _, err := e.sdk.Chat.Completions.New(ctx, chatParams("gpt")); err != nil {
 			t.Fatal(err)
@@ -134,6 +143,18 @@ func TestUsageExportE2E(t *testing.T) {
 	for i := 0; i < nFailover; i++ {
 		if _, err := e.sdk.Chat.Completions.New(ctx, chatParams("grp")); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for i := 0; i < nGuardOK; i++ { // a guardrail runs and lets the request through
+		if _, err := e.sdk.Chat.Completions.New(ctx, chatParams("guarded")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < nBlocked; i++ { // the keyword guardrail blocks the request before any upstream
+		p := chatParams("guarded")
+		p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("tell me about PROJECT-ZEUS")}
+		if _, err := e.sdk.Chat.Completions.New(ctx, p); err == nil {
+			t.Fatal("a request naming PROJECT-ZEUS was not blocked")
 		}
 	}
 	for i := 0; i < nBroken; i++ { // the upstream cuts the stream after 2 chunks
@@ -156,7 +177,7 @@ func TestUsageExportE2E(t *testing.T) {
 		cancel()
 		resp.Body.Close()
 	}
-	const want = nBuf + nStream + 2*nFailover + nBroken + nAbort
+	const want = nBuf + nStream + 2*nFailover + nBroken + nAbort + nGuardOK + nBlocked
 	var recs []map[string]any
 	usagetest.Eventually(t, 30*time.Second, "all records in the bucket", func() bool { recs = e.records(t); return len(recs) >= want })
 	usagetest.Eventually(t, 10*time.Second, "all spans", func() bool { return len(e.otlp.Spans()) >= want })
@@ -183,6 +204,29 @@ func TestUsageExportE2E(t *testing.T) {
 			count["failed"]++
 			if status != 503 || r["target_model"] != "flaky" || r["total_tokens"] != nil || r["cost_usd"] != 0.0 || r["error_class"] == nil || r["model"] != "grp" {
 				t.Fatalf("failed attempt: %v", r)
+			}
+		case r["model"] == "guarded":
+			applied, _ := r["applied_guardrails"].([]any)
+			if len(applied) != 1 || applied[0] != "no-codenames" {
+				t.Fatalf("guarded request without its guardrail: %v", r)
+			}
+			hits, _ := r["guardrail_enforced_hits"].([]any)
+			if status == 200 {
+				count["guard_ok"]++
+				if len(hits) != 0 || r["total_tokens"] == nil {
+					t.Fatalf("guarded request let through: %v", r)
+				}
+				break
+			}
+			count["blocked"]++
+			if len(hits) != 1 {
+				t.Fatalf("blocked request: %v", r)
+			}
+			hit, _ := hits[0].(map[string]any)
+			// Answered by gw itself: no upstream attempt (attempt 0), no target, no tokens.
+			if status != 422 || hit["guardrail"] != "no-codenames" || hit["action"] != "block" || r["error_class"] != "guardrail_blocked" ||
+				r["attempt"] != 0.0 || r["target_model"] != nil || r["total_tokens"] != nil || r["cost_usd"] != 0.0 || r["attempt_kind"] != "final" {
+				t.Fatalf("blocked request: %v", r)
 			}
 		case status == 200:
 			count["ok"]++
@@ -214,7 +258,8 @@ func TestUsageExportE2E(t *testing.T) {
 			t.Fatalf("unexpected record %v", r)
 		}
 	}
-	if count["failed"] != nFailover || count["ok"] != nBuf+nStream+nFailover || count["stream"] != nStream || count["broken"] != nBroken || count["abort"] != nAbort {
+	if count["failed"] != nFailover || count["ok"] != nBuf+nStream+nFailover || count["stream"] != nStream || count["broken"] != nBroken || count["abort"] != nAbort ||
+		count["guard_ok"] != nGuardOK || count["blocked"] != nBlocked {
 		t.Fatalf("record counts %v", count)
 	}
 	// The same records as spans: trace ID = request ID, span per event.
@@ -486,5 +531,104 @@ func TestUsageReloadUnderLoadE2E(t *testing.T) {
 	}
 	if len(recs) != n || len(spans) != n || len(e.otlp.Spans()) != n {
 		t.Fatalf("bucket %d records, OTLP %d spans (%d distinct); want %d", len(recs), len(e.otlp.Spans()), len(spans), n)
+	}
+}
+
+// TestUsageMixAtScaleE2E: 10,000 concurrent requests — plain, failed over,
+// guardrail-passed and guardrail-blocked — each leave exactly their records
+// at both sinks (no loss, no duplicate) and the right count of each kind.
+func TestUsageMixAtScaleE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 requests")
+	}
+	e := startUsage(t, "500", "200")
+	ctx := context.Background()
+	const total, workers = 10000, 8
+	// Request i is: blocked when i%10 == 0, guarded-and-passed when
+	// i%10 == 1, failed over (two records) when i%10 == 2, plain otherwise.
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += workers {
+				var err error
+				switch i % 10 {
+				case 0:
+					p := chatParams("guarded")
+					p.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("PROJECT-ZEUS status?")}
+					if _, err = e.sdk.Chat.Completions.New(ctx, p); err == nil {
+						err = errors.New("a request naming PROJECT-ZEUS was not blocked")
+					} else {
+						err = nil
+					}
+				case 1:
+					_, err = e.sdk.Chat.Completions.New(ctx, chatParams("guarded"))
+				case 2:
+					_, err = e.sdk.Chat.Completions.New(ctx, chatParams("grp"))
+				default:
+					_, err = e.sdk.Chat.Completions.New(ctx, chatParams("gpt"))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	const nBlocked, nGuardOK, nFailover = total / 10, total / 10, total / 10
+	const want = total + nFailover
+	var recs []map[string]any
+	usagetest.Eventually(t, 60*time.Second, "all records in the bucket", func() bool { recs = e.records(t); return len(recs) >= want })
+	usagetest.Eventually(t, 30*time.Second, "all spans", func() bool { return len(e.otlp.Spans()) >= want })
+	time.Sleep(500 * time.Millisecond) // nothing more may arrive
+	recs = e.records(t)
+	spans := e.otlp.Spans()
+	if len(recs) != want || len(spans) != want {
+		t.Fatalf("bucket %d records, OTLP %d spans; want %d each", len(recs), len(spans), want)
+	}
+	seen := make(map[string]bool, want)
+	count := map[string]int{}
+	for _, r := range recs {
+		id := r["event_id"].(string)
+		if seen[id] {
+			t.Fatalf("record %s delivered twice", id)
+		}
+		seen[id] = true
+		status := r["status_code"].(float64)
+		switch {
+		case r["attempt_kind"] == "failed_attempt":
+			count["failed"]++
+		case r["model"] == "guarded" && status == 422 && r["error_class"] == "guardrail_blocked":
+			count["blocked"]++
+		case r["model"] == "guarded" && status == 200:
+			count["guard_ok"]++
+		case r["model"] == "grp" && status == 200:
+			count["failover"]++
+		case r["model"] == "gpt" && status == 200:
+			count["plain"]++
+		default:
+			t.Fatalf("unexpected record %v", r)
+		}
+	}
+	wantCount := map[string]int{"failed": nFailover, "blocked": nBlocked, "guard_ok": nGuardOK, "failover": nFailover,
+		"plain": total - nBlocked - nGuardOK - nFailover}
+	for k, v := range wantCount {
+		if count[k] != v {
+			t.Fatalf("record counts %v; want %v", count, wantCount)
+		}
+	}
+	spanIDs := make(map[string]bool, want)
+	for _, sp := range spans {
+		spanIDs[hex.EncodeToString(sp.TraceId)+hex.EncodeToString(sp.SpanId)] = true
+	}
+	if len(spanIDs) != want {
+		t.Fatalf("%d distinct spans; want %d", len(spanIDs), want)
 	}
 }

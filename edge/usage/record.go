@@ -3,14 +3,16 @@
 // and the senders, per-sink queues and batches, retries and drops, and the
 // encoders shared by the exporters in its sub-packages.
 //
-// The request path only copies a Record into a channel (Pipeline.Emit);
+// The request path only copies a Record into a lock-free ring (Pipeline.Emit, ring.go);
 // normalising, encoding and sending happen on the pipeline's goroutines.
 // The JSON shape is documented in docs/USAGE.md and
 // docs/usage-event.schema.json.
 package usage
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"gw/admin/resources"
@@ -38,15 +40,39 @@ const MaxClassLen = 64
 // UUIDv4 string when encoded.
 type RequestID [16]byte
 
-// NewRequestID returns a random version-4 ID. It does not allocate.
+// Request IDs are a keyed permutation of a process-wide counter, not two
+// random draws per request: one atomic add and a few multiplies instead of
+// the random source (measurably cheaper on the request path). They are
+// still RFC 4122 version-4 shaped and unpredictable enough for a trace ID:
+//   - 64 bits come from mix64(n + idKey): mix64 is a bijection on uint64, so
+//     no two requests of one process share them (for 2^64 requests). Bytes
+//     0-7 carry them, except the 4 bits under the version nibble, which
+//     move to byte 8;
+//   - the other 54 free bits are a random per-process salt, so two processes
+//     (or restarts) collide only by chance of 2^-54 per pair of IDs with the
+//     same 64-bit part.
+var (
+	idCounter atomic.Uint64
+	idKey     = rand.Uint64()
+	idSalt    = rand.Uint64() &^ 0xff // bytes 9-15 of every ID (little-endian word at 8)
+)
+
+// mix64 is SplitMix64's finalizer, an invertible mixing function.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// NewRequestID returns a unique version-4 shaped ID (see above). It does
+// not allocate.
 func NewRequestID() RequestID {
+	u := mix64(idCounter.Add(1) + idKey)
 	var id RequestID
-	a, b := rand.Uint64(), rand.Uint64()
-	for i := 0; i < 8; i++ {
-		id[i], id[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
-	}
-	id[6] = id[6]&0x0f | 0x40
-	id[8] = id[8]&0x3f | 0x80
+	binary.LittleEndian.PutUint64(id[0:8], u)
+	moved := id[6] >> 4
+	id[6] = 0x40 | id[6]&0x0f
+	binary.LittleEndian.PutUint64(id[8:16], idSalt|uint64(0x80|moved))
 	return id
 }
 

@@ -104,6 +104,44 @@ func TestRequestID(t *testing.T) {
 	if len(s) != 36 || s[14] != '4' || !strings.ContainsRune("89ab", rune(s[19])) {
 		t.Fatalf("not a UUIDv4: %s", s)
 	}
+	// Counter-derived: unique in the process, from many goroutines at once,
+	// and every one UUIDv4 shaped; the leading bytes vary (trace IDs do not
+	// share a prefix; the trailing ones are the per-process salt).
+	const perG, gs = 50000, 4
+	ch := make(chan []usage.RequestID, gs)
+	for g := 0; g < gs; g++ {
+		go func() {
+			ids := make([]usage.RequestID, perG)
+			for i := range ids {
+				ids[i] = usage.NewRequestID()
+			}
+			ch <- ids
+		}()
+	}
+	seen := make(map[usage.RequestID]bool, perG*gs)
+	firsts := map[[4]byte]bool{}
+	for g := 0; g < gs; g++ {
+		for _, id := range <-ch {
+			if seen[id] {
+				t.Fatalf("duplicate request ID %s", id)
+			}
+			seen[id] = true
+			if id[6]>>4 != 4 || id[8]>>6 != 2 {
+				t.Fatalf("not a UUIDv4: %s", id)
+			}
+			firsts[[4]byte(id[:4])] = true
+		}
+	}
+	if len(firsts) < perG*gs/2 {
+		t.Fatalf("only %d distinct leading 4 bytes in %d IDs", len(firsts), perG*gs)
+	}
+}
+
+func BenchmarkNewRequestID(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = usage.NewRequestID()
+	}
 }
 
 func TestParseRetryAfter(t *testing.T) {

@@ -20,8 +20,12 @@
 //	DELETE /_mock/requests      forget them
 //	GET  /_mock/stats           counters (requests, in_flight, streams, errors, cuts)
 //	DELETE /_mock/stats         zero the counters except in_flight
+//	POST /v1/traces             OTLP/HTTP traces receiver (protobuf, gzip or not): counts the
+//	                            spans, for gw's otlp_http usage exporter (otlp.go)
+//	GET  /_mock/otlp            OTLP receiver counts (requests, rejected, spans) and the last 16 spans
+//	DELETE /_mock/otlp          forget them
 //
-// /_mock/ requests are neither recorded, counted nor subject to knobs.
+// /_mock/ and /v1/traces requests are neither recorded, counted nor subject to knobs.
 //
 // # Answers
 //

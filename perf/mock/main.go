@@ -34,7 +34,7 @@ func Main(args []string) error {
 	}
 	s := New(cfg)
 	log.Printf("gw mock: fake LLM provider on http://%s (POST /v1/chat/completions, /v1/responses, /v1/messages, "+
-		"/v1/messages/count_tokens; GET /v1/models, /_mock/requests, /_mock/stats)", ln.Addr())
+		"/v1/messages/count_tokens; GET /v1/models, /_mock/requests, /_mock/stats, /_mock/otlp; POST /v1/traces)", ln.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

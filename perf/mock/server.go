@@ -42,6 +42,7 @@ type Server struct {
 	models   []byte // pre-rendered GET /v1/models body
 	rec      *recorder
 	stats    counters
+	otlp     otlpReceiver  // POST /v1/traces (otlp.go)
 	seq      atomic.Uint64 // answer ids
 
 	// done is closed by Shutdown; every pause selects on it so streams end promptly.
@@ -165,6 +166,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if bytes.HasPrefix(path, strMockPrefix) {
 		s.serveInspection(ctx, path[len(strMockPrefix):])
+		return
+	}
+	if bytes.Equal(path, strOTLPTracesPath) {
+		s.serveOTLPTraces(ctx)
 		return
 	}
 	s.stats.requests.Add(1)
@@ -339,7 +344,7 @@ func (s *Server) resetStats() {
 	s.stats.cuts.Store(0)
 }
 
-// serveInspection answers /_mock/requests and /_mock/stats. These requests are neither
+// serveInspection answers /_mock/requests, /_mock/stats and /_mock/otlp. These requests are neither
 // recorded nor counted.
 func (s *Server) serveInspection(ctx *fasthttp.RequestCtx, name []byte) {
 	var v any
@@ -366,8 +371,17 @@ func (s *Server) serveInspection(ctx *fasthttp.RequestCtx, name []byte) {
 			ctx.SetStatusCode(fasthttp.StatusNoContent)
 			return
 		}
+	case "otlp":
+		switch {
+		case ctx.IsGet():
+			v = s.OTLP()
+		case ctx.IsDelete():
+			s.otlp.reset()
+			ctx.SetStatusCode(fasthttp.StatusNoContent)
+			return
+		}
 	default:
-		ctx.Error("mock: unknown inspection endpoint; see /_mock/requests and /_mock/stats", fasthttp.StatusNotFound)
+		ctx.Error("mock: unknown inspection endpoint; see /_mock/requests, /_mock/stats and /_mock/otlp", fasthttp.StatusNotFound)
 		return
 	}
 	if v == nil {

@@ -1,0 +1,81 @@
+package usage
+
+import "sync/atomic"
+
+// ring is the bounded queue between the proxy and the dispatcher: a
+// lock-free multi-producer, single-consumer ring of Records (Vyukov's
+// bounded queue). It replaces a buffered channel, whose lock the sender
+// and the draining dispatcher fought over: under load that lock cost more
+// than the rest of a record's emission. A producer claims a slot with one
+// CAS on head, copies its record into the slot and publishes it by storing
+// the slot's sequence; the consumer reads slots in order and hands each
+// back by advancing its sequence one lap.
+type ring struct {
+	slots []ringSlot
+	mask  uint64
+	_     [48]byte
+	head  atomic.Uint64 // next position to claim (producers)
+	_     [56]byte
+	tail  uint64 // next position to read (the dispatcher only)
+}
+
+type ringSlot struct {
+	// seq == pos: free for the producer of position pos; seq == pos+1:
+	// holds the record of pos for the consumer.
+	seq atomic.Uint64
+	rec Record
+}
+
+// newRing makes a ring of at least n slots (rounded up to a power of two).
+func newRing(n int) *ring {
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	r := &ring{slots: make([]ringSlot, size), mask: uint64(size - 1)}
+	for i := range r.slots {
+		r.slots[i].seq.Store(uint64(i))
+	}
+	return r
+}
+
+// put copies *rec into the ring; false when the ring is full. Safe for
+// concurrent use; it does not allocate.
+func (r *ring) put(rec *Record) bool {
+	pos := r.head.Load()
+	for {
+		s := &r.slots[pos&r.mask]
+		switch seq := s.seq.Load(); {
+		case seq == pos:
+			if r.head.CompareAndSwap(pos, pos+1) {
+				s.rec = *rec
+				s.seq.Store(pos + 1)
+				return true
+			}
+			pos = r.head.Load()
+		case int64(seq-pos) < 0:
+			return false // the slot still holds the record of the previous lap
+		default:
+			pos = r.head.Load() // another producer claimed pos
+		}
+	}
+}
+
+// peek returns the next record, or nil when none is published yet. The
+// record stays valid until release. Dispatcher goroutine only.
+func (r *ring) peek() *Record {
+	s := &r.slots[r.tail&r.mask]
+	if s.seq.Load() != r.tail+1 {
+		return nil
+	}
+	return &s.rec
+}
+
+// release hands the slot returned by peek back to the producers, clearing
+// it so the ring does not keep old snapshots' strings alive.
+func (r *ring) release() {
+	s := &r.slots[r.tail&r.mask]
+	s.rec = Record{}
+	s.seq.Store(r.tail + r.mask + 1)
+	r.tail++
+}
