@@ -48,6 +48,18 @@ func TestExtract(t *testing.T) {
 		{"role":"user","content":"latest"}]}`,
 		"system/content=dev rules\nuser/content=part é\nassistant/key=city\nassistant/args=Paris\nassistant/key=n\nassistant/num=3\nassistant/key=tags\nassistant/args=a\n"+
 			"tool/key/L=temp\ntool/num/L=21\ntool/result/L=plain result\nuser/content/L=latest\n")
+	// The one-pass chat walk: keys spelled with escapes, the role after
+	// the content, escaped texts, duplicated members (the last wins, as
+	// in rawjson.Get), non-object messages skipped.
+	f("chat escapes", ChatRequest, `{"m\u0065ssages":[
+		{"content":"a\\b \"q\"","r\u006fle":"assist\u0061nt","reasoning_content":"why\n","refusal":"no"},
+		7, "x", [1],
+		{"role":"tool","role":"user","c\u006fntent":"plain"}]}`,
+		"assistant/content=a\\b \"q\"\nassistant/reasoning=why\n\nassistant/content=no\nuser/content/L=plain\n")
+	f("chat duplicate messages", ChatRequest, `{"messages":[{"role":"user","content":"first"}],"model":"m","messages":[{"role":"user","content":"second"}]}`,
+		"user/content/L=second\n")
+	f("chat messages last not an array", ChatRequest, `{"messages":[{"role":"user","content":"first"}],"messages":null}`, "")
+	f("chat no messages", ChatRequest, `{"model":"m","input":"x"}`, "")
 	f("messages", MessagesRequest, `{"model":"m","system":[{"type":"text","text":"sys"}],"messages":[
 		{"role":"user","content":"hi"},
 		{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"ok"},{"type":"tool_use","id":"t","name":"f","input":{"q":"x","k":1.5}}]},
