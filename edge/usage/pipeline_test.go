@@ -10,38 +10,12 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"gw/edge/usage"
+	"gw/edge/usage/usagetest"
 )
 
-// fakeClock advances by exactly the waits the pipeline asks for.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.waits = append(c.waits, d)
-	now := c.now
-	c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	ch <- now
-	return ch
-}
-
-func (c *fakeClock) Waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.waits...)
+// newFakeClock is usagetest's clock at a fixed start.
+func newFakeClock() *usagetest.FakeClock {
+	return usagetest.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // testSink records accepted batches; fail decides each send's outcome.
