@@ -64,12 +64,15 @@ func (p *Proxy) inputPolicy(ctx *fasthttp.RequestCtx, c *call) bool {
 		body = c.body
 	}
 	if err := g.x.Extract(&g.e, c.surf.guardIn, body); err != nil {
-		// Unreachable (the read stage validated the body), but a protection
-		// that cannot run must not be skipped: fail closed.
-		c.errClass = "guardrail_unavailable"
-		g.e.Outcome.BlockedFailClosed = true
-		c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable, msgUnavailable)
-		return false
+		// A body the engine cannot read cannot be judged (the read stage
+		// validated requests; an upstream answer may still be garbage): the
+		// chain's fail-open rules decide, never silence.
+		if g.e.Unreadable(guard.Input, stages) >= guard.Blocked {
+			c.errClass = "guardrail_unavailable"
+			c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable, msgUnavailable)
+			return false
+		}
+		return true
 	}
 	d := g.e.Judge(context.Background(), guard.Input, c.plan.Alias, stages)
 	p.logGuardErr(c)

@@ -40,12 +40,15 @@ func (c *call) outputOn() bool { return c.g.on && len(c.g.e.Chain.Output) > 0 }
 func (p *Proxy) guardAnswer(ctx *fasthttp.RequestCtx, c *call, body []byte, f guard.Format) ([]byte, bool) {
 	g := &c.g
 	if err := g.x.Extract(&g.e, f, body); err != nil {
-		// An answer the engine cannot read cannot be judged, and a
-		// protection that cannot run must not be skipped: fail closed.
-		c.errClass = "guardrail_unavailable"
-		g.e.Outcome.BlockedFailClosed = true
-		c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable, msgUnavailable)
-		return nil, false
+		// A body the engine cannot read cannot be judged (the read stage
+		// validated requests; an upstream answer may still be garbage): the
+		// chain's fail-open rules decide, never silence.
+		if g.e.Unreadable(guard.Output, g.e.Chain.Output) >= guard.Blocked {
+			c.errClass = "guardrail_unavailable"
+			c.surf.writeError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable, msgUnavailable)
+			return nil, false
+		}
+		return body, true
 	}
 	d := g.e.Judge(context.Background(), guard.Output, c.plan.Alias, g.e.Chain.Output)
 	p.logGuardErr(c)

@@ -185,6 +185,18 @@ func (s *ChatStream) Push(data []byte) Decision {
 		s.emit(data)
 		return Pass
 	}
+	if unreadable(data) {
+		// A chunk the filter cannot read cannot be judged: the chain's
+		// fail-open rules decide, and what is held before it goes first.
+		if d := s.e.Unreadable(Output, s.stages); d >= Blocked {
+			return d
+		}
+		if d := s.flushAll(); d >= Blocked {
+			return d
+		}
+		s.emit(data)
+		return Pass
+	}
 	s.texts, s.spans = s.texts[:0], s.spans[:0]
 	lead, rest := s.scan(data)
 	if len(s.texts) == 0 && !rest {

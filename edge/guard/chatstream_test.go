@@ -185,3 +185,40 @@ func TestChatStreamLogprobs(t *testing.T) {
 		}
 	}
 }
+
+// TestChatStreamUnreadableChunk: a chunk that is not JSON cannot be judged,
+// so the chain's fail-open rules decide; fail-closed ends the stream
+// (Unavailable) before the chunk or anything held after it is released,
+// fail-open passes it in order with the bypass recorded.
+func TestChatStreamUnreadableChunk(t *testing.T) {
+	bad := `{"choices":[{"index":0,"delta":{"content":"forbidden"}}]`
+	f := func(mut func(g *resources.Guardrail), want Decision, wantBypass string, wantClosed bool) {
+		t.Helper()
+		var e Exec
+		var s ChatStream
+		s.Reset(context.Background(), &e, "m", []*Stage{stage("kw", &wordChecker{word: "forbidden"}, mut)})
+		if d := s.Push([]byte(chunk(`{"content":"held text"}`, ""))); d != Pass {
+			t.Fatalf("first chunk: decision %d", d)
+		}
+		if d := s.Push([]byte(bad)); d != want {
+			t.Fatalf("unreadable chunk: decision %d; want %d", d, want)
+		}
+		var released []string
+		for c, ok := s.Next(); ok; c, ok = s.Next() {
+			released = append(released, string(c))
+		}
+		if e.Outcome.BypassedReason != wantBypass || e.Outcome.BlockedFailClosed != wantClosed {
+			t.Fatalf("outcome %+v", e.Outcome)
+		}
+		if want == Pass && (len(released) == 0 || released[len(released)-1] != bad) {
+			t.Fatalf("fail-open: released %q; want the held text, then the chunk as is", released)
+		}
+		for _, r := range released[:max(len(released)-1, 0)] {
+			if strings.Contains(r, "forbidden") {
+				t.Fatalf("released %q", r)
+			}
+		}
+	}
+	f(nil, Unavailable, "", true)
+	f(func(g *resources.Guardrail) { g.OutputFailOpen = true }, Pass, BypassUnreadable, false)
+}

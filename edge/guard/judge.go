@@ -1,11 +1,14 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"gw/sse/rawjson"
 )
 
 // HitAction is what a guardrail hit did (enforced) or would have done
@@ -36,6 +39,7 @@ const (
 	BypassKindNotBuilt   = "kind_not_built"         // fail_open: the kind is not in this build
 	BypassBufferExceeded = "output_buffer_exceeded" // on_buffer_exceeded: fail_open
 	BypassUnsupported    = "unsupported_route"      // output_fail_open: the route cannot be judged (native streams)
+	BypassUnreadable     = "unreadable_content"     // fail_open: a body or stream event that is not JSON
 )
 
 var (
@@ -45,7 +49,7 @@ var (
 )
 
 func init() {
-	for _, r := range []string{BypassCheckFailed, BypassKindNotBuilt, BypassBufferExceeded, BypassUnsupported} {
+	for _, r := range []string{BypassCheckFailed, BypassKindNotBuilt, BypassBufferExceeded, BypassUnsupported, BypassUnreadable} {
 		bypassTotal[r] = metrics.NewCounter(`gw_guardrail_bypasses_total{reason="` + r + `"}`)
 	}
 }
@@ -303,6 +307,38 @@ func (e *Exec) Judge(ctx context.Context, p Phase, model string, stages []*Stage
 		}
 	}
 	return dec
+}
+
+// Unreadable applies the fail-open rules of stages to content the engine
+// cannot read (a body or a stream event that is not JSON): for each stage
+// it is a check that could not complete, so a fail-closed stage rejects
+// (Unavailable) and the others pass it with a bypass (monitor: would_block)
+// recorded. Such content is never passed unjudged in silence.
+func (e *Exec) Unreadable(p Phase, stages []*Stage) Decision {
+	for _, st := range stages {
+		e.Outcome.applied(st.G.Name)
+		failOpen := st.G.FailOpen
+		if p == Output {
+			failOpen = st.G.OutputFailOpen
+		}
+		switch {
+		case failOpen:
+			e.Outcome.Bypass(BypassUnreadable)
+		case st.monitor:
+			e.Outcome.hit(st, HitWouldBlock)
+		default:
+			e.Outcome.hit(st, HitBlockedFailClosed)
+			e.Outcome.BlockedFailClosed = true
+			return Unavailable
+		}
+	}
+	return Pass
+}
+
+// unreadable reports a stream event whose data is not JSON. Empty data
+// (an SSE keep-alive) carries nothing and is not unreadable.
+func unreadable(data []byte) bool {
+	return len(bytes.TrimSpace(data)) > 0 && !rawjson.Valid(data)
 }
 
 // check runs one checker, with the stage's own deadline when it has one.
