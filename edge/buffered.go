@@ -7,12 +7,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
-	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 	"gw/admin/snapshot"
 	"gw/edge/guard"
-	"gw/sse/msgconv"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -109,11 +107,12 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		c.ttfb = time.Since(c.start)
 		return
 	}
-	if up.Protocol == anthropic.ProtocolMessages {
-		// A messages upstream: its answer becomes a chat completion first.
+	if pr := protocolOf(up.Protocol); pr != nil {
+		// An upstream of another protocol: its answer becomes a chat
+		// completion first.
 		cb := bodyBufPool.Get().(*[]byte)
 		defer bodyBufPool.Put(cb)
-		out, _, err := msgconv.MessagesResponseToChat((*cb)[:0], body, c.plan.AliasBytes)
+		out, err := pr.toChat((*cb)[:0], body, c.plan.AliasBytes)
 		if err != nil {
 			c.surf.writeError(ctx, fasthttp.StatusBadGateway, "server_error", "bad_upstream_response", "cannot convert the upstream answer: "+err.Error())
 			c.errClass = "conversion"

@@ -10,12 +10,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 	"gw/edge/guard"
 	"gw/sse"
-	"gw/sse/msgconv"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -36,7 +34,8 @@ type relayState struct {
 	hooked bool
 	gone   bool
 
-	rd      *sse.Reader
+	rd      eventSource // the upstream's events (SSE unless proto says otherwise)
+	proto   *upProtocol // the upstream's protocol; nil: chat completions
 	resp    *fasthttp.Response
 	pending []byte // events read before the commit point, already rewritten
 	out     []byte // one outgoing event
@@ -53,8 +52,9 @@ type relayState struct {
 	respID      []byte // the response's id (JSON literal)
 	respCreated []byte // its created_at (JSON literal)
 
-	// A messages-protocol upstream: its events become chat chunks first.
-	up    *msgconv.MessagesToChatStream
+	// An upstream of another protocol (proto): its events become chat
+	// chunks first.
+	up    upStream
 	upBuf []byte // converted chat frames not yet consumed
 	upOff int
 
@@ -73,7 +73,7 @@ var errStreamErrored = errors.New("edge: upstream stream reported an error")
 
 // next returns the next chat-completions chunk payload of the upstream
 // stream ("[DONE]" included): the upstream's own events, or — for a
-// messages upstream — the chat chunks its events convert to.
+// upstream of another protocol — the chat chunks its events convert to.
 func (s *relayState) next() ([]byte, error) {
 	if s.gs != nil {
 		return s.guardedNext()
@@ -140,7 +140,7 @@ var relayPool = sync.Pool{New: func() any {
 
 func (s *relayState) release() {
 	if s.rd != nil {
-		sse.ReleaseReader(s.rd)
+		s.proto.closeSource(s.rd)
 	}
 	if s.resp != nil {
 		// A body read to its end returns the connection to the pool; closing
@@ -154,12 +154,12 @@ func (s *relayState) release() {
 		s.conv, s.convRel = nil, nil
 	}
 	if s.up != nil {
-		msgconv.ReleaseMessagesToChatStream(s.up)
+		s.proto.release(s.up)
 		s.up = nil
 	}
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
 	s.gs, s.ns, s.gEnded, s.gErr, s.gDec, s.gDone = nil, nil, false, nil, guard.Pass, false
-	s.rd, s.resp, s.p, s.c = nil, nil, nil, nil
+	s.rd, s.proto, s.resp, s.p, s.c = nil, nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
 	s.w, s.hooked, s.gone = nil, false, false
@@ -236,7 +236,8 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			}
 			s := relayPool.Get().(*relayState)
 			s.resp, s.gap, s.marker = resp, t.StreamTimeout, up.Key.Response.StreamDoneMarker
-			s.rd = sse.AcquireReader(resp.BodyStream())
+			s.proto = protocolOf(up.Protocol)
+			s.rd = s.proto.openSource(resp.BodyStream())
 			switch {
 			case c.native:
 				s.native = true // the upstream speaks the caller's format: relay events as they are
@@ -248,8 +249,8 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 				if c.surf.newStream != nil {
 					s.conv, s.convRel = c.surf.newStream(c), c.surf.releaseStream
 				}
-				if up.Protocol == anthropic.ProtocolMessages {
-					s.up = msgconv.AcquireMessagesToChatStream(c.plan.AliasBytes)
+				if s.proto != nil {
+					s.up = s.proto.acquire(c.plan.AliasBytes)
 				}
 				if c.outputOn() {
 					s.gs = &c.g.cs

@@ -1,0 +1,89 @@
+package edge
+
+import (
+	"io"
+
+	"gw/adapters/anthropic"
+	"gw/sse"
+	"gw/sse/msgconv"
+)
+
+// upProtocol is how the edge reads an upstream whose answers to chat calls
+// are not in the chat-completions wire format (snapshot.Upstream.Protocol,
+// the adapter's Protocoler answer). A new upstream protocol is one entry in
+// upProtocols; the buffered path, the relay and the output policy only ever
+// see chat completions.
+type upProtocol struct {
+	// toChat converts a buffered answer into a chat completion whose model
+	// is alias (a JSON string literal).
+	toChat func(dst, body, alias []byte) ([]byte, error)
+	// acquire returns pooled per-stream state turning the upstream's events
+	// into chat-chunk frames ("data: {...}\n\n"); release gives it back.
+	acquire func(alias []byte) upStream
+	release func(upStream)
+	// source reads a stream body's events; nil means the body is SSE. A
+	// binary framing (for example AWS event streams) decodes each message
+	// into an sse.Event (Name: the event type, Data: its payload) here.
+	source func(body io.Reader) eventSource
+	// closeSource releases what source returned (nil: nothing to release).
+	closeSrc func(eventSource)
+}
+
+// upStream converts one upstream stream's events into chat-chunk frames.
+type upStream interface {
+	// Event appends the chat frames event (name, data) converts to.
+	Event(dst, name, data []byte) ([]byte, error)
+	// End appends what a clean end of the upstream stream adds.
+	End(dst []byte) []byte
+	// Err is the in-band error the upstream reported (its frame already
+	// converted), nil if none.
+	Err() error
+}
+
+// eventSource yields a stream body's events; *sse.Reader is the SSE one.
+type eventSource interface {
+	// Next returns the next event; its bytes are valid until the next call.
+	Next() (sse.Event, error)
+	// Pending reports whether an event is ready without reading.
+	Pending() bool
+}
+
+// upProtocols lists the upstream protocols other than chat completions.
+var upProtocols = map[string]*upProtocol{
+	anthropic.ProtocolMessages: {
+		toChat: func(dst, body, alias []byte) ([]byte, error) {
+			out, _, err := msgconv.MessagesResponseToChat(dst, body, alias)
+			return out, err
+		},
+		acquire: func(alias []byte) upStream { return msgconv.AcquireMessagesToChatStream(alias) },
+		release: func(s upStream) { msgconv.ReleaseMessagesToChatStream(s.(*msgconv.MessagesToChatStream)) },
+	},
+}
+
+// protocolOf returns the protocol entry of an upstream (nil: chat
+// completions).
+func protocolOf(name string) *upProtocol {
+	if name == "" {
+		return nil
+	}
+	return upProtocols[name]
+}
+
+// openSource returns the event source of a stream body.
+func (pr *upProtocol) openSource(body io.Reader) eventSource {
+	if pr == nil || pr.source == nil {
+		return sse.AcquireReader(body)
+	}
+	return pr.source(body)
+}
+
+// closeSource releases what openSource returned.
+func (pr *upProtocol) closeSource(src eventSource) {
+	if pr == nil || pr.source == nil {
+		sse.ReleaseReader(src.(*sse.Reader))
+		return
+	}
+	if pr.closeSrc != nil {
+		pr.closeSrc(src)
+	}
+}
