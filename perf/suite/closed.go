@@ -119,6 +119,23 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		return err
 	}
 	defer gw.Stop()
+	// A second gw on the same file plus two usage exporters (OTLP/HTTP and
+	// an S3 object store) delivering to a sink that accepts and discards
+	// everything: the cost of exporting, against the same run's gw.
+	sink, err := startSink()
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	xfile := filepath.Join(tmp, "closed-exporters.yaml")
+	if err := os.WriteFile(xfile, []byte(basicFile(streamPath)+exportersBlock(sink.URL)), 0o600); err != nil {
+		return err
+	}
+	gwx, err := StartGW(o.GWBin, -1, xfile, env)
+	if err != nil {
+		return err
+	}
+	defer gwx.Stop()
 	type target struct {
 		name, base, key, model, streamModel string
 		pid                                 int
@@ -129,6 +146,7 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		// The same gw on aliases with a guardrail chain attached (keyword
 		// 50 literals + 5 regexes, pii all nine; input and streamed output).
 		{"gw-guarded", "http://" + gw.Addr + "/v1", "perf-caller", "gpt-guarded", "gpt-stream-guarded", gw.PID()},
+		{"gw-exporters", "http://" + gwx.Addr + "/v1", "perf-caller", "gpt", "gpt-stream", gwx.PID()},
 	}
 	for _, p := range o.Peers {
 		targets = append(targets, target{p.Name, p.URL, p.APIKey, p.Model, p.StreamModel, p.PID})
@@ -197,6 +215,11 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 				f.Budget = b(ratioBud)
 			}
 			rep.add(f)
+			if t.name == "gw-exporters" {
+				gwRPS := median(samples[kind+"/gw"].rps)
+				rep.add(Figure{Scenario: sc, Name: "gw-exporters / gw (two usage exporters on vs none)", Value: rps / max(gwRPS, 1), Unit: "ratio",
+					Budget: b(bud.ExportersRatioMin), Note: fmt.Sprintf("the sink received %d batches, %d bytes so far", sink.Requests(), sink.Bytes())})
+			}
 			if len(s.cpuUS) > 0 {
 				f := Figure{Scenario: sc, Name: t.name + " CPU per request", Value: median(s.cpuUS), Unit: "µs",
 					Note: "utime+stime from /proc/<pid>/stat over the measured window (rounds " + joinF(s.cpuUS, 1) + ")"}

@@ -53,6 +53,7 @@ type Budgets struct {
 	ClosedStreamCPUUS      float64 `yaml:"closed_stream_cpu_us"`
 	AddedP99At2kShared     float64 `yaml:"added_p99_us_at_2k_shared"`
 	ColdStartMS            float64 `yaml:"cold_start_ms"`
+	ExportersRatioMin      float64 `yaml:"exporters_ratio_min"`
 }
 
 // Figure is one reported number, with its budget when it has one.

@@ -51,3 +51,19 @@ func TestStreamSpan(t *testing.T) {
 		t.Fatalf("span %g µs; want 2040000", got)
 	}
 }
+
+// TestExportersFile: scenario 8's gw-exporters file loads with both
+// exporters pointed at the sink.
+func TestExportersFile(t *testing.T) {
+	env := map[string]string{"PERF_UPSTREAM_KEY": "sk-perf", "PERF_CALLER_KEY": "perf-caller", "PERF_MOCK": "http://127.0.0.1:1"}
+	res := resources.Load([]byte(basicFile("")+exportersBlock("http://127.0.0.1:2")), func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	})
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Resources.ObservabilityExporters); n != 2 {
+		t.Fatalf("%d exporters; want otlp_http and object_store", n)
+	}
+}
