@@ -103,6 +103,18 @@ func (s *NativeStream) minimalDelta(h *heldEvent, text []byte) {
 	s.obuf = append(s.obuf, '}')
 }
 
+// repeatsText reports whether a Responses event (by its SSE event name)
+// repeats the text of earlier deltas, so that rewriteDone edits it on a
+// masked stream.
+func repeatsText(name []byte) bool {
+	for _, n := range [...][]byte{respTextDone, respRefusalDone, respArgsDone, respPartDone, respItemDone, respCompleted, respIncomplete, respFailedEv} {
+		if bytes.Equal(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
 // maskedChannel returns the masked channel with key, or nil.
 func (s *NativeStream) maskedChannel(key int64) *nchannel {
 	for i := range s.chans {

@@ -83,6 +83,7 @@ type heldEvent struct {
 	end        int64  // the channel's text position at the end of this event's text
 	n          int64  // text bytes this event carries
 	own        bool   // data is a span of obuf (rewritten), not of arena
+	final      bool   // already reduced to what may pass: never rewritten
 }
 
 // Reset prepares s for a native stream of format f.
@@ -163,6 +164,24 @@ func (s *NativeStream) Push(name, data []byte) Decision {
 	if !ok {
 		if d := s.flushAll(); d >= Blocked {
 			return d
+		}
+		if unreadable(data) {
+			if s.format == NativeResponses && s.masked && repeatsText(name) {
+				// A masked stream's event that repeats the deltas' text,
+				// malformed: which block it repeats cannot be read, so
+				// only its type passes.
+				s.tmp = append(s.tmp[:0], `{"type":`...)
+				s.tmp = rawjson.AppendQuoteBytes(s.tmp, name)
+				s.tmp = append(s.tmp, '}')
+				s.hold(name, s.tmp, -1, 0)
+				s.held[len(s.held)-1].final = true
+				s.releaseReady()
+				return Pass
+			} else if d := s.e.Unreadable(Output, s.stages); d >= Blocked {
+				// An event the filter cannot read cannot be judged: the
+				// chain's fail-open rules decide, as for chat chunks.
+				return d
+			}
 		}
 		s.hold(name, data, -1, 0)
 		s.releaseReady()
@@ -250,7 +269,7 @@ func (s *NativeStream) releaseReady() {
 	for n < len(s.held) {
 		h := s.held[n]
 		if h.ch < 0 {
-			if s.masked && s.format == NativeResponses {
+			if s.masked && s.format == NativeResponses && !h.final {
 				s.rewriteDone(&h)
 			}
 			s.q = append(s.q, h)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"gw/admin/resources"
 )
 
 type nev struct{ name, data string }
@@ -89,5 +91,30 @@ func TestNativeResponsesStream(t *testing.T) {
 	out, d, _ := runNative(t, NativeResponses, []*Stage{stage("kw", &wordChecker{word: "forbidden"}, nil)}, evs)
 	if d != Blocked || len(out) != 1 {
 		t.Fatalf("block: %d %v", d, out)
+	}
+}
+
+// TestNativeStreamUnreadableEvent: a native event that is not JSON (here a
+// truncated text delta carrying a blocked word) cannot be judged, so the
+// chain's fail-open rules decide: fail-closed ends the stream before it is
+// released, fail-open passes it with the bypass recorded.
+func TestNativeStreamUnreadableEvent(t *testing.T) {
+	for _, tc := range []struct {
+		f   NativeFormat
+		bad nev
+	}{
+		{NativeMessages, nev{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"forbidden"}`}},
+		{NativeResponses, nev{"response.output_text.delta", `{"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"forbidden"`}},
+	} {
+		for _, open := range []bool{false, true} {
+			st := []*Stage{stage("kw", &wordChecker{word: "forbidden"}, func(g *resources.Guardrail) { g.OutputFailOpen = open })}
+			out, d, e := runNative(t, tc.f, st, []nev{tc.bad})
+			switch {
+			case !open && (d != Unavailable || len(out) != 0 || !e.Outcome.BlockedFailClosed):
+				t.Fatalf("format %d fail-closed: decision %d, released %v, outcome %+v", tc.f, d, out, e.Outcome)
+			case open && (d != Pass || len(out) != 1 || out[0] != tc.bad || e.Outcome.BypassedReason != BypassUnreadable):
+				t.Fatalf("format %d fail-open: decision %d, released %v, outcome %+v", tc.f, d, out, e.Outcome)
+			}
+		}
 	}
 }
