@@ -179,11 +179,14 @@ func buildAutomaton(lits []string, factors []string, factorBits []uint64) (*auto
 // that ends first in data (lowest id on a tie), or -1, and when it is -1
 // the prefilter bits of every factor in data.
 func (a *automaton) scan(data []byte) (lit int32, seen uint64) {
-	if len(data) < splitMin || len(data) < 4*a.maxLen {
+	switch {
+	case len(data) < splitMin || len(data) < 4*a.maxLen:
 		_, lit, seen = a.run(0, data)
 		return lit, seen
+	case len(data) < 8*a.maxLen:
+		return a.scan2(data)
 	}
-	return a.scan2(data)
+	return a.scan4(data)
 }
 
 // Texts shorter than splitMin are scanned as one stream.
@@ -259,4 +262,80 @@ func (a *automaton) scan2(data []byte) (int32, uint64) {
 	}
 	_, lit, seen = a.run(sb, B[n:])
 	return lit, seenA | seenB | seen
+}
+
+// scan4 is scan2 with four interleaved streams, for texts long enough that
+// the maxLen-1 overlap each stream adds is small against its share. The
+// argument is scan2's by induction: stream i starts from the root at its
+// quarter and covers maxLen-1 bytes past it, so when streams 0..i-1 found
+// no literal, stream i's first literal is the first overall.
+func (a *automaton) scan4(data []byte) (int32, uint64) {
+	q, ext := len(data)/4, a.maxLen-1
+	d0, d1, d2, d3 := data[:q+ext:q+ext], data[q:2*q+ext:2*q+ext], data[2*q:3*q+ext:3*q+ext], data[3*q:]
+	n := min(len(d0), len(d3)) // d0, d1 and d2 are equally long
+	d0, d1, d2, d3 = d0[:n], d1[:n], d2[:n], d3[:n]
+	trans, cls := a.trans, &a.cls
+	var s0, s1, s2, s3 uint32
+	var seen0, seen1, seen2, seen3 uint64
+	hit1, hit2, hit3 := int32(-1), int32(-1), int32(-1)
+	for k := range d0 {
+		e0 := trans[s0+uint32(cls[d0[k]])]
+		e1 := trans[s1+uint32(cls[d1[k]])]
+		e2 := trans[s2+uint32(cls[d2[k]])]
+		e3 := trans[s3+uint32(cls[d3[k]])]
+		if e0|e1|e2|e3 >= flagFactor {
+			if e0 >= flagFactor {
+				st := (e0 & rowMask) >> a.shift
+				if e0&flagLiteral != 0 {
+					return a.lit[st], 0
+				}
+				seen0 |= a.factor[st]
+			}
+			a.note(e1, &hit1, &seen1)
+			a.note(e2, &hit2, &seen2)
+			a.note(e3, &hit3, &seen3)
+		}
+		s0, s1, s2, s3 = e0&rowMask, e1&rowMask, e2&rowMask, e3&rowMask
+	}
+	// Tails, in stream order: a stream's own first literal counts only when
+	// every earlier stream has none.
+	seen := seen0
+	for i, st := range [4]struct {
+		s    uint32
+		hit  int32
+		seen uint64
+		tail []byte
+	}{
+		{s0, -1, 0, data[n:min(q+ext, len(data))]},
+		{s1, hit1, seen1, data[q+n : min(2*q+ext, len(data))]},
+		{s2, hit2, seen2, data[2*q+n : min(3*q+ext, len(data))]},
+		{s3, hit3, seen3, data[3*q+n:]},
+	} {
+		if st.hit >= 0 {
+			return st.hit, 0
+		}
+		_, lit, sn := a.run(st.s, st.tail)
+		if lit >= 0 {
+			return lit, 0
+		}
+		if i > 0 {
+			seen |= st.seen
+		}
+		seen |= sn
+	}
+	return -1, seen
+}
+
+// note records a stream's output entry e: its first literal, or the
+// factors seen before it.
+func (a *automaton) note(e uint32, hit *int32, seen *uint64) {
+	if e < flagFactor || *hit >= 0 {
+		return
+	}
+	st := (e & rowMask) >> a.shift
+	if e&flagLiteral != 0 {
+		*hit = a.lit[st]
+		return
+	}
+	*seen |= a.factor[st]
 }

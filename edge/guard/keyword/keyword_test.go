@@ -223,6 +223,10 @@ func TestScan2(t *testing.T) {
 		if got != want || want < 0 && gotSeen != wantSeen {
 			t.Fatalf("lits %q factors %q data %q: scan2 = %d %b; run = %d %b", lits, factors, data, got, gotSeen, want, wantSeen)
 		}
+		got, gotSeen = a.scan4(data)
+		if got != want || want < 0 && gotSeen != wantSeen {
+			t.Fatalf("lits %q factors %q data %q: scan4 = %d %b; run = %d %b", lits, factors, data, got, gotSeen, want, wantSeen)
+		}
 	}
 }
 
