@@ -36,11 +36,43 @@ var lineBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return 
 
 func (l *AccessLog) run() {
 	defer close(l.done)
+	out := make([]byte, 0, atomicWrite)
 	for b := range l.ch {
-		_, _ = l.w.Write(*b)
-		*b = (*b)[:0]
-		lineBufPool.Put(b)
+		out = l.take(out[:0], b)
+		// Lines already queued go out with it: a busy gateway makes one
+		// write per several lines instead of one each, and a lone line is
+		// never held back waiting for company.
+	more:
+		for {
+			select {
+			case b, ok := <-l.ch:
+				if !ok {
+					break more
+				}
+				if len(out)+len(*b) > atomicWrite {
+					_, _ = l.w.Write(out)
+					out = out[:0]
+				}
+				out = l.take(out, b)
+			default:
+				break more
+			}
+		}
+		_, _ = l.w.Write(out)
 	}
+}
+
+// atomicWrite bounds one write of several lines: the log shares stderr
+// with other writers, and a pipe keeps a write whole only up to PIPE_BUF
+// (4096 bytes on Linux), so lines are never cut by another writer's.
+const atomicWrite = 4096
+
+// take appends a queued line to out and recycles its buffer.
+func (l *AccessLog) take(out []byte, b *[]byte) []byte {
+	out = append(out, *b...)
+	*b = (*b)[:0]
+	lineBufPool.Put(b)
+	return out
 }
 
 // Close flushes queued lines and stops the writer.
