@@ -9,6 +9,8 @@ LISTEN ?= 127.0.0.1:8080
 MOCK_LISTEN ?= 127.0.0.1:9999
 S3RVER_VERSION ?= 3.7.1
 S3RVER_DIR ?= $(HOME)/.cache/gw/s3rver
+FAKE_GCS_VERSION ?= v1.56.1
+TOOLS_BIN ?= $(HOME)/.cache/gw/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Demo credentials used by `make run` with examples/gw.yaml (the mock upstream accepts any key).
@@ -48,6 +50,11 @@ deps:
 			$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq npm >/dev/null; }; \
 		echo "installing s3rver@$(S3RVER_VERSION) (npm) into $(S3RVER_DIR)"; \
 		mkdir -p $(S3RVER_DIR) && npm install --prefix $(S3RVER_DIR) --no-audit --no-fund --silent s3rver@$(S3RVER_VERSION) >/dev/null; }
+	@# The GCS exporter's cloud-identity test uploads to a real Cloud Storage
+	@# emulator (fake-gcs-server, built from the Go module proxy into
+	@# $(TOOLS_BIN); a few minutes the first time, kept across runs).
+	@[ -x $(TOOLS_BIN)/fake-gcs-server ] || { echo "building fake-gcs-server@$(FAKE_GCS_VERSION) into $(TOOLS_BIN)"; \
+		GOBIN=$(TOOLS_BIN) GOFLAGS= $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_VERSION); }
 
 test: deps lint unit fuzz-short
 

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -153,6 +154,17 @@ func ObjectName(prefix string, b *usage.Batch) string {
 func gcsJSONPut(cfg *resources.ObjectStoreExporter) func(context.Context, string, []byte) error {
 	var ts oauth2.TokenSource
 	client := &http.Client{Timeout: 30 * time.Second}
+	base := GCSEndpoint
+	if h := os.Getenv("STORAGE_EMULATOR_HOST"); h != "" {
+		// Google's client libraries' convention for an emulator
+		// (fake-gcs-server): uploads go there. Unlike those libraries gw
+		// still sends the identity's token, so the emulator path
+		// exercises the same credential chain as production.
+		base = strings.TrimSuffix(h, "/")
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+	}
 	return func(ctx context.Context, name string, body []byte) error {
 		if ts == nil {
 			creds, err := google.FindDefaultCredentials(ctx, gcsScope)
@@ -165,7 +177,7 @@ func gcsJSONPut(cfg *resources.ObjectStoreExporter) func(context.Context, string
 		if err != nil {
 			return &usage.SendError{Msg: "cannot get a Google Cloud access token"}
 		}
-		u := GCSEndpoint + "/upload/storage/v1/b/" + url.PathEscape(cfg.Bucket) + "/o?uploadType=media&name=" + url.QueryEscape(name)
+		u := base + "/upload/storage/v1/b/" + url.PathEscape(cfg.Bucket) + "/o?uploadType=media&name=" + url.QueryEscape(name)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 		if err != nil {
 			return &usage.SendError{Permanent: true, Msg: "cannot build the upload request"}

@@ -88,3 +88,37 @@ func TestObjectName(t *testing.T) {
 	f("events", "events/dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson")
 	f("events/", "events/dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson")
 }
+
+// TestObjectStoreGCSCloudIdentity: a gcs exporter with auth_mode
+// cloud_identity finds Application Default Credentials (a service-account
+// key file), gets an access token by the JWT-bearer grant and uploads each
+// batch through the JSON API to a real emulator (fake-gcs-server, reached
+// through STORAGE_EMULATOR_HOST) that refuses requests without that token.
+func TestObjectStoreGCSCloudIdentity(t *testing.T) {
+	g := usagetest.StartGCS(t, "gw-usage")
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", g.CredentialsFile)
+	t.Setenv("STORAGE_EMULATOR_HOST", g.Host)
+	sink, err := objstore.New(&resources.ObjectStoreExporter{Provider: resources.ObjectStoreGCS, Bucket: g.Bucket, Prefix: "events",
+		AuthMode: resources.AuthModeCloudIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
+	for i := 0; i < 25; i++ {
+		p.Emit(usagetest.Record(i))
+	}
+	var objs map[string][]byte
+	usagetest.Eventually(t, 15*time.Second, "25 records in the bucket", func() bool { objs = g.Objects(t); return records(objs) == 25 })
+	if len(objs) != 3 {
+		t.Fatalf("%d objects; want 3 batches", len(objs))
+	}
+	for k, b := range objs {
+		if !strings.HasPrefix(k, "events/dt=") || !strings.HasSuffix(k, ".ndjson") {
+			t.Fatalf("object name %q", k)
+		}
+		usagetest.ValidateNDJSON(t, b)
+	}
+	if g.Grants() != 1 || g.Denied() != 0 {
+		t.Fatalf("%d token grants, %d refused requests; want one token reused for every upload", g.Grants(), g.Denied())
+	}
+}
