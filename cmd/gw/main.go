@@ -1,11 +1,11 @@
-// Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock, gw token.
+// Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock, gw token,
+// gw completion.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -14,7 +14,9 @@ var version = "dev"
 const usage = `usage:
   gw serve --resources-file FILE [--listen ADDR] [--config STARTUP.yaml] [flags]
   gw validate [--ids] FILE
-  gw version
+  gw version [-m]          version and build settings; -m lists every module compiled in
+  gw completion bash|zsh|fish
+                           print a shell completion script
   gw mock [flags]          run the mock upstream provider (tests, demos, perf)
   gw token --secret-env NAME [--sub S] [--aud A] [--iss I] [--ttl 1h]
                            print a JWT for a shared-secret oidc_providers entry (demos)
@@ -37,8 +39,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "validate":
 		return validate(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "gw %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return 0
+		return versionCmd(args[1:], stdout)
+	case "completion":
+		return completion(args[1:], stdout, stderr)
 	case "mock":
 		return mockCmd(args[1:], stderr)
 	case "token":

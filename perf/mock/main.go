@@ -101,3 +101,9 @@ func parseFlags(args []string, out io.Writer) (cfg Config, addr string, verbose 
 	}
 	return cfg, addr, verbose, nil
 }
+
+// Usage writes the mock's flags and their help to w (gw completion reads
+// the flag names from it).
+func Usage(w io.Writer) {
+	_, _, _, _ = parseFlags([]string{"-h"}, w)
+}
