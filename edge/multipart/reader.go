@@ -248,7 +248,7 @@ func (r *Reader) NumParts() int { return len(r.parts) }
 func (r *Reader) Part(i int) Part {
 	p := &r.parts[i]
 	out := Part{Name: p.d.name.get(r.arena), File: p.d.file, Size: p.size, Held: p.held}
-	if p.d.filename.e > 0 {
+	if p.d.file {
 		out.Filename = p.d.filename.get(r.arena)
 	}
 	if p.d.ctype.e > 0 {
