@@ -41,7 +41,7 @@ func TestFraming(t *testing.T) {
 		{"no headers", "--XB\r\n\r\nm\r\n--XB--", Limits{}, ErrMalformed, "", ""},
 		{"too much padding", "--XB" + strings.Repeat(" ", 65) + "\r\n" + cd("model") + "\r\nm\r\n--XB--", Limits{}, ErrMalformed, "", ""},
 		{"boundary-like line in preamble", "pre\r\n--XB not a boundary\r\n--XB\r\n" + cd("model") + "\r\nm\r\n--XB--", Limits{}, ErrMalformed, "", ""},
-	{"LF-only headers end", "--XB\r\n" + "Content-Disposition: form-data; name=model\n\nm\r\n--XB--", Limits{}, ErrMalformed, "", ""},
+		{"LF-only headers end", "--XB\r\n" + "Content-Disposition: form-data; name=model\n\nm\r\n--XB--", Limits{}, ErrMalformed, "", ""},
 
 		{"body limit", "--XB\r\n" + cd("model") + "\r\n" + strings.Repeat("m", 100) + "\r\n--XB--", Limits{MaxBodyBytes: 90}, ErrTooLarge, "", ""},
 		{"part limit", "--XB\r\n" + cd("a") + "\r\n1\r\n--XB\r\n" + cd("b") + "\r\n2\r\n--XB--", Limits{MaxParts: 1}, ErrTooLarge, "", ""},

@@ -355,6 +355,12 @@ func parseDisposition(v []byte, arena []byte, d *disposition) ([]byte, string) {
 			} else {
 				extO, extE = -1, -1
 			}
+		case bytes.IndexByte(key, '*') >= 0:
+			// name* and RFC 2231 continuations (filename*0=...): no client
+			// sends them and parsers disagree on them (mime.ParseMediaType
+			// lets name* override name), so a field could be "x" here and
+			// "model" upstream.
+			return arena, "part disposition has a parameter this gateway does not accept (name* or a continuation)"
 		}
 	}
 	if p.bad {

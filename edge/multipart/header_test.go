@@ -76,6 +76,8 @@ func TestParseHeaders(t *testing.T) {
 		{"unterminated quote", "Content-Disposition: form-data; name=\"a\r\n", "", "", "", false, "part disposition parameters are malformed"},
 		{"garbage after value", "Content-Disposition: form-data; name=\"a\" x\r\n", "", "", "", false, "part disposition parameters are malformed"},
 		{"bad percent", "Content-Disposition: form-data; name=a; filename*=UTF-8''%G1\r\n", "", "", "", false, "filename* has a malformed percent escape"},
+		{"name star", "Content-Disposition: form-data; name=x; name*=UTF-8''model\r\n", "", "", "", false, "part disposition has a parameter this gateway does not accept (name* or a continuation)"},
+		{"continuation", "Content-Disposition: form-data; name=x; filename*0=\"a\"; filename*1=\"b\"\r\n", "", "", "", false, "part disposition has a parameter this gateway does not accept (name* or a continuation)"},
 		{"quoted ext", "Content-Disposition: form-data; name=a; filename*=\"UTF-8''a\"\r\n", "", "", "", false, "filename* must not be quoted"},
 		{"boundary line in headers", "Content-Disposition: form-data; name=a\r\n--b:c\r\n", "", "", "", false, "boundary inside part headers"},
 		{"NUL in value", "Content-Disposition: form-data; name=a\r\nX: a\x00b\r\n", "", "", "", false, "part header value has a control character"},

@@ -174,6 +174,7 @@ type Reader struct {
 
 	need     [MaxNames]string
 	nNeed    int
+	needSeen uint16 // bit i: need[i] was read whole
 	edited   [MaxNames]string
 	nEdited  int
 	appends  [MaxNames]span
@@ -551,22 +552,7 @@ func (r *Reader) isEdited(name []byte) bool {
 }
 
 // satisfied reports whether every needed field was read whole.
-func (r *Reader) satisfied() bool {
-	for i := 0; i < r.nNeed; i++ {
-		found := false
-		for j := range r.parts {
-			p := &r.parts[j]
-			if p.held && !p.d.file && string(p.d.name.get(r.arena)) == r.need[i] {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
+func (r *Reader) satisfied() bool { return r.needSeen == 1<<r.nNeed-1 }
 
 // errNeedCount is returned when Prepare gets more names than MaxNames.
 var errNeedCount = errors.New("multipart: too many names (at most MaxNames)")
@@ -622,7 +608,16 @@ func (r *Reader) Prepare(need ...string) error {
 				return nil
 			}
 		case evPartEnd:
-			r.parts[r.cur].held = true
+			p := &r.parts[r.cur]
+			p.held = true
+			if !p.d.file {
+				name := p.d.name.get(r.arena)
+				for i := 0; i < r.nNeed; i++ {
+					if string(name) == r.need[i] {
+						r.needSeen |= 1 << i
+					}
+				}
+			}
 		case evClose, evEOF:
 			return nil
 		}
