@@ -181,6 +181,12 @@ type Reader struct {
 	nAppends int
 	appIdx   int
 
+	// holdAll: the first pass read the whole body (PrepareAll); closeOff is
+	// then the input offset of the closing delimiter's CRLF, and appended
+	// fields go in at closeOff+2.
+	holdAll  bool
+	closeOff int64
+
 	pending []byte // Read's unconsumed output
 	out     int64
 	err     error // sticky
@@ -569,7 +575,16 @@ var errNeedCount = errors.New("multipart: too many names (at most MaxNames)")
 // A needed name must be a text field and may occur only once in the whole
 // body (also after Prepare returns: Read and WriteTo fail on a second one),
 // so the value the gateway routed or judged is the one the upstream sees.
-func (r *Reader) Prepare(need ...string) error {
+func (r *Reader) Prepare(need ...string) error { return r.prepare(false, need) }
+
+// PrepareAll is Prepare that reads and holds the whole body (beyond
+// Limits.SpoolMemBytes in the temporary file) before anything is sent. It
+// costs the upstream the head start a streamed upload gets, and buys
+// Rewind: the output can be produced again, with other edits, for a retry
+// or a failover to another target after the first attempt sent bytes.
+func (r *Reader) PrepareAll(need ...string) error { return r.prepare(true, need) }
+
+func (r *Reader) prepare(all bool, need []string) error {
 	if r.ph != phNew {
 		return errors.New("multipart: Prepare called twice")
 	}
@@ -578,6 +593,7 @@ func (r *Reader) Prepare(need ...string) error {
 	}
 	r.nNeed = copy(r.need[:], need)
 	r.ph = phPrepared
+	r.holdAll = all
 	for {
 		seg, ev, err := r.step()
 		if err != nil {
@@ -604,7 +620,7 @@ func (r *Reader) Prepare(need ...string) error {
 					return r.err
 				}
 			}
-			if p.d.file && r.satisfied() {
+			if p.d.file && !r.holdAll && r.satisfied() {
 				return nil
 			}
 		case evPartEnd:
@@ -618,10 +634,56 @@ func (r *Reader) Prepare(need ...string) error {
 					}
 				}
 			}
-		case evClose, evEOF:
+		case evClose:
+			if r.holdAll {
+				return r.holdRest()
+			}
+			return nil
+		case evEOF:
 			return nil
 		}
 	}
+}
+
+// holdRest spools the closing delimiter and the epilogue (PrepareAll).
+func (r *Reader) holdRest() error {
+	r.closeOff = r.off + int64(r.r)
+	for {
+		if r.r < r.w {
+			if err := r.spool.write(r.buf[r.r:r.w]); err != nil {
+				r.err = &Error{Kind: ErrSpool, Msg: "cannot hold the body in a temporary file", Off: r.BytesRead(), Err: err}
+				return r.err
+			}
+			r.r = r.w
+		}
+		if r.eof {
+			r.st = stDone
+			return nil
+		}
+		if err := r.fill(); err != nil {
+			r.err = err
+			return err
+		}
+	}
+}
+
+// Rewind makes the output available again after PrepareAll: Read and
+// WriteTo start over from the first byte. It drops every edit and appended
+// field (make them again for the next target) and resets BytesWritten.
+func (r *Reader) Rewind() error {
+	if !r.holdAll || r.ph == phNew {
+		return errors.New("multipart: Rewind needs PrepareAll")
+	}
+	if r.err != nil && r.err != io.EOF && !errors.Is(r.err, ErrWrite) {
+		return r.err
+	}
+	for i := range r.parts {
+		r.parts[i].edit = editNone
+	}
+	r.nEdited, r.nAppends, r.appIdx = 0, 0, 0
+	r.ph, r.spoolPos, r.editIdx = phPrepared, 0, 0
+	r.pending, r.err, r.out = nil, nil, 0
+	return nil
 }
 
 // seenBefore reports whether a part before the current one has this name.
@@ -808,6 +870,14 @@ func (r *Reader) produce() ([]byte, error) {
 					continue
 				}
 				limit = s
+			} else if r.holdAll {
+				if at := r.closeOff + 2; r.spoolPos >= at && r.appIdx < r.nAppends {
+					a := r.appends[r.appIdx]
+					r.appIdx++
+					return a.get(r.arena), nil
+				} else if r.spoolPos < at {
+					limit = at
+				}
 			}
 			if r.spoolPos >= limit {
 				if r.spoolPos > r.spool.size {
@@ -816,7 +886,13 @@ func (r *Reader) produce() ([]byte, error) {
 				r.ph = phLive
 				continue
 			}
+			// Reading the spill file needs a buffer: spool memory is free once
+			// it was sent, unless Rewind may need it again; then the input
+			// buffer is free instead (PrepareAll consumed all input).
 			scratch := r.spool.mem[:cap(r.spool.mem)]
+			if r.holdAll {
+				scratch = r.buf
+			}
 			seg, err := r.spool.readAt(r.spoolPos, scratch)
 			if err != nil {
 				return nil, &Error{Kind: ErrSpool, Msg: "cannot read the temporary file", Off: r.spoolPos, Err: err}
