@@ -36,30 +36,63 @@ func mpKind(err error) error {
 // mpRun streams src through a Reader with small limits (so the fuzzer
 // reaches them): Prepare("model"), replace model when present, WriteTo.
 func mpRun(src io.Reader, ctype []byte, replace []byte) mpResult {
+	return mpRunMode(src, ctype, replace, false)
+}
+
+// mpRunMode with all set uses PrepareAll and produces the output twice
+// (Rewind in between); a second output that differs is reported as a
+// mismatch kind.
+func mpRunMode(src io.Reader, ctype []byte, replace []byte, all bool) mpResult {
 	r, err := emp.Acquire(src, ctype, emp.Limits{MaxBodyBytes: 1 << 20, MaxParts: 32, MaxHeaderBytes: 1024, MaxTextBytes: 64 << 10, SpoolMemBytes: 16 << 10})
 	if err != nil {
 		return mpResult{kind: mpKind(err)}
 	}
 	defer emp.Release(r)
 	var res mpResult
-	if err := r.Prepare("model"); err != nil {
+	prepare := r.Prepare
+	if all {
+		prepare = r.PrepareAll
+	}
+	if err := prepare("model"); err != nil {
 		res.kind = mpKind(err)
 		return res
 	}
-	if v, ok := r.Value("model"); ok {
-		res.model = bytes.Clone(v)
-		if replace != nil {
-			if _, err := r.Replace("model", replace); err != nil {
-				res.kind = mpKind(err)
-				return res
+	edit := func() error {
+		if v, ok := r.Value("model"); ok {
+			res.model = bytes.Clone(v)
+			if replace != nil {
+				if _, err := r.Replace("model", replace); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
+	}
+	if err := edit(); err != nil {
+		res.kind = mpKind(err)
+		return res
 	}
 	var out bytes.Buffer
 	_, err = r.WriteTo(&out)
 	res.out, res.kind, res.parts = out.Bytes(), mpKind(err), r.NumParts()
+	if all && err == nil {
+		if err := r.Rewind(); err != nil {
+			res.kind = err
+			return res
+		}
+		if err := edit(); err != nil {
+			res.kind = err
+			return res
+		}
+		var again bytes.Buffer
+		if _, err := r.WriteTo(&again); err != nil || !bytes.Equal(again.Bytes(), res.out) {
+			res.kind = errRewindMismatch
+		}
+	}
 	return res
 }
+
+var errRewindMismatch = errors.New("output after Rewind differs")
 
 // mpPieces hands out its data in pieces whose sizes come from seed, from
 // one byte to past the Reader's 64 KiB buffer.
@@ -110,6 +143,8 @@ func mpSeedBodies(f *testing.F) {
 	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=model; filename*=UTF-8''%E2%82%AC\r\n\r\nm\r\n--b--"), "b", uint64(5))
 	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n--b--"), "b", uint64(7))
 	f.Add([]byte("--b\nContent-Disposition: form-data; name=\"model\"\n\nm\n--b--"), "b", uint64(9))
+	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=x; name*=UTF-8''model\r\n\r\nm\r\n--b--"), "b", uint64(11))
+	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=model\r\n\r\nm\r\n--b\r\nContent-Disposition: form-data; name=f; filename=a\r\n\r\nxx\r\n--b\r\nContent-Disposition: form-data; name=model\r\n\r\nm2\r\n--b--"), "b", uint64(13))
 }
 
 // FuzzMultipartReader: any body and boundary. The Reader never panics; its
@@ -125,6 +160,12 @@ func FuzzMultipartReader(f *testing.F) {
 		split := mpRun(&mpPieces{data: body, seed: seed | 1}, ctype, []byte("upstream-x"))
 		if whole.kind != split.kind || !bytes.Equal(whole.out, split.out) || !bytes.Equal(whole.model, split.model) {
 			t.Fatalf("result depends on read splits:\nwhole: %v %q %q\nsplit: %v %q %q", whole.kind, whole.model, whole.out, split.kind, split.model, split.out)
+		}
+		held := mpRunMode(&mpPieces{data: body, seed: seed ^ 0x5bd1e995}, ctype, []byte("upstream-x"), true)
+		// On an error only the kind must agree: PrepareAll finds a late
+		// problem in its first pass, Prepare while streaming.
+		if held.kind != whole.kind || whole.kind == nil && (!bytes.Equal(held.out, whole.out) || !bytes.Equal(held.model, whole.model)) {
+			t.Fatalf("PrepareAll (and Rewind) differ from Prepare:\nPrepare:    %v %q %q\nPrepareAll: %v %q %q", whole.kind, whole.model, whole.out, held.kind, held.model, held.out)
 		}
 		if whole.kind != nil {
 			return

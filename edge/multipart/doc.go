@@ -38,6 +38,10 @@
 //     closing boundary is written, so the upstream never receives a
 //     complete request and the caller aborts it).
 //
+// PrepareAll is the first pass that reads and holds the whole body; Rewind
+// then lets the output be produced again (a retry or failover to another
+// target after the first attempt sent bytes), with new edits.
+//
 // # Rules
 //
 //   - The caller's boundary is kept: only field values change, so the
