@@ -227,7 +227,7 @@ func AppendBoundary(dst, contentType []byte) ([]byte, error) {
 // into the Reader's arena.
 type disposition struct {
 	name, filename, ctype span
-	file                  bool
+	file, hasCType        bool
 }
 
 // span is a range of the Reader's arena; offsets survive the arena growing.
@@ -290,6 +290,7 @@ func parseHeaders(block []byte, arena []byte, dash []byte, d *disposition) ([]by
 			o := len(arena)
 			arena = append(arena, val...)
 			d.ctype = span{int32(o), int32(len(arena))}
+			d.hasCType = true
 		}
 	}
 	if !seenCD {

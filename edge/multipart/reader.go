@@ -258,7 +258,7 @@ func (r *Reader) Part(i int) Part {
 	if p.d.file {
 		out.Filename = p.d.filename.get(r.arena)
 	}
-	if p.d.ctype.e > 0 {
+	if p.d.hasCType {
 		out.ContentType = p.d.ctype.get(r.arena)
 	}
 	if !p.d.file {

@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 const testBoundary = "gw0123456789abcdefTESTboundary"
@@ -106,12 +107,9 @@ func TestReadMatchesWriteTo(t *testing.T) {
 	if _, err := r.Replace("model", []byte("upstream")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := io.ReadAll(io.LimitReader(struct{ io.Reader }{r}, 1<<30)) // hide WriteTo
-	if err != nil {
+	// iotest.TestReader reads with many buffer sizes (WriteTo hidden).
+	if err := iotest.TestReader(struct{ io.Reader }{r}, want); err != nil {
 		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("Read output differs (got %d bytes, want %d)", len(got), len(want))
 	}
 }
 
@@ -350,5 +348,35 @@ func TestLateDuplicate(t *testing.T) {
 	in, ctype := build(t, testBoundary, file("file", "f", f), text("model", "a"), text("model", "b"))
 	if _, err := run(t, bytes.NewReader(in), ctype, Limits{}, []string{"model"}, nil); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("err = %v; want ErrMalformed", err)
+	}
+}
+
+func TestPartInfo(t *testing.T) {
+	body := "--XB\r\nContent-Type: text/plain\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm\r\n" +
+		"--XB\r\nContent-Disposition: form-data; name=\"file\"; filename*=UTF-8''%C3%A9t%C3%A9.wav\r\nContent-Type: audio/wav\r\n\r\n12345\r\n" +
+		"--XB\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\n2\r\n--XB--"
+	r, err := Acquire(strings.NewReader(body), []byte("multipart/form-data; boundary=XB"), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Release(r)
+	if _, err := r.WriteTo(io.Discard); err != nil { // Prepare() implied
+		t.Fatal(err)
+	}
+	want := []Part{
+		{Name: []byte("model"), ContentType: []byte("text/plain"), Value: []byte("m"), Size: 1, Held: true},
+		{Name: []byte("file"), Filename: []byte("été.wav"), ContentType: []byte("audio/wav"), File: true, Size: 5},
+		{Name: []byte("n"), Value: []byte("2"), Size: 1},
+	}
+	if r.NumParts() != len(want) {
+		t.Fatalf("%d parts; want %d", r.NumParts(), len(want))
+	}
+	for i, w := range want {
+		g := r.Part(i)
+		if string(g.Name) != string(w.Name) || string(g.Filename) != string(w.Filename) || string(g.ContentType) != string(w.ContentType) ||
+			string(g.Value) != string(w.Value) || g.File != w.File || g.Size != w.Size || g.Held != w.Held ||
+			(g.ContentType == nil) != (w.ContentType == nil) {
+			t.Errorf("part %d = %+v; want %+v", i, g, w)
+		}
 	}
 }
