@@ -217,8 +217,12 @@ func Acquire(src io.Reader, contentType []byte, lim Limits) (*Reader, error) {
 }
 
 // Release closes the spill file (its disk space is freed at once) and
-// returns r to the pool. r must not be used afterwards.
+// returns r to the pool. r must not be used afterwards. Release(nil) does
+// nothing.
 func Release(r *Reader) {
+	if r == nil {
+		return
+	}
 	r.spool.reset()
 	if cap(r.arena) > maxPooledArena {
 		r.arena = nil
