@@ -983,6 +983,11 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 	}
 }
 
+// SupportsBodyWriteTo tells fasthttp (its BodyWriterTo interface) that
+// WriteTo may stand in for Read on a chunked upstream request too: both
+// produce the same bytes with the same accounting.
+func (r *Reader) SupportsBodyWriteTo() bool { return true }
+
 // noCopy makes go vet's copylocks check flag copies of a Reader.
 type noCopy struct{}
 
