@@ -15,6 +15,9 @@ type spool struct {
 	file   *os.File
 	size   int64 // total bytes: len(mem) + bytes in file
 	dir    string
+	// name is set only when the file could not be unlinked while open
+	// (Windows); reset removes it after closing.
+	name string
 }
 
 func (s *spool) write(p []byte) error {
@@ -33,7 +36,9 @@ func (s *spool) write(p []byte) error {
 			return err
 		}
 		// Unlink at once: the open descriptor keeps the data until Close.
-		_ = os.Remove(f.Name())
+		if os.Remove(f.Name()) != nil {
+			s.name = f.Name()
+		}
 		s.file = f
 	}
 	n, err := s.file.Write(p)
@@ -67,6 +72,10 @@ func (s *spool) reset() {
 	if s.file != nil {
 		_ = s.file.Close()
 		s.file = nil
+	}
+	if s.name != "" {
+		_ = os.Remove(s.name)
+		s.name = ""
 	}
 	s.mem = s.mem[:0]
 	s.size = 0
