@@ -403,25 +403,9 @@ func appendExtValue(dst, v []byte) (out []byte, good bool, msg string) {
 	}
 	charset := v[:q1]
 	enc := v[q1+1+q2+1:]
-	latin1 := false
-	switch {
-	case equalFold(charset, "utf-8"):
-	case equalFold(charset, "iso-8859-1"):
-		latin1 = true
-	default:
-		// Validate the encoding even when the charset is unknown.
-		for i := 0; i < len(enc); i++ {
-			if enc[i] == '%' {
-				if i+2 >= len(enc) || unhex(enc[i+1]) < 0 || unhex(enc[i+2]) < 0 {
-					return dst, false, "filename* has a malformed percent escape"
-				}
-				i += 2
-			} else if !isTokenChar(enc[i]) {
-				return dst, false, "filename* has a character that must be escaped"
-			}
-		}
-		return dst, false, ""
-	}
+	latin1 := equalFold(charset, "iso-8859-1")
+	known := latin1 || equalFold(charset, "utf-8")
+	// Decode even for an unknown charset: the escapes must still be valid.
 	start := len(dst)
 	for i := 0; i < len(enc); i++ {
 		c := enc[i]
@@ -443,6 +427,9 @@ func appendExtValue(dst, v []byte) (out []byte, good bool, msg string) {
 			continue
 		}
 		dst = append(dst, c)
+	}
+	if !known {
+		return dst[:start], false, ""
 	}
 	return dst, true, ""
 }
