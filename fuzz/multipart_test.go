@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/textproto"
 	"testing"
@@ -244,9 +245,15 @@ func mpStdParts(body []byte, boundary string) ([][2]string, error) {
 	}
 }
 
+// isFilePart: the disposition has a filename (mime.ParseMediaType folds
+// filename* into it).
 func isFilePart(h textproto.MIMEHeader) bool {
-	cd := h.Get("Content-Disposition")
-	return bytes.Contains(bytes.ToLower([]byte(cd)), []byte("filename"))
+	_, params, err := mime.ParseMediaType(h.Get("Content-Disposition"))
+	if err != nil {
+		return false
+	}
+	_, ok := params["filename"]
+	return ok
 }
 
 func equalParts(a, b [][2]string) bool {
