@@ -221,6 +221,22 @@ func TestEdits(t *testing.T) {
 				return err
 			},
 			[]string{"model=m"}},
+		{"remove a held file", []field{file("mask", "m.png", f), text("model", "m"), file("image[]", "a.png", f[:10])},
+			func(r *Reader) error {
+				if n, err := r.Remove("mask"); n != 1 || err != nil {
+					return errors.New("mask not removed")
+				}
+				return nil
+			},
+			[]string{"model=m", "image[]=<10>"}},
+		{"pending file is not held", []field{text("model", "m"), file("image[]", "a.png", f[:10])},
+			func(r *Reader) error {
+				if n, _ := r.Remove("image[]"); n != 0 {
+					return errors.New("a part Prepare did not read whole was removed")
+				}
+				return nil
+			},
+			[]string{"model=m", "image[]=<10>"}},
 		{"replace with empty", []field{text("model", "m"), text("x", "1")},
 			func(r *Reader) error { _, err := r.Replace("model", nil); return err },
 			[]string{"model=", "x=1"}},
