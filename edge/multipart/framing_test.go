@@ -44,6 +44,8 @@ func TestFraming(t *testing.T) {
 		{"LF-only headers end", "--XB\r\n" + "Content-Disposition: form-data; name=model\n\nm\r\n--XB--", Limits{}, ErrMalformed, "", ""},
 
 		{"body limit", "--XB\r\n" + cd("model") + "\r\n" + strings.Repeat("m", 100) + "\r\n--XB--", Limits{MaxBodyBytes: 90}, ErrTooLarge, "", ""},
+		{"body limit exact", "--XB\r\n" + cd("model") + "\r\nm\r\n--XB--", Limits{MaxBodyBytes: int64(len("--XB\r\n" + cd("model") + "\r\nm\r\n--XB--"))}, nil, "m", ""},
+		{"body limit one short", "--XB\r\n" + cd("model") + "\r\nm\r\n--XB--", Limits{MaxBodyBytes: int64(len("--XB\r\n"+cd("model")+"\r\nm\r\n--XB--")) - 1}, ErrTooLarge, "", ""},
 		{"part limit", "--XB\r\n" + cd("a") + "\r\n1\r\n--XB\r\n" + cd("b") + "\r\n2\r\n--XB--", Limits{MaxParts: 1}, ErrTooLarge, "", ""},
 		{"header limit", "--XB\r\n" + cd("model") + "X-Pad: " + strings.Repeat("p", 100) + "\r\n\r\nm\r\n--XB--", Limits{MaxHeaderBytes: 64}, ErrTooLarge, "", ""},
 		{"text limit", "--XB\r\n" + cd("model") + "\r\n" + strings.Repeat("m", 100) + "\r\n--XB--", Limits{MaxTextBytes: 99}, ErrTooLarge, "", ""},
