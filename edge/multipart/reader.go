@@ -23,10 +23,11 @@ const (
 	// Append may each hold; fixed arrays keep the Reader free of maps.
 	MaxNames = 8
 
-	bufSize       = 64 << 10
-	minSpoolMem   = 16 << 10
-	maxPadding    = 64 // RFC 2046 transport-padding we accept after a boundary
-	maxEmptyReads = 100
+	bufSize           = 64 << 10
+	maxTextBytesLimit = 1 << 30
+	minSpoolMem       = 16 << 10
+	maxPadding        = 64 // RFC 2046 transport-padding we accept after a boundary
+	maxEmptyReads     = 100
 
 	// Pooled Readers drop buffers that grew beyond these, so one huge
 	// request does not pin memory in the pool.
@@ -70,6 +71,10 @@ func (l *Limits) fill() {
 	}
 	if l.MaxTextBytes <= 0 {
 		l.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if l.MaxTextBytes > maxTextBytesLimit {
+		// Arena offsets are int32; names and headers share the arena.
+		l.MaxTextBytes = maxTextBytesLimit
 	}
 	if l.SpoolMemBytes <= 0 {
 		l.SpoolMemBytes = DefaultSpoolMemBytes
