@@ -77,6 +77,9 @@ func TestOTLPOutage(t *testing.T) {
 	if time.Since(start) > 3*time.Second {
 		t.Fatalf("resend waited %v; Retry-After was 1s", time.Since(start))
 	}
+	// The receiver holds the spans before gw has read its answer: wait for
+	// the status to count the delivery.
+	usagetest.Eventually(t, 5*time.Second, "the delivery counted", func() bool { return p.Status()[0].SentEvents == 5 })
 	st := p.Status()[0]
 	if st.FailedBatches < 1 || st.SentEvents != 5 || st.LastError == "" {
 		t.Fatalf("status %+v", st)
