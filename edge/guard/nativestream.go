@@ -177,9 +177,10 @@ func (s *NativeStream) Push(name, data []byte) Decision {
 				s.held[len(s.held)-1].final = true
 				s.releaseReady()
 				return Pass
-			} else if d := s.e.Unreadable(Output, s.stages); d >= Blocked {
-				// An event the filter cannot read cannot be judged: the
-				// chain's fail-open rules decide, as for chat chunks.
+			}
+			// An event the filter cannot read cannot be judged: the chain's
+			// fail-open rules decide, as for chat chunks.
+			if d := s.e.Unreadable(Output, s.stages); d >= Blocked {
 				return d
 			}
 		}
