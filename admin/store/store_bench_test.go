@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"gw/admin/store"
@@ -100,4 +102,26 @@ func fill(b *testing.B, s store.Store, n int) []string {
 		b.Fatal(err)
 	}
 	return keys
+}
+
+// BenchmarkPutParallel: concurrent writers (a bulk import through the
+// management API). The embedded store commits every write waiting at once
+// in one transaction, so it scales with writers instead of with fsyncs.
+func BenchmarkPutParallel(b *testing.B) {
+	benchStores(b, func(b *testing.B, s store.Store) {
+		ctx := context.Background()
+		var n atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(16)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				key := "/routes/" + strconv.FormatInt(n.Add(1)%1000, 10)
+				if _, err := s.Put(ctx, key, benchValue, store.PutOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
