@@ -128,15 +128,24 @@ func OpenEmbedded(dir string, history int) (*Embedded, error) {
 		if err != nil {
 			return err
 		}
-		return kvb.ForEach(func(k, v []byte) error {
+		stored := s.rev
+		err = kvb.ForEach(func(k, v []byte) error {
 			if len(v) < recordHeader {
 				return fmt.Errorf("corrupt record for key %q (%d bytes)", k, len(v))
 			}
+			mod := int64(binary.BigEndian.Uint64(v[8:16]))
+			// The revision never goes back below a stored key's, even if
+			// the revision record was lost.
+			s.rev = max(s.rev, mod)
 			if exp := int64(binary.BigEndian.Uint64(v[16:24])); exp != 0 {
-				leases = append(leases, lease{at: time.Unix(0, exp), key: string(k), modRev: int64(binary.BigEndian.Uint64(v[8:16]))})
+				leases = append(leases, lease{at: time.Unix(0, exp), key: string(k), modRev: mod})
 			}
 			return nil
 		})
+		if err != nil || s.rev == stored {
+			return err
+		}
+		return putRev(tx, s.rev)
 	})
 	if err != nil {
 		_ = db.Close()
