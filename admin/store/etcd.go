@@ -21,11 +21,15 @@ import (
 // lease of its own (whole seconds, rounded up), and Watch is an etcd watch,
 // so every gw on one etcd sees every change. When etcd goes away the client
 // reconnects by itself and a Watch resumes after the last revision it
-// delivered: no change is lost or repeated.
+// delivered: no change is lost or repeated. Meanwhile reads and writes
+// wait for etcd until their ctx ends, so callers pass deadlines. Watches do
+// not require a leader (no WithRequireLeader): a member cut off from its
+// cluster keeps the watch open and delivers nothing until it rejoins.
 type Etcd struct {
-	cli    *clientv3.Client
-	prefix string // without a trailing slash; keys start with one
-	closed atomic.Bool
+	cli     *clientv3.Client
+	prefix  string        // without a trailing slash; keys start with one
+	timeout time.Duration // for the store's own side requests (watch start, lease lookups)
+	closed  atomic.Bool
 
 	leaseMu sync.Mutex
 	leases  map[clientv3.LeaseID]time.Time // expiry of leases seen, so reads need no TimeToLive call
@@ -72,7 +76,7 @@ func OpenEtcd(ctx context.Context, endpoints []string, prefix string, dialTimeou
 		_ = cli.Close()
 		return nil, fmt.Errorf("cannot reach etcd at %s within %s (--etcd-endpoints): %w", strings.Join(endpoints, ","), dialTimeout, err)
 	}
-	return &Etcd{cli: cli, prefix: prefix, leases: make(map[clientv3.LeaseID]time.Time)}, nil
+	return &Etcd{cli: cli, prefix: prefix, timeout: dialTimeout, leases: make(map[clientv3.LeaseID]time.Time)}, nil
 }
 
 // normalizePrefix accepts "/gw", "/gw/" or "/" (the root).
@@ -228,10 +232,13 @@ func (s *Etcd) Watch(ctx context.Context, prefix string, fromRev int64) <-chan W
 	if fromRev <= 0 {
 		// "From now" is the revision when Watch is called, not when etcd
 		// creates the watch a moment later: a write between the two must
-		// not be lost. Without an answer, etcd's "now" is the best left.
-		if resp, err := s.cli.Get(ctx, s.prefix+"/", clientv3.WithCountOnly(), clientv3.WithLimit(1)); err == nil {
+		// not be lost. Without an answer within the dial timeout (etcd
+		// down), etcd's "now" when the watch starts is the best left.
+		gctx, cancel := context.WithTimeout(ctx, s.timeout)
+		if resp, err := s.cli.Get(gctx, s.prefix+"/", clientv3.WithCountOnly(), clientv3.WithLimit(1)); err == nil {
 			fromRev = resp.Header.Revision + 1
 		}
+		cancel()
 	}
 	go s.watch(ctx, out, prefix, fromRev)
 	return out
@@ -339,6 +346,8 @@ func (s *Etcd) leaseExpiry(ctx context.Context, id clientv3.LeaseID) time.Time {
 	if ok {
 		return at
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	resp, err := s.cli.TimeToLive(ctx, id)
 	if err != nil || resp.TTL < 0 {
 		return time.Time{}
