@@ -174,3 +174,38 @@ func TestEtcdOpenUnreachable(t *testing.T) {
 		t.Fatalf("Open took %s with a 500ms dial timeout", d)
 	}
 }
+
+// A TTL key written by another gw: this one learns the lease's expiry from
+// etcd (it did not grant it) for watch events and reads alike.
+func TestEtcdForeignLeaseExpiry(t *testing.T) {
+	srv := etcdtest.Start(t)
+	ctx := context.Background()
+	writer := openEtcd(t, srv.Endpoint(), "/gw")
+	reader := openEtcd(t, srv.Endpoint(), "/gw")
+	w := reader.Watch(ctx, "/routes/", 0)
+	start := time.Now()
+	kv, err := writer.Put(ctx, "/routes/t", []byte("x"), store.PutOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRange := func(what string, at time.Time) {
+		t.Helper()
+		if at.Before(start.Add(28*time.Second)) || at.After(time.Now().Add(31*time.Second)) {
+			t.Fatalf("%s: Expires %v; want about %v (writer says %v)", what, at, start.Add(30*time.Second), kv.Expires)
+		}
+	}
+	select {
+	case r := <-w:
+		if r.Err != nil || len(r.Events) != 1 {
+			t.Fatalf("watch: %+v", r)
+		}
+		inRange("watch event", r.Events[0].KV.Expires)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no watch event")
+	}
+	got, err := reader.Get(ctx, "/routes/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRange("Get", got.Expires)
+}
