@@ -3,10 +3,26 @@
 // surviving restarts in --data-dir) and an etcd v3 implementation for
 // clusters (several gw processes on one etcd converge through Watch).
 //
-// Keys are paths such as "/gw/routes/1" (the prefix is configurable with
-// --etcd-prefix for etcd); values are the JSON bodies exactly as stored.
+// Keys are paths such as "/routes/1"; the etcd store keeps them under its
+// prefix (--etcd-prefix, default /gw), so "/routes/1" is "/gw/routes/1" in
+// etcd. Values are the JSON bodies exactly as stored.
 // Revisions are store-wide and strictly increasing: a KV's ModRev is the
 // management API's modifiedIndex and CreateRev its createdIndex.
+//
+// Open(ctx, Config) picks the implementation from the `gw serve` flags:
+//
+//	--store           Config.Kind       embedded (default) | etcd | memory
+//	--data-dir        Config.DataDir    embedded: the directory, default ./data; locked, so a
+//	                                    second gw on it fails at startup with a clear error
+//	--etcd-endpoints  Config.Endpoints  etcd: http(s)://host:port, comma-separated allowed
+//	--etcd-prefix     Config.Prefix     etcd: key prefix, default /gw
+//	(no flag)         Config.DialTimeout, Config.History
+//
+// Memory and Embedded keep the last Config.History changes (DefaultHistory)
+// for Watch from an older revision; etcd keeps what its compaction keeps.
+// Values in returned KVs and events belong to the caller, except that one
+// event's Value is shared by every watcher of the memory and embedded
+// stores: do not modify it.
 package store
 
 import (
@@ -80,6 +96,14 @@ type Store interface {
 	Watch(ctx context.Context, prefix string, fromRev int64) <-chan WatchResponse
 	// Close releases the store.
 	Close() error
+}
+
+// Compacter is implemented by every store: Compact discards the change
+// history before rev, so a Watch from an older revision fails with
+// ErrCompacted (etcd's compaction; the embedded and memory stores also
+// trim their bounded history on their own).
+type Compacter interface {
+	Compact(ctx context.Context, rev int64) error
 }
 
 // Errors. Compare with errors.Is.
