@@ -3,8 +3,9 @@
 // surviving restarts in --data-dir) and an etcd v3 implementation for
 // clusters (several gw processes on one etcd converge through Watch).
 //
-// Keys are paths such as "/gw/routes/1" (the prefix is configurable with
-// --etcd-prefix for etcd); values are the JSON bodies exactly as stored.
+// Keys are paths such as "/routes/1"; the etcd store keeps them under its
+// prefix (--etcd-prefix, default /gw), so "/routes/1" is "/gw/routes/1" in
+// etcd. Values are the JSON bodies exactly as stored.
 // Revisions are store-wide and strictly increasing: a KV's ModRev is the
 // management API's modifiedIndex and CreateRev its createdIndex.
 package store
@@ -80,6 +81,14 @@ type Store interface {
 	Watch(ctx context.Context, prefix string, fromRev int64) <-chan WatchResponse
 	// Close releases the store.
 	Close() error
+}
+
+// Compacter is implemented by every store: Compact discards the change
+// history before rev, so a Watch from an older revision fails with
+// ErrCompacted (etcd's compaction; the embedded and memory stores also
+// trim their bounded history on their own).
+type Compacter interface {
+	Compact(ctx context.Context, rev int64) error
 }
 
 // Errors. Compare with errors.Is.

@@ -1,0 +1,431 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The embedded store's files in the data directory.
+const (
+	embeddedDBFile   = "gw.db"
+	embeddedLockFile = "LOCK"
+)
+
+var (
+	bucketMeta = []byte("meta")
+	bucketKV   = []byte("kv")
+	keyRev     = []byte("rev")
+	keyFormat  = []byte("format")
+	formatV1   = []byte("1")
+)
+
+// A record in the kv bucket: createRev, modRev, expiry (Unix nanoseconds,
+// 0: none), each 8 bytes big-endian, then the value.
+const recordHeader = 24
+
+// Embedded is the default single-node Store: a bbolt file in the data
+// directory. Keys, revisions and TTL leases survive a restart (a key whose
+// TTL passed while gw was down is removed when the store opens, at a new
+// revision). The watch history is kept in memory, bounded; a Watch from a
+// revision before the last open is ErrCompacted, so the caller lists again.
+// One process at a time may open a directory.
+type Embedded struct {
+	dir  string
+	db   *bolt.DB
+	lock *os.File
+
+	closeMu sync.RWMutex // held shared by every operation, exclusively by Close
+	closed  bool
+
+	wmu sync.Mutex // serialises writes, so revision order is commit order
+	rev int64      // guarded by wmu
+
+	hub *hub
+	exp *expirer
+}
+
+var (
+	_ Store     = (*Embedded)(nil)
+	_ Compacter = (*Embedded)(nil)
+)
+
+// OpenEmbedded opens (creating when needed) the store in dir and keeps the
+// last history changes for Watch (0: DefaultHistory). Errors name
+// --data-dir, the flag that sets dir.
+func OpenEmbedded(dir string, history int) (*Embedded, error) {
+	if dir == "" {
+		return nil, errors.New("cannot open the embedded store: empty --data-dir")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the data directory %q (--data-dir): %w", dir, err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(filepath.Join(dir, embeddedDBFile), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		unlockDir(lock)
+		return nil, fmt.Errorf("cannot open the store file in %q (--data-dir): %w", dir, err)
+	}
+	s := &Embedded{dir: dir, db: db, lock: lock}
+	var leases []lease
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if f := meta.Get(keyFormat); f == nil {
+			if err := meta.Put(keyFormat, formatV1); err != nil {
+				return err
+			}
+		} else if !bytes.Equal(f, formatV1) {
+			return fmt.Errorf("unknown store format %q (written by a newer gw?)", f)
+		}
+		if r := meta.Get(keyRev); r != nil {
+			if len(r) != 8 {
+				return fmt.Errorf("corrupt revision record (%d bytes)", len(r))
+			}
+			s.rev = int64(binary.BigEndian.Uint64(r))
+		}
+		kvb, err := tx.CreateBucketIfNotExists(bucketKV)
+		if err != nil {
+			return err
+		}
+		return kvb.ForEach(func(k, v []byte) error {
+			if len(v) < recordHeader {
+				return fmt.Errorf("corrupt record for key %q (%d bytes)", k, len(v))
+			}
+			if exp := int64(binary.BigEndian.Uint64(v[16:24])); exp != 0 {
+				leases = append(leases, lease{at: time.Unix(0, exp), key: string(k), modRev: int64(binary.BigEndian.Uint64(v[8:16]))})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		_ = db.Close()
+		unlockDir(lock)
+		return nil, fmt.Errorf("cannot read the store in %q (--data-dir): %w", dir, err)
+	}
+	s.hub = newHub(s.rev, history)
+	s.exp = newExpirer(s.expire)
+	for _, l := range leases {
+		s.exp.add(l)
+	}
+	// Leases that ran out while gw was down go now, before the first read.
+	s.expire(time.Now())
+	return s, nil
+}
+
+// lockDir takes an exclusive advisory lock on dir/LOCK, released by the
+// kernel when the process exits, so a crash never leaves a stale lock.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, embeddedLockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the lock file %q (--data-dir): %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := ""
+		if b, rerr := os.ReadFile(path); rerr == nil && len(bytes.TrimSpace(b)) > 0 {
+			holder = " (pid " + string(bytes.TrimSpace(b)) + ")"
+		}
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("cannot open the store in %q (--data-dir): the directory is in use by another gw process%s; give each gw its own --data-dir, or share resources through --store etcd", dir, holder)
+		}
+		return nil, fmt.Errorf("cannot lock %q (--data-dir): %w", path, err)
+	}
+	// The holder's pid helps whoever hits the error above; best effort.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
+
+func unlockDir(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = f.Close()
+}
+
+func (s *Embedded) Get(ctx context.Context, key string) (KV, error) {
+	if err := ctx.Err(); err != nil {
+		return KV{}, err
+	}
+	s.expireIfDue()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return KV{}, ErrClosed
+	}
+	var kv KV
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketKV).Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		var err error
+		kv, err = decodeRecord(key, v)
+		return err
+	})
+	if err != nil {
+		return KV{}, err
+	}
+	return kv, nil
+}
+
+func (s *Embedded) List(ctx context.Context, prefix string) ([]KV, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	s.expireIfDue()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return nil, 0, ErrClosed
+	}
+	var (
+		kvs []KV
+		rev int64
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if r := tx.Bucket(bucketMeta).Get(keyRev); r != nil {
+			rev = int64(binary.BigEndian.Uint64(r))
+		}
+		c := tx.Bucket(bucketKV).Cursor()
+		p := []byte(prefix)
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			kv, err := decodeRecord(string(k), v)
+			if err != nil {
+				return err
+			}
+			kvs = append(kvs, kv)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot list %q: %w", prefix, err)
+	}
+	return kvs, rev, nil
+}
+
+func (s *Embedded) Put(ctx context.Context, key string, value []byte, opts PutOptions) (KV, error) {
+	if err := ctx.Err(); err != nil {
+		return KV{}, err
+	}
+	if err := checkPut(key, opts); err != nil {
+		return KV{}, err
+	}
+	s.expireIfDue()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return KV{}, ErrClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	rev := s.rev + 1
+	kv := KV{Key: key, Value: append([]byte{}, value...), CreateRev: rev, ModRev: rev}
+	if opts.TTL > 0 {
+		kv.Expires = time.Now().Add(opts.TTL)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		old := b.Get([]byte(key))
+		var oldMod int64
+		if old != nil {
+			if len(old) < recordHeader {
+				return fmt.Errorf("corrupt record for key %q", key)
+			}
+			kv.CreateRev = int64(binary.BigEndian.Uint64(old[0:8]))
+			oldMod = int64(binary.BigEndian.Uint64(old[8:16]))
+		}
+		if err := checkPrev(old != nil, oldMod, opts.PrevRev); err != nil {
+			return err
+		}
+		if err := b.Put([]byte(key), encodeRecord(kv)); err != nil {
+			return err
+		}
+		return putRev(tx, rev)
+	})
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			return KV{}, err
+		}
+		return KV{}, fmt.Errorf("cannot put %q: %w", key, err)
+	}
+	s.rev = rev
+	s.hub.publish(Event{Type: EventPut, KV: kv})
+	if opts.TTL > 0 {
+		s.exp.add(lease{at: kv.Expires, key: key, modRev: rev})
+	}
+	return cloneKV(kv), nil
+}
+
+func (s *Embedded) Delete(ctx context.Context, key string, prevRev int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.expireIfDue()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	rev := s.rev + 1
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		old := b.Get([]byte(key))
+		if old == nil {
+			return ErrNotFound
+		}
+		if prevRev > 0 && (len(old) < recordHeader || int64(binary.BigEndian.Uint64(old[8:16])) != prevRev) {
+			return ErrConflict
+		}
+		if err := b.Delete([]byte(key)); err != nil {
+			return err
+		}
+		return putRev(tx, rev)
+	})
+	if err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return fmt.Errorf("cannot delete %q: %w", key, err)
+	}
+	s.rev = rev
+	s.hub.publish(Event{Type: EventDelete, KV: KV{Key: key, ModRev: rev}})
+	return nil
+}
+
+func (s *Embedded) Watch(ctx context.Context, prefix string, fromRev int64) <-chan WatchResponse {
+	return s.hub.watch(ctx, prefix, fromRev)
+}
+
+// Compact discards the in-memory watch history before rev.
+func (s *Embedded) Compact(ctx context.Context, rev int64) error {
+	return s.hub.compact(rev)
+}
+
+// Close waits for running operations, ends every Watch with ErrClosed and
+// releases the directory.
+func (s *Embedded) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.exp.stop()
+	s.hub.close()
+	err := s.db.Close()
+	unlockDir(s.lock)
+	if err != nil {
+		return fmt.Errorf("cannot close the store in %q: %w", s.dir, err)
+	}
+	return nil
+}
+
+func (s *Embedded) expireIfDue() {
+	if now := time.Now(); s.exp.due(now) {
+		s.expire(now)
+	}
+}
+
+// expire deletes the keys whose lease passed, each at its own revision, in
+// one transaction.
+func (s *Embedded) expire(now time.Time) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	due := s.exp.popDue(now)
+	if len(due) == 0 {
+		return
+	}
+	var gone []string
+	rev := s.rev
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		gone, rev = gone[:0], s.rev
+		b := tx.Bucket(bucketKV)
+		for _, l := range due {
+			v := b.Get([]byte(l.key))
+			if len(v) < recordHeader || int64(binary.BigEndian.Uint64(v[8:16])) != l.modRev {
+				continue // replaced or deleted since
+			}
+			if err := b.Delete([]byte(l.key)); err != nil {
+				return err
+			}
+			rev++
+			gone = append(gone, l.key)
+		}
+		if len(gone) == 0 {
+			return nil
+		}
+		return putRev(tx, rev)
+	})
+	if err != nil {
+		// The keys stay until an attempt succeeds; try again in a second.
+		for _, l := range due {
+			l.at = now.Add(time.Second)
+			s.exp.add(l)
+		}
+		return
+	}
+	for i, key := range gone {
+		s.hub.publish(Event{Type: EventDelete, KV: KV{Key: key, ModRev: s.rev + int64(i) + 1}})
+	}
+	s.rev = rev
+}
+
+func putRev(tx *bolt.Tx, rev int64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(rev))
+	return tx.Bucket(bucketMeta).Put(keyRev, b[:])
+}
+
+func encodeRecord(kv KV) []byte {
+	buf := make([]byte, recordHeader+len(kv.Value))
+	binary.BigEndian.PutUint64(buf[0:8], uint64(kv.CreateRev))
+	binary.BigEndian.PutUint64(buf[8:16], uint64(kv.ModRev))
+	if !kv.Expires.IsZero() {
+		binary.BigEndian.PutUint64(buf[16:24], uint64(kv.Expires.UnixNano()))
+	}
+	copy(buf[recordHeader:], kv.Value)
+	return buf
+}
+
+// decodeRecord copies v: bbolt's memory is valid only inside the
+// transaction.
+func decodeRecord(key string, v []byte) (KV, error) {
+	if len(v) < recordHeader {
+		return KV{}, fmt.Errorf("corrupt record for key %q (%d bytes)", key, len(v))
+	}
+	kv := KV{
+		Key:       key,
+		CreateRev: int64(binary.BigEndian.Uint64(v[0:8])),
+		ModRev:    int64(binary.BigEndian.Uint64(v[8:16])),
+		Value:     append([]byte{}, v[recordHeader:]...),
+	}
+	if exp := int64(binary.BigEndian.Uint64(v[16:24])); exp != 0 {
+		kv.Expires = time.Unix(0, exp)
+	}
+	return kv, nil
+}
