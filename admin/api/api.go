@@ -40,17 +40,18 @@ type Config struct {
 	// Key is the admin key; every request must carry it (X-API-KEY header,
 	// api_key query argument or cookie).
 	Key string
-	// Root is the key root of stored resources ("/gw").
-	Root string
-	Log  *slog.Logger
+	// KeyPrefix is shown before store keys in answers ("/gw", or the etcd
+	// prefix): the store holds "/routes/1", the answer says "/gw/routes/1".
+	KeyPrefix string
+	Log       *slog.Logger
 	// ApplyWait bounds how long a write waits for its snapshot (default 3 s).
 	ApplyWait time.Duration
 }
 
 // Server answers the admin API.
 type Server struct {
-	cfg     Config
-	schemas *Schemas
+	cfg      Config
+	schemas  *Schemas
 	adminKey []byte
 	// mu serialises this process's writes, so that the checks against the
 	// other resources and the write itself are one step.
@@ -63,8 +64,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Key == "" {
 		return nil, errors.New("admin API: an admin key is required")
 	}
-	if cfg.Root == "" {
-		cfg.Root = "/gw"
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = "/gw"
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -223,7 +224,7 @@ func validID(id string) bool {
 }
 
 func (s *Server) parseTarget(segs []string) (*target, error) {
-	root := s.cfg.Root
+	root := storeRoot
 	switch segs[0] {
 	case gateway.Consumers:
 		if len(segs) >= 3 && segs[2] == "credentials" {
@@ -294,7 +295,7 @@ func (s *Server) shown(c *collection, kv store.KV) item {
 	if c.name == gateway.SSLs {
 		v = redactSSL(v)
 	}
-	return item{Key: kv.Key, Value: v, CreatedIndex: kv.CreateRev, ModifiedIndex: kv.ModRev}
+	return item{Key: s.cfg.KeyPrefix + kv.Key, Value: v, CreatedIndex: kv.CreateRev, ModifiedIndex: kv.ModRev}
 }
 
 // redactSSL removes the private keys: reads never return them.
@@ -315,9 +316,9 @@ func redactSSL(v []byte) []byte {
 func (s *Server) key(t *target) string {
 	if t.c.name == gateway.Credentials {
 		user, id, _ := strings.Cut(t.id, "/")
-		return s.cfg.Root + "/consumers/" + user + "/credentials/" + id
+		return storeRoot + "/consumers/" + user + "/credentials/" + id
 	}
-	return s.cfg.Root + "/" + t.c.name + "/" + t.id
+	return storeRoot + "/" + t.c.name + "/" + t.id
 }
 
 func (s *Server) get(ctx *fasthttp.RequestCtx, t *target) (int, any, error) {
@@ -330,3 +331,7 @@ func (s *Server) get(ctx *fasthttp.RequestCtx, t *target) (int, any, error) {
 	}
 	return 200, s.shown(t.c, kv), nil
 }
+
+// storeRoot is the root of resource keys in the store: keys are
+// "/routes/1"; the etcd store adds its own prefix (--etcd-prefix, /gw).
+const storeRoot = ""

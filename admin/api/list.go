@@ -134,7 +134,7 @@ func (s *Server) list(rctx *fasthttp.RequestCtx, t *target) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st := gateway.NewState(s.cfg.Root)
+	st := gateway.NewState(storeRoot)
 	var kept []store.KV
 	for _, kv := range kvs {
 		if coll, _, ok := st.ParseKey(kv.Key); !ok || coll != t.c.name {

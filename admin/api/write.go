@@ -362,5 +362,5 @@ func (s *Server) remove(rctx *fasthttp.RequestCtx, t *target) (int, any, error) 
 	if _, rev, err := s.cfg.Store.List(ctx, key); err == nil {
 		s.cfg.Runner.WaitRev(rev, s.cfg.ApplyWait)
 	}
-	return 200, map[string]string{"deleted": "1", "key": key}, nil
+	return 200, map[string]string{"deleted": "1", "key": s.cfg.KeyPrefix + key}, nil
 }

@@ -331,7 +331,7 @@ func (s *Snapshot) compileRoute(id string, r *routeSpec, modRev int64) (*Route, 
 		}
 		rt.Upstream = u
 	}
-	if rt.Upstream == nil && len(rt.Plugins) == 0 {
+	if rt.Upstream == nil && len(rt.Plugins) == 0 && rt.Script == "" {
 		return nil, errors.New("a route needs an upstream, upstream_id, service_id or plugins")
 	}
 	return rt, nil
