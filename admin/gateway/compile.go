@@ -207,30 +207,54 @@ func routeBefore(a, b *Route) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
 	}
-	return idLess(a.ID, b.ID)
+	return a.order.less(b.order)
+}
+
+// idOrder sorts IDs: numeric ones by number first, then the others as
+// strings. It is computed once per route, not per comparison.
+type idOrder struct {
+	num   uint64
+	isNum bool
+	s     string
+}
+
+func orderOf(id string) idOrder {
+	n, err := strconv.ParseUint(id, 10, 64)
+	return idOrder{num: n, isNum: err == nil, s: id}
+}
+
+func (a idOrder) less(b idOrder) bool {
+	switch {
+	case a.isNum && b.isNum:
+		if a.num != b.num {
+			return a.num < b.num
+		}
+		return a.s < b.s
+	case a.isNum:
+		return true
+	case b.isNum:
+		return false
+	}
+	return a.s < b.s
 }
 
 // idLess orders numeric IDs numerically and others as strings (numbers first).
-func idLess(a, b string) bool {
-	na, ea := strconv.ParseUint(a, 10, 64)
-	nb, eb := strconv.ParseUint(b, 10, 64)
-	switch {
-	case ea == nil && eb == nil:
-		return na < nb
-	case ea == nil:
-		return true
-	case eb == nil:
-		return false
-	}
-	return a < b
-}
+func idLess(a, b string) bool { return orderOf(a).less(orderOf(b)) }
 
 func sorted(m map[string]*Resource) []*Resource {
-	out := make([]*Resource, 0, len(m))
-	for _, r := range m {
-		out = append(out, r)
+	type keyed struct {
+		o idOrder
+		r *Resource
 	}
-	sort.Slice(out, func(i, j int) bool { return idLess(out[i].ID, out[j].ID) })
+	ks := make([]keyed, 0, len(m))
+	for _, r := range m {
+		ks = append(ks, keyed{orderOf(r.ID), r})
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].o.less(ks[j].o) })
+	out := make([]*Resource, len(ks))
+	for i, k := range ks {
+		out[i] = k.r
+	}
 	return out
 }
 
@@ -244,7 +268,7 @@ func contains(ids []string, id string) bool {
 }
 
 func (s *Snapshot) compileRoute(id string, r *routeSpec, modRev int64) (*Route, error) {
-	rt := &Route{ID: id, Name: r.Name, Enabled: r.Status == nil || *r.Status == 1, Priority: r.Priority, FilterFunc: r.FilterFunc,
+	rt := &Route{ID: id, order: orderOf(id), Name: r.Name, Enabled: r.Status == nil || *r.Status == 1, Priority: r.Priority, FilterFunc: r.FilterFunc,
 		Script: r.Script, Timeout: r.Timeout, EnableWebsocket: r.EnableWebsocket, ModRev: modRev,
 		PluginConfigID: string(r.PluginConfigID), UpstreamID: string(r.UpstreamID)}
 	if len(r.Vars) > 0 && string(r.Vars) != "null" && string(r.Vars) != "[]" {

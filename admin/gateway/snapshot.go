@@ -109,6 +109,7 @@ type Route struct {
 	EnableWebsocket bool
 	ModRev          int64
 	UpstreamID      string // as referenced (the resolved pool is Upstream)
+	order           idOrder
 }
 
 // Service is a compiled service.
