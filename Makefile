@@ -33,7 +33,8 @@ run: build
 	trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
 	./$(BIN) serve --resources-file examples/gw.yaml --listen $(LISTEN)
 
-# Tests start real Redis processes (limiter); install the server when missing.
+# Tests start real Redis processes (limiter) and etcd processes (admin/store);
+# install the servers when missing.
 deps:
 	@command -v $(GO) >/dev/null || { echo "Go is required (https://go.dev/dl)"; exit 1; }
 	@$(GO) mod download
@@ -41,6 +42,14 @@ deps:
 		echo "installing redis-server (apt)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+	@# The etcd store tests (admin/store) start real etcd processes on free
+	@# ports; Debian's etcd-server provides /usr/bin/etcd. Its package also
+	@# starts a system etcd on :2379, which the tests do not need: stop it.
+	@command -v etcd >/dev/null || { \
+		echo "installing etcd-server (apt)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq etcd-server >/dev/null && \
+		{ $$SUDO systemctl disable --now etcd >/dev/null 2>&1 || true; }; }
 	@# Usage exporter tests write to a real S3-compatible server (s3rver, npm;
 	@# about 20 s to install, kept across runs under $(S3RVER_DIR)).
 	@[ -x $(S3RVER_DIR)/node_modules/.bin/s3rver ] || { \

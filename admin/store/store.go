@@ -8,6 +8,21 @@
 // etcd. Values are the JSON bodies exactly as stored.
 // Revisions are store-wide and strictly increasing: a KV's ModRev is the
 // management API's modifiedIndex and CreateRev its createdIndex.
+//
+// Open(ctx, Config) picks the implementation from the `gw serve` flags:
+//
+//	--store           Config.Kind       embedded (default) | etcd | memory
+//	--data-dir        Config.DataDir    embedded: the directory, default ./data; locked, so a
+//	                                    second gw on it fails at startup with a clear error
+//	--etcd-endpoints  Config.Endpoints  etcd: http(s)://host:port, comma-separated allowed
+//	--etcd-prefix     Config.Prefix     etcd: key prefix, default /gw
+//	(no flag)         Config.DialTimeout, Config.History
+//
+// Memory and Embedded keep the last Config.History changes (DefaultHistory)
+// for Watch from an older revision; etcd keeps what its compaction keeps.
+// Values in returned KVs and events belong to the caller, except that one
+// event's Value is shared by every watcher of the memory and embedded
+// stores: do not modify it.
 package store
 
 import (
