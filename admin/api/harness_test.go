@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/gateway"
 	"gw/admin/store"
+	"gw/admin/store/etcdtest"
 )
 
 const testKey = "test-admin-key"
@@ -24,6 +26,16 @@ var stores = []struct {
 	{"memory", func(t *testing.T) store.Store { return store.NewMemory(0) }},
 	{"embedded", func(t *testing.T) store.Store {
 		s, err := store.OpenEmbedded(t.TempDir(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+	// etcd: a real etcd process per test (skipped when etcd is not
+	// installed; make deps installs it).
+	{"etcd", func(t *testing.T) store.Store {
+		srv := etcdtest.Start(t)
+		s, err := store.OpenEtcd(context.Background(), []string{srv.Endpoint()}, "/gw", 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
