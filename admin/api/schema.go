@@ -428,3 +428,14 @@ func decodeJSON(b []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// Validate checks a JSON body against a collection's schema ("route",
+// "upstream", "ssl", "secrets/vault", ...): the write path's validation
+// without the store (the fuzz target's entry).
+func (s *Schemas) Validate(schema string, body []byte) error {
+	v, err := decodeJSON(body)
+	if err != nil {
+		return err
+	}
+	return s.validate(schema, v)
+}
