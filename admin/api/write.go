@@ -55,7 +55,7 @@ var lastGenerated atomic.Int64
 
 // genID returns a new time-ordered numeric ID for POST (unique in this
 // process; a collision with another process's ID fails the create-only
-// write and a fresh ID is tried).
+// write with 409 and the client retries).
 func genID(now time.Time) string {
 	n := now.UnixMicro()
 	for {
