@@ -20,6 +20,9 @@ export DEMO_CALLER_KEY ?= sk-gw-demo
 export DEMO_TEAM_KEY ?= sk-gw-team
 export DEMO_OIDC_HMAC ?= demo-hmac-secret-at-least-32-bytes-long
 export MOCK_BASE ?= http://$(MOCK_LISTEN)
+# Demo admin API (docs/ADMIN.md): key and listener used by `make run`.
+ADMIN_LISTEN ?= 127.0.0.1:9180
+export GW_ADMIN_KEY ?= demo-admin-key
 
 .PHONY: all build run test unit fuzz bench perf lint deps clean
 
@@ -31,9 +34,10 @@ build:
 # Start the mock upstream and gw on the example config. Ctrl-C stops both.
 run: build
 	@echo "mock upstream on $(MOCK_LISTEN); gw on $(LISTEN); caller key: $$DEMO_CALLER_KEY"
+	@echo "admin API on http://$(ADMIN_LISTEN)/gw/admin (X-API-KEY: $$GW_ADMIN_KEY; store in ./data)"
 	@set -m; ./$(BIN) mock -addr $(MOCK_LISTEN) -model-suffix -2024-08-06 & mock=$$!; \
 	trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
-	./$(BIN) serve --resources-file examples/gw.yaml --listen $(LISTEN)
+	./$(BIN) serve --resources-file examples/gw.yaml --listen $(LISTEN) --admin-listen $(ADMIN_LISTEN)
 
 # Tests start real Redis processes (limiter) and etcd processes (admin/store);
 # install the servers when missing.

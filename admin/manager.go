@@ -130,7 +130,14 @@ func (m *Manager) Apply(trigger string) *resources.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	start := time.Now()
-	res := resources.LoadFile(m.path, m.env)
+	var res *resources.Result
+	if m.path == "" {
+		// No resource file (allowed when the admin API is on): the AI
+		// gateway runs with no resources.
+		res = resources.Load([]byte("_format_version: \"1\"\n"), m.env)
+	} else {
+		res = resources.LoadFile(m.path, m.env)
+	}
 	prev := m.status.Load()
 	now := time.Now().UTC()
 	next := *prev

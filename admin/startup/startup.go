@@ -41,6 +41,12 @@ type Config struct {
 
 	AdminListen string
 	AdminKey    string
+	// The admin API's store: "embedded" (single node, in AdminDataDir) or
+	// "etcd" (AdminEtcdEndpoints, keys under AdminEtcdPrefix).
+	AdminStore         string
+	AdminDataDir       string
+	AdminEtcdEndpoints string // comma-separated
+	AdminEtcdPrefix    string
 
 	MaxBodyBytes   int64
 	HeaderTimeout  time.Duration // a request's headers, from its first byte
@@ -77,6 +83,9 @@ func Defaults() Config {
 		ShutdownGrace:       30 * time.Second,
 		RealIPHeader:        "x-forwarded-for",
 		AccessLog:           true,
+		AdminStore:          "embedded",
+		AdminDataDir:        "./data",
+		AdminEtcdPrefix:     "/gw",
 	}
 }
 
@@ -157,6 +166,10 @@ var Settings = []Setting{
 	{"shared_store.redis.db", "GW_REDIS_DB", "redis-db", "Redis database number", integer(0, func(c *Config) *int64 { return &c.RedisDB })},
 	{"admin.listen", "GW_ADMIN_LISTEN", "admin-listen", "admin API listener; empty disables the admin API", str(func(c *Config) *string { return &c.AdminListen })},
 	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
+	{"admin.store", "GW_STORE", "store", "admin API store: embedded (single node, survives restarts in data_dir) or etcd", str(func(c *Config) *string { return &c.AdminStore })},
+	{"admin.data_dir", "GW_DATA_DIR", "data-dir", "directory of the embedded admin store (one gw process at a time)", str(func(c *Config) *string { return &c.AdminDataDir })},
+	{"admin.etcd.endpoints", "GW_ETCD_ENDPOINTS", "etcd-endpoints", "comma-separated etcd endpoints (http://127.0.0.1:2379) for --store etcd", str(func(c *Config) *string { return &c.AdminEtcdEndpoints })},
+	{"admin.etcd.prefix", "GW_ETCD_PREFIX", "etcd-prefix", "key prefix of the admin resources in etcd", str(func(c *Config) *string { return &c.AdminEtcdPrefix })},
 	{"server.max_body_bytes", "GW_MAX_BODY_BYTES", "max-body-bytes", "largest accepted request body; larger Content-Length gets 413", integer(1024, func(c *Config) *int64 { return &c.MaxBodyBytes })},
 	{"server.header_timeout", "GW_HEADER_TIMEOUT", "header-timeout", "time a client has to send a request's complete headers (from its first byte, or from connecting); 0 disables", duration(func(c *Config) *time.Duration { return &c.HeaderTimeout })},
 	{"server.body_timeout", "GW_BODY_TIMEOUT", "body-timeout", "time a client has to send a request body over 64 KiB (or chunked) once its headers are in; smaller bodies arrive within header_timeout; 0 disables", duration(func(c *Config) *time.Duration { return &c.BodyTimeout })},
@@ -308,8 +321,8 @@ func Set(c *Config, flag, value string) error {
 
 // Validate checks cross-field rules and returns warnings worth logging.
 func (c *Config) Validate() (warnings []string, err error) {
-	if c.ResourcesFile == "" {
-		return nil, errors.New("resources file is required: pass --resources-file, set GW_RESOURCES_FILE or resources_file")
+	if c.ResourcesFile == "" && c.AdminListen == "" {
+		return nil, errors.New("resources file is required unless the admin API is on: pass --resources-file (GW_RESOURCES_FILE, resources_file) or --admin-listen")
 	}
 	for _, l := range []struct{ name, addr string }{{"listen", c.Listen}, {"observability.debug", c.DebugListen}, {"status.listen", c.StatusListen}, {"admin.listen", c.AdminListen}} {
 		if l.addr == "" {
@@ -338,6 +351,18 @@ func (c *Config) Validate() (warnings []string, err error) {
 	}
 	if c.AdminListen != "" && c.AdminKey == "" {
 		return warnings, errors.New("admin.key: required when admin.listen is set (GW_ADMIN_KEY)")
+	}
+	switch c.AdminStore {
+	case "embedded":
+		if c.AdminListen != "" && c.AdminDataDir == "" {
+			return warnings, errors.New("admin.data_dir: required with admin.store embedded (GW_DATA_DIR)")
+		}
+	case "etcd":
+		if c.AdminListen != "" && strings.TrimSpace(c.AdminEtcdEndpoints) == "" {
+			return warnings, errors.New("admin.etcd.endpoints: required with admin.store etcd (GW_ETCD_ENDPOINTS)")
+		}
+	default:
+		return warnings, fmt.Errorf("admin.store: %q is not embedded or etcd", c.AdminStore)
 	}
 	return warnings, nil
 }
@@ -368,10 +393,9 @@ func (c *Config) Unenforced() []NotEnforced {
 		out = append(out, NotEnforced{"upstream.tls.verify", tlsWhy})
 	}
 	if c.AdminListen != "" {
-		out = append(out, NotEnforced{"admin.listen", "the admin API is not built; nothing listens there"})
-	}
-	if c.AdminKey != "" {
-		out = append(out, NotEnforced{"admin.key", "the admin API is not built"})
+		out = append(out, NotEnforced{"admin.listen", "the admin API serves every collection and compiles each change into the gateway snapshot, " +
+			"but the general gateway data plane is not built: routes, services, upstreams, consumers, plugins, global rules, SSL certificates " +
+			"and stream routes are stored and compiled, not served to traffic"})
 	}
 	return out
 }

@@ -89,6 +89,24 @@ func TestErrors(t *testing.T) {
 	if _, err := c.Validate(); err == nil || !strings.Contains(err.Error(), "admin.key") {
 		t.Fatalf("admin key: %v", err)
 	}
+	// With the admin API on, the resource file is optional; the store
+	// settings are checked.
+	c = Defaults()
+	c.AdminListen, c.AdminKey = "127.0.0.1:9180", "k"
+	if _, err := c.Validate(); err != nil {
+		t.Fatalf("admin API without a resource file: %v", err)
+	}
+	if len(c.Unenforced()) != 1 || !strings.Contains(c.Unenforced()[0].Missing, "data plane is not built") {
+		t.Fatalf("admin.listen unenforced item: %+v", c.Unenforced())
+	}
+	c.AdminStore = "etcd"
+	if _, err := c.Validate(); err == nil || !strings.Contains(err.Error(), "admin.etcd.endpoints") {
+		t.Fatalf("etcd without endpoints: %v", err)
+	}
+	c.AdminStore = "zookeeper"
+	if _, err := c.Validate(); err == nil || !strings.Contains(err.Error(), "admin.store") {
+		t.Fatalf("unknown store: %v", err)
+	}
 }
 
 func TestSecretsRedacted(t *testing.T) {

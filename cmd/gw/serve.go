@@ -147,6 +147,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
+	// The admin API: its store is opened and compiled before anything binds.
+	var adm *adminRuntime
+	if cfg.AdminListen != "" {
+		if adm, err = openAdmin(cfg, log); err != nil {
+			fmt.Fprintln(stderr, "gw:", err)
+			return 1
+		}
+		defer adm.close()
+	}
 
 	// Bind every listener before serving any, so a bind failure leaves nothing half-up.
 	mainLn, err := net.Listen("tcp", cfg.Listen)
@@ -169,6 +178,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 				statusLn.Close()
 			}
 			fmt.Fprintln(stderr, "gw: cannot listen on", cfg.DebugListen+":", err)
+			return 1
+		}
+	}
+
+	var adminLn net.Listener
+	if adm != nil {
+		if adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			for _, l := range []net.Listener{mainLn, statusLn, debugLn} {
+				if l != nil {
+					l.Close()
+				}
+			}
+			fmt.Fprintln(stderr, "gw: cannot listen on", cfg.AdminListen+":", err)
 			return 1
 		}
 	}
@@ -200,7 +222,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(mainLn) }()
 	var statusSrv *fasthttp.Server
 	if statusLn != nil {
@@ -216,8 +238,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
+	if adminLn != nil {
+		go func() { errc <- adm.serve(adminLn) }()
+	}
 	log.Info("gw serving", "version", version, "listen", mainLn.Addr().String(),
-		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "resources_file", cfg.ResourcesFile)
+		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "admin_listen", addrOf(adminLn), "resources_file", cfg.ResourcesFile)
 
 	for {
 		select {
