@@ -44,7 +44,6 @@ const (
 	missPassthrough  = "passthrough routes are not built"
 	missGuardrails   = "guardrails are not enforced: requests and answers pass unchecked"
 	missCache        = "response caching is not built"
-	missAnthropicReq = "not applied on adapter anthropic keys in this build"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -121,12 +120,12 @@ var fieldRules = map[string]map[string]string{
 	},
 }
 
-// anthropicOnlyOpenAI are the request/response rules the anthropic adapter
-// does not apply yet (the openai family does).
-var anthropicOnlyOpenAI = map[string]bool{
-	"request.param_renames": true, "request.param_constraints": true, "request.default_body_fields": true,
-	"response.content_list_to_string": true,
-}
+// familyMisses are provider-key rules that apply on some adapter families
+// and mean nothing on others (family → field → what is missing). The body
+// rules (param_renames, param_constraints, default_body_fields,
+// content_list_to_string) apply on every family through adapters/bodyrules;
+// a family that cannot apply one adds a line here.
+var familyMisses = map[string]map[string]string{}
 
 // classify returns the rule path covering path in coll and its reason;
 // ok is false when no rule covers it.
@@ -169,8 +168,8 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		if !ok {
 			missing, field = "the field is not classified in admin/snapshot/unenforced.go (a bug)", f.Path
 		}
-		if missing == "" && f.Collection == resources.CollProviderKeys && anthropicOnlyOpenAI[field] && adapters[f.Index] == "anthropic" {
-			missing = missAnthropicReq
+		if why := familyMisses[adapters[f.Index]][field]; missing == "" && f.Collection == resources.CollProviderKeys && why != "" {
+			missing = why
 		}
 		if missing == "" {
 			continue

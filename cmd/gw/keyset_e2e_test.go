@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go"
+	"github.com/openai/openai-go/option"
+
+	"gw/perf/mock"
+)
+
+// keysetFile gives an anthropic-family key every body rule: the rules act
+// on the Messages body gw sends upstream, converted or native.
+const keysetFile = `_format_version: "1"
+provider_keys:
+  - display_name: claude-rules
+    adapter: anthropic
+    api_key: ${E2E_OPENAI_KEY}
+    api_base: ${KEYSET_MOCK}/v1
+    request:
+      param_renames: {top_p: top_p_renamed}
+      param_constraints: {temperature_max: 0.5}
+      default_body_fields: {top_k: 7, metadata: {user_id: "gw-e2e"}}
+    response:
+      content_list_to_string: true
+api_keys:
+  - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
+models:
+  - {display_name: claude, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: claude-rules}
+`
+
+// TestKeysetAnthropicBodyRules: a chat caller at temperature 1.5 on a key
+// with temperature_max 0.5 reaches the Anthropic upstream at 0.5 (it used
+// to arrive at 1, the conversion's own bound), with the renames, default
+// fields and flattened content lists applied; a native Messages caller
+// gets the same rules.
+func TestKeysetAnthropicBodyRules(t *testing.T) {
+	m := startMock(t, "KEYSET_MOCK", mock.Config{})
+	g := startGW(t, writeTemp(t, "keyset.yaml", keysetFile))
+	base := "http://" + g.addr + "/v1"
+	ctx := context.Background()
+
+	check := func(name string, want, notWant []string) {
+		t.Helper()
+		last := lastRequest(m)
+		if last.Path != "/v1/messages" {
+			t.Fatalf("%s: upstream path %s", name, last.Path)
+		}
+		for _, w := range want {
+			if !strings.Contains(last.Body, w) {
+				t.Fatalf("%s: upstream body lacks %s: %s", name, w, last.Body)
+			}
+		}
+		for _, w := range notWant {
+			if strings.Contains(last.Body, w) {
+				t.Fatalf("%s: upstream body has %s: %s", name, w, last.Body)
+			}
+		}
+	}
+	want := []string{`"temperature":0.5`, `"top_p_renamed":0.9`, `"top_k":7`, `"metadata":{"user_id":"gw-e2e"}`, `"content":"Say hello"`}
+	notWant := []string{`"top_p":`}
+
+	oc := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("caller-e2e"), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{
+		Model:       "claude",
+		Temperature: openai.Float(1.5),
+		TopP:        openai.Float(0.9),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(
+			[]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart("Say "), openai.TextContentPart("hello")})},
+	}
+	resp, err := oc.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Model != "claude" || len(resp.Choices) != 1 || resp.Choices[0].Message.Content == "" {
+		t.Fatalf("chat answer: %+v", resp)
+	}
+	check("chat", want, notWant)
+
+	st := oc.Chat.Completions.NewStreaming(ctx, params)
+	var text strings.Builder
+	for st.Next() {
+		if c := st.Current(); len(c.Choices) > 0 {
+			text.WriteString(c.Choices[0].Delta.Content)
+		}
+	}
+	if err := st.Err(); err != nil || text.Len() == 0 {
+		t.Fatalf("chat stream: err %v text %q", err, text.String())
+	}
+	check("chat stream", want, notWant)
+
+	ac := anthropic.NewClient(aoption.WithBaseURL("http://"+g.addr), aoption.WithAPIKey("caller-e2e"), aoption.WithMaxRetries(0))
+	msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{
+		Model:       "claude",
+		MaxTokens:   64,
+		Temperature: anthropic.Float(0.9),
+		TopP:        anthropic.Float(0.9),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(
+			anthropic.NewTextBlock("Say "), anthropic.NewTextBlock("hello"))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Model != "claude" || len(msg.Content) == 0 {
+		t.Fatalf("messages answer: %+v", msg)
+	}
+	check("native messages", want, notWant)
+}
