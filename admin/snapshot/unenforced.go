@@ -39,11 +39,11 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missMCP          = "MCP aggregation (/mcp) is not built"
-	missA2A          = "A2A agents (/a2a) are not built"
-	missPassthrough  = "passthrough routes are not built"
-	missGuardrails   = "guardrails are not enforced: requests and answers pass unchecked"
-	missCache        = "response caching is not built"
+	missMCP         = "MCP aggregation (/mcp) is not built"
+	missA2A         = "A2A agents (/a2a) are not built"
+	missPassthrough = "passthrough routes are not built"
+	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
+	missCache       = "response caching is not built"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
