@@ -110,3 +110,18 @@ func TestKeysetAnthropicBodyRules(t *testing.T) {
 	}
 	check("native messages", want, notWant)
 }
+
+// TestUpstreamCAFile: upstream.tls.ca_cert must name a readable PEM file;
+// a wrong path or a file without a certificate stops startup instead of
+// trusting nothing.
+func TestUpstreamCAFile(t *testing.T) {
+	if pem, err := upstreamCA(""); pem != nil || err != nil {
+		t.Fatalf("unset: %q, %v", pem, err)
+	}
+	if _, err := upstreamCA(t.TempDir() + "/missing.pem"); err == nil || !strings.Contains(err.Error(), "upstream.tls.ca_cert") {
+		t.Fatalf("missing file: %v", err)
+	}
+	if _, err := upstreamCA(writeTemp(t, "empty.pem", "not a certificate")); err == nil {
+		t.Fatal("a file without a certificate was accepted")
+	}
+}
