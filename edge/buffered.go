@@ -109,6 +109,13 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		c.ttfb = time.Since(c.start)
 		return
 	}
+	if rf := openai.ReasoningField(up.Key.Response.ReasoningField); rf != "" && up.Protocol == "" {
+		rb := bodyBufPool.Get().(*[]byte)
+		defer bodyBufPool.Put(rb)
+		if out, ok := openai.RenameReasoning((*rb)[:0], body, rf); ok {
+			*rb, body = out, out // response.reasoning_field: reasoning where gw reads it
+		}
+	}
 	if up.Protocol == anthropic.ProtocolMessages {
 		// A messages upstream: its answer becomes a chat completion first.
 		cb := bodyBufPool.Get().(*[]byte)

@@ -77,7 +77,7 @@ var fieldRules = map[string]map[string]string{
 		"response":                        "",
 		"response.stream_done_marker":     "",
 		"response.content_list_to_string": "",
-		"response.reasoning_field":        "no adapter reads it: reasoning stays in the upstream's own field",
+		"response.reasoning_field":        "",
 		"response.error_envelope":         "no adapter reads it: upstream error bodies are relayed as they are",
 		"strip_headers":                   missPassthrough + " (strip_headers applies to them only)",
 		"telemetry_tags":                  "",
@@ -125,7 +125,11 @@ var fieldRules = map[string]map[string]string{
 // rules (param_renames, param_constraints, default_body_fields,
 // content_list_to_string) apply on every family through adapters/bodyrules;
 // a family that cannot apply one adds a line here.
-var familyMisses = map[string]map[string]string{}
+var familyMisses = map[string]map[string]string{
+	"anthropic": {
+		"response.reasoning_field": "a Messages upstream's reasoning is its thinking blocks: there is no other field to read",
+	},
+}
 
 // classify returns the rule path covering path in coll and its reason;
 // ok is false when no rule covers it.

@@ -107,7 +107,6 @@ func TestUnenforcedRules(t *testing.T) {
 	}
 	want := []string{
 		"display_name=oa|strip_headers",
-		"display_name=oa|response.reasoning_field",
 		"display_name=oa|response.error_envelope",
 		// The body rules apply on the anthropic family too (adapters/bodyrules).
 		"display_name=embed|embedding",

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -158,5 +160,86 @@ func TestKeyset501(t *testing.T) {
 		if err != nil || resp.StatusCode != 501 || e.Error.Type != "invalid_request_error" {
 			t.Fatalf("%s: %d %+v (%v)", c.path, resp.StatusCode, e, err)
 		}
+	}
+}
+
+// reasoningUpstream answers chat calls the way some OpenAI-compatible
+// backends do, with the reasoning in a member of their own (`thinking`).
+func reasoningUpstream(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, d := range []string{
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"role":"assistant","thinking":"Because "},"finish_reason":null}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"thinking":"sky."},"finish_reason":null}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[{"index":0,"delta":{"content":"Blue."},"finish_reason":"stop"}]}`,
+				`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"up","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+				`[DONE]`,
+			} {
+				io.WriteString(w, "data: "+d+"\n\n")
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"up","choices":[{"index":0,"message":{"role":"assistant","content":"Blue.","thinking":"Because sky."},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestKeysetReasoningField: response.reasoning_field moves an
+// OpenAI-compatible upstream's reasoning to reasoning_content, where chat
+// callers read it and where the converters find it for Messages and
+// Responses callers, buffered and streamed.
+func TestKeysetReasoningField(t *testing.T) {
+	t.Setenv("REASONING_UP", reasoningUpstream(t))
+	g := startGW(t, writeTemp(t, "reasoning.yaml", `_format_version: "1"
+provider_keys:
+  - display_name: compat
+    provider: vllm
+    api_key: ${E2E_OPENAI_KEY}
+    api_base: ${REASONING_UP}/v1
+    response: {reasoning_field: "choices[].message.thinking"}
+api_keys:
+  - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
+models:
+  - {display_name: r1, provider: vllm, model_name: r1, provider_key: compat}
+`))
+	ctx := context.Background()
+	oc := openai.NewClient(option.WithBaseURL("http://"+g.addr+"/v1"), option.WithAPIKey("caller-e2e"), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{Model: "r1", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Why?")}}
+	resp, err := oc.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := resp.Choices[0].Message.RawJSON()
+	if !strings.Contains(raw, `"reasoning_content":"Because sky."`) || strings.Contains(raw, `"thinking"`) {
+		t.Fatalf("buffered chat message: %s", raw)
+	}
+	st := oc.Chat.Completions.NewStreaming(ctx, params)
+	var reasoning strings.Builder
+	for st.Next() {
+		if c := st.Current(); len(c.Choices) > 0 {
+			var d struct {
+				ReasoningContent string `json:"reasoning_content"`
+			}
+			_ = json.Unmarshal([]byte(c.Choices[0].Delta.RawJSON()), &d)
+			reasoning.WriteString(d.ReasoningContent)
+		}
+	}
+	if err := st.Err(); err != nil || reasoning.String() != "Because sky." {
+		t.Fatalf("streamed reasoning %q (%v)", reasoning.String(), err)
+	}
+
+	ac := anthropic.NewClient(aoption.WithBaseURL("http://"+g.addr), aoption.WithAPIKey("caller-e2e"), aoption.WithMaxRetries(0))
+	msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "r1", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Why?"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 2 || msg.Content[0].Type != "thinking" || msg.Content[0].Thinking != "Because sky." {
+		t.Fatalf("messages answer: %+v", msg.Content)
 	}
 }
