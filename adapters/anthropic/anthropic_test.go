@@ -107,3 +107,24 @@ func TestBodyRules(t *testing.T) {
 	f("count_tokens", func(req *fasthttp.Request) error { return a.BuildNative(req, count, adapters.SurfaceCountTokens) },
 		[]string{`"content":"x"`}, []string{`"top_k"`})
 }
+
+// TestDeveloperRole: on a Messages upstream a developer message, wherever
+// it appears, joins the top-level system with the leading system messages.
+func TestDeveloperRole(t *testing.T) {
+	ad, err := New(&adapters.KeyConfig{Name: "c", BaseURL: "https://example.test/v1"}, adapters.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	in := &adapters.ChatInput{UpstreamModel: "claude", Body: []byte(`{"messages":[{"role":"system","content":"S"},
+		{"role":"user","content":"u"},{"role":"developer","content":"D"},{"role":"assistant","content":"a"}]}`)}
+	if err := ad.BuildChat(req, in); err != nil {
+		t.Fatal(err)
+	}
+	body := string(req.Body())
+	if !strings.Contains(body, `"system":"S\n\nD"`) || strings.Contains(body, `"developer"`) ||
+		!strings.Contains(body, `"messages":[{"role":"user","content":"u"},{"role":"assistant","content":"a"}]`) {
+		t.Fatalf("body: %s", body)
+	}
+}

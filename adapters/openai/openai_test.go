@@ -386,3 +386,25 @@ func TestConcurrentBuildChat(t *testing.T) {
 		}
 	}
 }
+
+// TestDeveloperRoleTable is the spec's developer-role table for the
+// chat-completions families (docs/PROVIDERS.md#developer-role).
+func TestDeveloperRoleTable(t *testing.T) {
+	const body = `{"messages":[{"role":"user","content":"a"},{"role":"developer","content":"b"}]}`
+	f := func(row string, mod func(*testKey), modelProvider, wantRole string) {
+		t.Helper()
+		t.Run(row, func(t *testing.T) {
+			req := build(t, key(mod), &adapters.ChatInput{Body: []byte(body), UpstreamModel: "gpt-4o", Provider: modelProvider})
+			want := `{"messages":[{"role":"user","content":"a"},{"role":"` + wantRole + `","content":"b"}],"model":"gpt-4o"}`
+			jsonEqual(t, string(req.Body()), want)
+		})
+	}
+	f("provider openai key, default api_base", nil, "", "developer")
+	f("provider openai key, any api_base", func(k *testKey) { k.BaseURL = "https://proxy.example/v1" }, "", "developer")
+	f("other chat-completions provider", func(k *testKey) { k.Provider = "deepseek" }, "", "system")
+	f("model provider overrides the key's", nil, "groq", "system")
+	f("azure-style provider on the openai family", func(k *testKey) { k.Provider = "azure_openai" }, "", "system")
+	f("azure-openai family, even with provider openai", func(k *testKey) {
+		k.azure, k.BaseURL = true, "https://r.openai.azure.com/openai/v1"
+	}, "", "system")
+}
