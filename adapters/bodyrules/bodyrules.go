@@ -289,7 +289,7 @@ func (r *Rules) flattenMessages(s *Scratch, arr []byte) (out []byte, changed boo
 			out = append(out, ',')
 		}
 		var c bool
-		out, c = FlattenMessage(out, elem, kind, s)
+		out, c = flattenMessage(out, elem, kind, s)
 		changed = changed || c
 		return true
 	})
@@ -300,10 +300,10 @@ func (r *Rules) flattenMessages(s *Scratch, arr []byte) (out []byte, changed boo
 
 var messageContent = []string{"content"}
 
-// FlattenMessage appends message elem to dst with its content replaced by
+// flattenMessage appends message elem to dst with its content replaced by
 // one string when it is a text-only content list (see AppendFlatText), and
 // reports whether it did. s provides the buffers.
-func FlattenMessage(dst, elem []byte, kind rawjson.Kind, s *Scratch) ([]byte, bool) {
+func flattenMessage(dst, elem []byte, kind rawjson.Kind, s *Scratch) ([]byte, bool) {
 	if kind != rawjson.Object {
 		return append(dst, elem...), false
 	}
