@@ -141,3 +141,15 @@ func BenchmarkExtractUsage(b *testing.B) {
 		sinkUsage, sinkBool = ExtractUsage(usageChunk)
 	}
 }
+
+// BenchmarkRenameReasoning is response.reasoning_field's cost per streamed
+// chunk that carries the member.
+func BenchmarkRenameReasoning(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning":"a step of the reasoning"},"finish_reason":null}]}`)
+	dst := make([]byte, 0, 512)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		dst, _ = RenameReasoning(dst[:0], body, "reasoning")
+	}
+}
