@@ -1,6 +1,9 @@
 package adapters
 
-import "gw/adapters/headers"
+import (
+	"gw/adapters/bodyrules"
+	"gw/adapters/headers"
+)
 
 // KeyConfig is what every adapter family reads of one provider key. The
 // snapshot compiler (admin/snapshot) fills it from the loaded provider key;
@@ -18,6 +21,10 @@ type KeyConfig struct {
 	BaseURL string
 	// Headers are request.default_headers and request.forward_client_headers.
 	Headers headers.Config
+	// Body are the body rules (param_renames, param_constraints,
+	// default_body_fields, content_list_to_string); every family applies
+	// them to the bodies it sends in its own wire format (bodyrules.Apply).
+	Body bodyrules.Config
 	// Responses and Messages are the caller surfaces the key's endpoint
 	// serves in their own wire format (the `apis` rules, already resolved);
 	// count_tokens follows Messages.

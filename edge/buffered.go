@@ -107,6 +107,13 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		c.ttfb = time.Since(c.start)
 		return
 	}
+	if rf := openai.ReasoningField(up.Key.Response.ReasoningField); rf != "" && up.Protocol == "" {
+		rb := bodyBufPool.Get().(*[]byte)
+		defer bodyBufPool.Put(rb)
+		if out, ok := openai.RenameReasoning((*rb)[:0], body, rf); ok {
+			*rb, body = out, out // response.reasoning_field: reasoning where gw reads it
+		}
+	}
 	if pr := protocolOf(up.Protocol); pr != nil {
 		// An upstream of another protocol: its answer becomes a chat
 		// completion first.

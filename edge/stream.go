@@ -43,6 +43,8 @@ type relayState struct {
 	sawDone bool
 	gap     time.Duration
 	marker  string           // response.stream_done_marker of the provider key
+	reason  string           // the key's response.reasoning_field member, moved to reasoning_content
+	rbuf    []byte           // chunk with it moved
 	conv    transcode.Stream // chat chunks → the caller's surface; nil for chat callers
 	convRel func(transcode.Stream)
 
@@ -85,6 +87,12 @@ func (s *relayState) next() ([]byte, error) {
 func (s *relayState) rawNext() ([]byte, error) {
 	if s.up == nil {
 		ev, err := s.rd.Next()
+		if s.reason != "" && err == nil {
+			if out, ok := openai.RenameReasoning(s.rbuf[:0], ev.Data, s.reason); ok {
+				s.rbuf = out
+				return out, nil
+			}
+		}
 		return ev.Data, err
 	}
 	for {
@@ -162,6 +170,7 @@ func (s *relayState) release() {
 	s.rd, s.proto, s.resp, s.p, s.c = nil, nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
+	s.reason, s.rbuf = "", s.rbuf[:0]
 	s.w, s.hooked, s.gone = nil, false, false
 	s.seq, s.respID, s.respCreated = 0, s.respID[:0], s.respCreated[:0]
 	relayPool.Put(s)
@@ -237,6 +246,9 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			s := relayPool.Get().(*relayState)
 			s.resp, s.gap, s.marker = resp, t.StreamTimeout, up.Key.Response.StreamDoneMarker
 			s.proto = protocolOf(up.Protocol)
+			if !c.native && up.Protocol == "" {
+				s.reason = openai.ReasoningField(up.Key.Response.ReasoningField)
+			}
 			s.rd = s.proto.openSource(resp.BodyStream())
 			switch {
 			case c.native:

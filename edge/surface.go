@@ -137,10 +137,14 @@ func responsesUsage(body []byte) (adapters.Usage, bool) {
 	return chatUsage(u), ok
 }
 
-// anthropicErrorType maps a status to Anthropic's error.type.
+// anthropicErrorType maps a status to Anthropic's error.type. A 501 (a
+// capability this build or this provider lacks) is invalid_request_error on
+// every surface, as on chat and Responses: the request asks for something
+// that will not work however often it is sent, where api_error would say
+// the server failed.
 func anthropicErrorType(status int) string {
 	switch status {
-	case 400, 422:
+	case 400, 422, 501:
 		return "invalid_request_error"
 	case 401:
 		return "authentication_error"

@@ -50,16 +50,16 @@ func adAdapter(t *testing.T, flags uint8) adapters.Adapter {
 	if flags&adOtherProvider != 0 {
 		c.Provider = "groq"
 	}
-	c.ContentListToString = flags&adFlatten != 0
+	k.Body.ContentListToString = flags&adFlatten != 0
 	if flags&adClamp != 0 {
 		lo, hi := 0.2, 1.0
-		c.TemperatureMin, c.TemperatureMax = &lo, &hi
+		k.Body.TemperatureMin, k.Body.TemperatureMax = &lo, &hi
 	}
 	if flags&adRenames != 0 {
-		c.ParamRenames = adRenameList
+		k.Body.ParamRenames = adRenameList
 	}
 	if flags&adDefaults != 0 {
-		c.DefaultBodyFields = adDefaultList
+		k.Body.DefaultBodyFields = adDefaultList
 	}
 	var a adapters.Adapter
 	var err error

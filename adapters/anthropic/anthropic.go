@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/adapters/native"
 	"gw/sse/msgconv"
@@ -42,6 +43,7 @@ type Adapter struct {
 	key    adapters.Secret
 	rules  *headers.Rules
 	native *native.Endpoints
+	body   *bodyrules.Rules // the key's body rules, on the Messages body; nil when none
 }
 
 // Interface guards.
@@ -52,7 +54,8 @@ var (
 
 // New compiles the adapter of provider key k. The family has no settings of
 // its own: anthropic-version is Version, and the caller's anthropic-beta
-// passes through (native.SetMessagesHeaders).
+// passes through (native.SetMessagesHeaders). The key's body rules
+// (k.Body) apply to the Messages body gw sends, converted or native.
 func New(k *adapters.KeyConfig, _ adapters.Options) (adapters.Adapter, error) {
 	base := k.BaseURL
 	if base == "" {
@@ -70,7 +73,8 @@ func New(k *adapters.KeyConfig, _ adapters.Options) (adapters.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{name: k.Name, url: url, key: k.Credential, rules: rules, native: nat}, nil
+	return &Adapter{name: k.Name, url: url, key: k.Credential, rules: rules, native: nat,
+		body: bodyrules.Compile(&k.Body, "model", "stream")}, nil
 }
 
 // Protocol reports the upstream wire format of the answers.
@@ -109,7 +113,18 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 		return adapters.ErrBody
 	}
 	s.body = body
-	a.finish(req, in, s)
+	if a.body != nil {
+		// The rules act on the Messages body as it goes upstream: after the
+		// conversion (which bounds temperature to Anthropic's 0..1), so a
+		// temperature_max below 1 still has the last word, as param_renames
+		// does over every member gw wrote.
+		bs := bodyrules.AcquireScratch()
+		defer bodyrules.ReleaseScratch(bs)
+		if body, err = a.body.Apply(body, bodyrules.All, bs); err != nil {
+			return adapters.ErrBody
+		}
+	}
+	a.finish(req, in, s, body)
 	return nil
 }
 
@@ -123,8 +138,9 @@ func (a *Adapter) BuildNative(req *fasthttp.Request, in *adapters.ChatInput, s a
 	return a.native.Build(req, in, s)
 }
 
-// finish writes URL, headers and the body built in s.
-func (a *Adapter) finish(req *fasthttp.Request, in *adapters.ChatInput, s *scratch) {
+// finish writes URL, headers and body (built in s or in the body rules'
+// scratch; SetBody copies it).
+func (a *Adapter) finish(req *fasthttp.Request, in *adapters.ChatInput, s *scratch, body []byte) {
 	req.Header.SetMethodBytes(methodPost)
 	req.SetRequestURI(a.url)
 	req.Header.SetContentTypeBytes(ctJSON)
@@ -135,5 +151,5 @@ func (a *Adapter) finish(req *fasthttp.Request, in *adapters.ChatInput, s *scrat
 		req.Header.SetBytesKV(hdrAPIKey, s.key)
 	}
 	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
-	req.SetBody(s.body)
+	req.SetBody(body)
 }

@@ -1,7 +1,8 @@
 // Package native builds upstream requests for the caller surfaces a provider
 // key serves in the caller's own wire format (POST /v1/responses,
 // /v1/messages, /v1/messages/count_tokens): the caller's body goes upstream
-// unchanged but for `model`, with the key's credential and header rules.
+// unchanged but for `model` and the key's body rules (package bodyrules),
+// with the key's credential and header rules.
 //
 // Which surfaces are native, and at which base URL, is the `apis` rule of
 // the provider key, resolved by the snapshot compiler into
@@ -16,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/sse/rawjson"
 )
@@ -66,13 +68,14 @@ type Endpoints struct {
 	auth  Auth
 	key   adapters.Secret
 	rules *headers.Rules
+	body  *bodyrules.Rules // the key's body rules; nil when none
 }
 
 // Compile resolves the native surfaces of k. base is the key's chat base
 // URL (api_base or the adapter family's default); a surface's own Base
 // (`apis.<surface>.base`) replaces it for that surface.
 func Compile(k *adapters.KeyConfig, base string, auth Auth) (*Endpoints, error) {
-	e := &Endpoints{auth: auth, key: k.Credential}
+	e := &Endpoints{auth: auth, key: k.Credential, body: bodyrules.Compile(&k.Body, "model", "stream")}
 	set := func(s adapters.Surface, b string) error {
 		if b == "" {
 			b = base
@@ -119,6 +122,18 @@ func (e *Endpoints) Base(s adapters.Surface) string {
 	return e.bases[s]
 }
 
+// surfaceRules are the body rules each native surface applies: all of them
+// on Messages and Responses (content_list_to_string finds no
+// messages[*].content in a Responses body and changes nothing); on
+// count_tokens only those that keep it a count of the same conversation —
+// the endpoint takes no sampling or generation members, so a clamp has
+// nothing to act on and a default field would make it fail.
+var surfaceRules = [adapters.NumSurfaces]bodyrules.Set{
+	adapters.SurfaceResponses:   bodyrules.All,
+	adapters.SurfaceMessages:    bodyrules.All,
+	adapters.SurfaceCountTokens: bodyrules.Flatten | bodyrules.Renames,
+}
+
 type scratch struct {
 	body []byte
 	auth []byte
@@ -129,7 +144,7 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Build writes the request of a native call: in.Body with `model` set to
-// in.UpstreamModel, POSTed to the surface's URL with the key's credential,
+// in.UpstreamModel and the key's body rules applied (surfaceRules), POSTed to the surface's URL with the key's credential,
 // anthropic-version and the caller's anthropic-beta on Messages surfaces,
 // then the key's default and forwarded headers.
 func (e *Endpoints) Build(req *fasthttp.Request, in *adapters.ChatInput, s adapters.Surface) error {
@@ -143,6 +158,13 @@ func (e *Endpoints) Build(req *fasthttp.Request, in *adapters.ChatInput, s adapt
 		return adapters.ErrBody
 	}
 	sc.body = body
+	if set := surfaceRules[s]; e.body.Has(set) {
+		bs := bodyrules.AcquireScratch()
+		defer bodyrules.ReleaseScratch(bs)
+		if body, err = e.body.Apply(sc.body, set, bs); err != nil {
+			return adapters.ErrBody
+		}
+	}
 	req.Header.SetMethodBytes(methodPost)
 	req.SetRequestURI(e.urls[s])
 	req.URI().DisablePathNormalizing = true // the path exactly as the base spells it
@@ -164,7 +186,7 @@ func (e *Endpoints) Build(req *fasthttp.Request, in *adapters.ChatInput, s adapt
 		}
 	}
 	sc.hdr = e.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, sc.hdr)
-	req.SetBody(sc.body)
+	req.SetBody(body)
 	return nil
 }
 

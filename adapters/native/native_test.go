@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 )
 
@@ -124,4 +125,40 @@ func BenchmarkBuild(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestBodyRules: native bodies get the key's body rules after `model`;
+// count_tokens only renames and flattening (it takes no generation
+// members).
+func TestBodyRules(t *testing.T) {
+	hi := 0.5
+	k := &adapters.KeyConfig{Name: "k", Credential: adapters.NewSecret("sk-up"),
+		Responses: adapters.NativeSurface{On: true}, Messages: adapters.NativeSurface{On: true},
+		Body: bodyrules.Config{
+			ParamRenames:        []bodyrules.Rename{{From: "user", To: "safety_identifier"}},
+			TemperatureMax:      &hi,
+			DefaultBodyFields:   []bodyrules.Field{{Key: "service_tier", Value: []byte(`"flex"`)}, {Key: "stream", Value: []byte(`true`)}},
+			ContentListToString: true,
+		}}
+	e, err := Compile(k, "https://gw.example/v1", AuthBearer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(s adapters.Surface, body, want string) {
+		t.Helper()
+		req := fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(req)
+		if err := e.Build(req, &adapters.ChatInput{Body: []byte(body), UpstreamModel: "up"}, s); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(req.Body()); got != want {
+			t.Fatalf("surface %d:\n got %s\nwant %s", s, got, want)
+		}
+	}
+	f(adapters.SurfaceResponses, `{"model":"a","input":"hi","temperature":0.9,"user":"u"}`,
+		`{"model":"up","input":"hi","temperature":0.5,"safety_identifier":"u","service_tier":"flex"}`)
+	f(adapters.SurfaceMessages, `{"model":"a","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"temperature":1}`,
+		`{"model":"up","messages":[{"role":"user","content":"x"}],"temperature":0.5,"service_tier":"flex"}`)
+	f(adapters.SurfaceCountTokens, `{"model":"a","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"user":"u"}`,
+		`{"model":"up","messages":[{"role":"user","content":"x"}],"safety_identifier":"u"}`)
 }

@@ -62,3 +62,12 @@ func TestAllocs(t *testing.T) {
 	f("IsUsageOnlyChunk", func() { sinkBool = IsUsageOnlyChunk(usageChunk) })
 	f("ExtractUsage", func() { sinkUsage, sinkBool = ExtractUsage(usageChunk) })
 }
+
+func TestRenameReasoningAllocs(t *testing.T) {
+	body := []byte(`{"choices":[{"index":0,"delta":{"reasoning":"step"},"finish_reason":null}]}`)
+	dst := make([]byte, 0, 256)
+	RenameReasoning(dst, body, "reasoning")
+	if n := testing.AllocsPerRun(100, func() { RenameReasoning(dst[:0], body, "reasoning") }); n != 0 {
+		t.Fatalf("RenameReasoning: %v allocs; want 0", n)
+	}
+}

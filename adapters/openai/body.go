@@ -2,10 +2,10 @@ package openai
 
 import (
 	"bytes"
-	"math"
 	"sync"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/sse/rawjson"
 )
 
@@ -88,8 +88,7 @@ func (a *Adapter) editBody(e *editor, in *adapters.ChatInput) error {
 	pol := a.policyFor(in.Provider)
 	reasoning := pol.maxCompletion && IsReasoningModel(in.UpstreamModel)
 	forceUsage := in.Stream && in.ForceUsage
-	if !pol.devToSystem && !a.flatten && !reasoning && !a.clamp && len(a.renames) == 0 &&
-		len(a.defaults) == 0 && !forceUsage {
+	if !pol.devToSystem && !reasoning && !a.body.Has(bodyrules.All) && !forceUsage {
 		return e.commit(rawjson.SetString(e.dst(), in.Body, "model", in.UpstreamModel))
 	}
 
@@ -106,14 +105,14 @@ func (a *Adapter) editBody(e *editor, in *adapters.ChatInput) error {
 	if renameMax && a.renamesMaxCompletion {
 		return a.editBodyPasses(e, in, pol, vals)
 	}
-	for i := range a.renames {
+	for i := range a.body.RenameList() {
 		if vals[a.renameIdx+i] != nil {
 			return a.editBodyPasses(e, in, pol, vals)
 		}
 	}
 
 	p := plan{model: in.UpstreamModel}
-	if (pol.devToSystem || a.flatten) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
+	if (pol.devToSystem || a.body.FlattensContent()) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
 		var changed bool
 		s.msgs, changed = a.editMessages(s, vals[kMessages], pol.devToSystem)
 		if changed {
@@ -250,7 +249,7 @@ func (a *Adapter) emit(dst, body []byte, p *plan, vals [][]byte) ([]byte, error)
 		dst = append(dst, quotedModel...)
 		dst = rawjson.AppendQuote(dst, p.model)
 	}
-	for i, f := range a.defaults {
+	for i, f := range a.body.DefaultList() {
 		present := vals[a.defIdx+i] != nil
 		switch f.Key {
 		case "max_tokens":
@@ -283,19 +282,11 @@ func (a *Adapter) emit(dst, body []byte, p *plan, vals [][]byte) ([]byte, error)
 // clampTemperature returns the clamped temperature, or nil when raw is not a
 // number or already within bounds.
 func (a *Adapter) clampTemperature(s *scratch, raw []byte) []byte {
-	if !a.clamp || rawjson.KindOf(raw) != rawjson.Number {
-		return nil
+	c := a.body.Clamp(s.temp[:0], raw)
+	if c != nil {
+		s.temp = c
 	}
-	f, ok := rawjson.ParseFloat(raw)
-	if !ok {
-		return nil
-	}
-	c := min(max(f, a.tmin), a.tmax)
-	if c == f || math.IsInf(c, 0) || math.IsNaN(c) {
-		return nil
-	}
-	s.temp = rawjson.AppendFloat(s.temp[:0], c)
-	return s.temp
+	return c
 }
 
 // editBodyPasses is editBody with one rawjson pass per edit, for bodies in
@@ -306,7 +297,7 @@ func (a *Adapter) editBodyPasses(e *editor, in *adapters.ChatInput, pol policy, 
 	keys := a.scanKeys
 	// Messages are edited from the caller's body, which stays unchanged.
 	var msgs []byte
-	if (pol.devToSystem || a.flatten) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
+	if (pol.devToSystem || a.body.FlattensContent()) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
 		var changed bool
 		s.msgs, changed = a.editMessages(s, vals[kMessages], pol.devToSystem)
 		if changed {
@@ -331,7 +322,7 @@ func (a *Adapter) editBodyPasses(e *editor, in *adapters.ChatInput, pol policy, 
 		}
 		moved = true
 	}
-	for i, r := range a.renames {
+	for i, r := range a.body.RenameList() {
 		// A source absent from the caller body is skipped while no earlier
 		// rename could have created it.
 		if !moved && vals[a.renameIdx+i] == nil {
@@ -360,7 +351,7 @@ func (a *Adapter) editBodyPasses(e *editor, in *adapters.ChatInput, pol policy, 
 		so = a.streamOptions(s, cur)
 	}
 	hasDefault := false
-	for i := range a.defaults {
+	for i := range a.body.DefaultList() {
 		if vals[a.defIdx+i] == nil {
 			hasDefault = true
 			break
@@ -373,7 +364,7 @@ func (a *Adapter) editBodyPasses(e *editor, in *adapters.ChatInput, pol policy, 
 		}
 	}
 	if hasDefault {
-		for i, f := range a.defaults {
+		for i, f := range a.body.DefaultList() {
 			if vals[a.defIdx+i] != nil {
 				continue
 			}
@@ -443,10 +434,10 @@ func (a *Adapter) editMessage(s *scratch, dst, elem []byte, kind rawjson.Kind, d
 			s.elem, cur, changed = out, out, true
 		}
 	}
-	if a.flatten && rawjson.KindOf(v[1]) == rawjson.Array {
+	if a.body.FlattensContent() && rawjson.KindOf(v[1]) == rawjson.Array {
 		var flat []byte
 		var ok bool
-		if flat, s.text, ok = appendFlatText(s.flat[:0], s.text, v[1]); ok {
+		if flat, s.text, ok = bodyrules.AppendFlatText(s.flat[:0], s.text, v[1]); ok {
 			s.flat = flat
 			if out, err := rawjson.Set(dst, cur, "content", flat); err == nil {
 				return out, true
@@ -454,38 +445,4 @@ func (a *Adapter) editMessage(s *scratch, dst, elem []byte, kind rawjson.Kind, d
 		}
 	}
 	return append(dst, cur...), changed
-}
-
-// appendFlatText appends to dst one JSON string holding the texts of the
-// content list arr concatenated without separator, and reports true, when
-// arr is a non-empty array of {"type":"text","text":"..."} blocks (other
-// members of a block, such as cache_control, are dropped). Otherwise it
-// reports false and dst must be discarded. Texts are unescaped into text and
-// the whole is quoted again, so escapes split across blocks (half of a
-// surrogate pair) read as they would have separately. text is returned for
-// reuse.
-func appendFlatText(dst, text, arr []byte) (out, textOut []byte, ok bool) {
-	text = text[:0]
-	ok = true
-	n := 0
-	err := rawjson.ForEachElem(arr, func(_ int, b []byte, k rawjson.Kind) bool {
-		var v [2][]byte // type, text
-		if k != rawjson.Object || rawjson.ScanTop(b, blockKeys, v[:]) != nil ||
-			rawjson.KindOf(v[0]) != rawjson.String || !rawjson.StringEquals(v[0], "text") ||
-			rawjson.KindOf(v[1]) != rawjson.String {
-			ok = false
-			return false
-		}
-		var err error
-		if text, err = rawjson.AppendUnquote(text, v[1]); err != nil {
-			ok = false
-			return false
-		}
-		n++
-		return true
-	})
-	if err != nil || !ok || n == 0 {
-		return dst, text, false
-	}
-	return rawjson.AppendQuoteBytes(dst, text), text, true
 }

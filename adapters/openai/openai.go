@@ -9,12 +9,12 @@
 package openai
 
 import (
-	"math"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/adapters/native"
 )
@@ -47,14 +47,10 @@ type Adapter struct {
 	rules  *headers.Rules
 	native *native.Endpoints // nil on Azure (no native surfaces there)
 
-	renames []Rename
+	body *bodyrules.Rules // the key's body rules; nil when none
 	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
 	renamesMaxCompletion bool
-	clamp                bool
-	tmin, tmax           float64 // -Inf / +Inf when unset
-	defaults             []BodyField
 	soDefault            []byte // default_body_fields.stream_options, if any
-	flatten              bool
 
 	scanKeys  []string // fixedKeys, then rename sources, then default keys
 	renameIdx int
@@ -69,38 +65,21 @@ var (
 )
 
 // Config is what the openai family reads of a provider key beyond
-// adapters.KeyConfig: the key's `provider` and its chat-completions body
-// rules. The snapshot compiler fills it.
+// adapters.KeyConfig: the key's `provider`. The snapshot compiler fills it.
+// The body rules every family shares are adapters.KeyConfig.Body.
 type Config struct {
 	// Provider is the key's `provider`; a model's own provider overrides
 	// it (ChatInput.Provider). It decides the developer-role and
 	// max_tokens rules.
 	Provider string
-	// ParamRenames are request.param_renames in file order.
-	ParamRenames []Rename
-	// TemperatureMin and TemperatureMax are
-	// request.param_constraints.temperature_min/max; nil when unset.
-	TemperatureMin *float64
-	TemperatureMax *float64
-	// DefaultBodyFields are request.default_body_fields in file order.
-	DefaultBodyFields []BodyField
-	// ContentListToString is response.content_list_to_string: text-only
-	// content lists are sent as one string.
-	ContentListToString bool
 }
 
-// Rename is one param_renames entry: the top-level body member From is
-// renamed To.
-type Rename struct {
-	From, To string
-}
-
-// BodyField is one default_body_fields entry: a top-level member and its
-// value as raw JSON.
-type BodyField struct {
-	Key   string
-	Value []byte
-}
+// Rename and BodyField are the shared body-rule types, under the names this
+// package has always used.
+type (
+	Rename    = bodyrules.Rename
+	BodyField = bodyrules.Field
+)
 
 // New compiles the openai adapter of provider key k with the family
 // settings c: URL api_base (DefaultBaseURL when empty) + /chat/completions,
@@ -130,9 +109,8 @@ func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure b
 		name:        k.Name,
 		azure:       azure,
 		keyProvider: c.Provider,
-		tmin:        math.Inf(-1),
-		tmax:        math.Inf(1),
-		flatten:     c.ContentListToString,
+		// model and stream belong to gw: the edge decided them.
+		body: bodyrules.Compile(&k.Body, "model", "stream"),
 	}
 	owned := ownedOpenAI
 	if azure {
@@ -179,31 +157,19 @@ func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure b
 	}
 	a.rules = rules
 
-	a.renames = c.ParamRenames
-	if c.TemperatureMin != nil {
-		a.tmin, a.clamp = *c.TemperatureMin, true
-	}
-	if c.TemperatureMax != nil {
-		a.tmax, a.clamp = *c.TemperatureMax, true
-	}
-	for _, f := range c.DefaultBodyFields {
-		// model and stream belong to gw: the edge decided them.
-		if f.Key == "model" || f.Key == "stream" || len(f.Value) == 0 {
-			continue
-		}
-		a.defaults = append(a.defaults, f)
+	for _, f := range a.body.DefaultList() {
 		if f.Key == "stream_options" {
 			a.soDefault = f.Value
 		}
 	}
 	a.scanKeys = append(a.scanKeys, fixedKeys[:]...)
 	a.renameIdx = len(a.scanKeys)
-	for _, r := range a.renames {
+	for _, r := range a.body.RenameList() {
 		a.scanKeys = append(a.scanKeys, r.From)
 		a.renamesMaxCompletion = a.renamesMaxCompletion || r.From == "max_completion_tokens"
 	}
 	a.defIdx = len(a.scanKeys)
-	for _, f := range a.defaults {
+	for _, f := range a.body.DefaultList() {
 		a.scanKeys = append(a.scanKeys, f.Key)
 	}
 	return a, nil
@@ -240,9 +206,10 @@ func (a *Adapter) NativeBase(s adapters.Surface) string {
 }
 
 // BuildNative implements adapters.NativeBuilder: the caller's Responses or
-// Messages body goes upstream with only `model` rewritten; chat-only body
-// rules (param_renames, temperature bounds, default_body_fields) do not
-// apply to other wire formats.
+// Messages body goes upstream with `model` rewritten and the key's body
+// rules applied (see package native for which rules each surface takes);
+// the openai-only edits (developer role, max_completion_tokens,
+// include_usage) are chat-completions rules and stay off.
 func (a *Adapter) BuildNative(req *fasthttp.Request, in *adapters.ChatInput, s adapters.Surface) error {
 	if a.native == nil {
 		return adapters.ErrUnsupported

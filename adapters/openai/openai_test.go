@@ -128,34 +128,34 @@ func TestBodyEdits(t *testing.T) {
 
 	// param_renames, after max_tokens: it has the last word.
 	f("param_renames", func(k *testKey) {
-		k.ParamRenames = []Rename{{From: "user", To: "end_user"}}
+		k.Body.ParamRenames = []Rename{{From: "user", To: "end_user"}}
 	}, adapters.ChatInput{}, `{"user":"u1","end_user":"old"}`, `{"end_user":"u1","model":"gpt-4o"}`)
 	f("param_renames wins over max_tokens rule", func(k *testKey) {
-		k.ParamRenames = []Rename{{From: "max_completion_tokens", To: "max_tokens"}}
+		k.Body.ParamRenames = []Rename{{From: "max_completion_tokens", To: "max_tokens"}}
 	}, adapters.ChatInput{UpstreamModel: "o3"}, `{"max_tokens":9}`, `{"max_tokens":9,"model":"o3"}`)
 	f("param_renames chain", func(k *testKey) {
-		k.ParamRenames = []Rename{{From: "a", To: "b"}, {From: "b", To: "c"}}
+		k.Body.ParamRenames = []Rename{{From: "a", To: "b"}, {From: "b", To: "c"}}
 	}, adapters.ChatInput{}, `{"a":1}`, `{"c":1,"model":"gpt-4o"}`)
 
 	// temperature clamp
 	clamp := func(k *testKey) {
-		k.TemperatureMin = ptr(0.2)
-		k.TemperatureMax = ptr(1.0)
+		k.Body.TemperatureMin = ptr(0.2)
+		k.Body.TemperatureMax = ptr(1.0)
 	}
 	f("temperature above max", clamp, adapters.ChatInput{}, `{"temperature":1.7}`, `{"temperature":1,"model":"gpt-4o"}`)
 	f("temperature below min", clamp, adapters.ChatInput{}, `{"temperature":0}`, `{"temperature":0.2,"model":"gpt-4o"}`)
 	f("temperature inside kept", clamp, adapters.ChatInput{}, `{"temperature":0.5}`, `{"temperature":0.5,"model":"gpt-4o"}`)
 	f("temperature null kept", clamp, adapters.ChatInput{}, `{"temperature":null}`, `{"temperature":null,"model":"gpt-4o"}`)
-	f("only max bound", func(k *testKey) { k.TemperatureMax = ptr(0.7) },
+	f("only max bound", func(k *testKey) { k.Body.TemperatureMax = ptr(0.7) },
 		adapters.ChatInput{}, `{"temperature":-3}`, `{"temperature":-3,"model":"gpt-4o"}`)
 	f("clamp after rename", func(k *testKey) {
 		clamp(k)
-		k.ParamRenames = []Rename{{From: "temp", To: "temperature"}}
+		k.Body.ParamRenames = []Rename{{From: "temp", To: "temperature"}}
 	}, adapters.ChatInput{}, `{"temp":5}`, `{"temperature":1,"model":"gpt-4o"}`)
 
 	// default_body_fields
 	defs := func(k *testKey) {
-		k.DefaultBodyFields = []BodyField{
+		k.Body.DefaultBodyFields = []BodyField{
 			{Key: "safety_identifier", Value: []byte(`"gw"`)},
 			{Key: "metadata", Value: []byte(`{"a":"b"}`)},
 			{Key: "model", Value: []byte(`"nope"`)},
@@ -167,12 +167,12 @@ func TestBodyEdits(t *testing.T) {
 	f("default fields kept when caller set them (null included)", defs, adapters.ChatInput{},
 		`{"safety_identifier":"me","metadata":null}`, `{"safety_identifier":"me","metadata":null,"model":"gpt-4o"}`)
 	f("default field after rename sees the renamed key", func(k *testKey) {
-		k.ParamRenames = []Rename{{From: "x", To: "y"}}
-		k.DefaultBodyFields = []BodyField{{Key: "y", Value: []byte(`0`)}}
+		k.Body.ParamRenames = []Rename{{From: "x", To: "y"}}
+		k.Body.DefaultBodyFields = []BodyField{{Key: "y", Value: []byte(`0`)}}
 	}, adapters.ChatInput{}, `{"x":1}`, `{"y":1,"model":"gpt-4o"}`)
 
 	// content_list_to_string
-	flat := func(k *testKey) { k.ContentListToString = true }
+	flat := func(k *testKey) { k.Body.ContentListToString = true }
 	f("text blocks flattened", flat, adapters.ChatInput{},
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"Hello "},{"type":"text","text":"w\"orld\n","cache_control":{"type":"ephemeral"}}]}]}`,
 		`{"messages":[{"role":"user","content":"Hello w\"orld\n"}],"model":"gpt-4o"}`)
@@ -203,7 +203,7 @@ func TestBodyEdits(t *testing.T) {
 	f("no include_usage when not streaming", nil, adapters.ChatInput{ForceUsage: true},
 		`{}`, `{"model":"gpt-4o"}`)
 	f("include_usage on default stream_options", func(k *testKey) {
-		k.DefaultBodyFields = []BodyField{{Key: "stream_options", Value: []byte(`{"include_obfuscation":false}`)}}
+		k.Body.DefaultBodyFields = []BodyField{{Key: "stream_options", Value: []byte(`{"include_obfuscation":false}`)}}
 	}, adapters.ChatInput{Stream: true, ForceUsage: true}, `{"stream":true}`,
 		`{"stream":true,"model":"gpt-4o","stream_options":{"include_obfuscation":false,"include_usage":true}}`)
 }
@@ -359,7 +359,7 @@ func TestIsReasoningModel(t *testing.T) {
 }
 
 func TestConcurrentBuildChat(t *testing.T) {
-	a, _ := compile(key(func(k *testKey) { k.Provider = "x"; k.ContentListToString = true }))
+	a, _ := compile(key(func(k *testKey) { k.Provider = "x"; k.Body.ContentListToString = true }))
 	body := []byte(`{"model":"a","messages":[{"role":"developer","content":[{"type":"text","text":"x"}]}],"stream":true}`)
 	done := make(chan string, 8)
 	for range 8 {
@@ -385,4 +385,26 @@ func TestConcurrentBuildChat(t *testing.T) {
 			t.Fatal(s)
 		}
 	}
+}
+
+// TestDeveloperRoleTable is the spec's developer-role table for the
+// chat-completions families (docs/PROVIDERS.md#developer-role).
+func TestDeveloperRoleTable(t *testing.T) {
+	const body = `{"messages":[{"role":"user","content":"a"},{"role":"developer","content":"b"}]}`
+	f := func(row string, mod func(*testKey), modelProvider, wantRole string) {
+		t.Helper()
+		t.Run(row, func(t *testing.T) {
+			req := build(t, key(mod), &adapters.ChatInput{Body: []byte(body), UpstreamModel: "gpt-4o", Provider: modelProvider})
+			want := `{"messages":[{"role":"user","content":"a"},{"role":"` + wantRole + `","content":"b"}],"model":"gpt-4o"}`
+			jsonEqual(t, string(req.Body()), want)
+		})
+	}
+	f("provider openai key, default api_base", nil, "", "developer")
+	f("provider openai key, any api_base", func(k *testKey) { k.BaseURL = "https://proxy.example/v1" }, "", "developer")
+	f("other chat-completions provider", func(k *testKey) { k.Provider = "deepseek" }, "", "system")
+	f("model provider overrides the key's", nil, "groq", "system")
+	f("azure-style provider on the openai family", func(k *testKey) { k.Provider = "azure_openai" }, "", "system")
+	f("azure-openai family, even with provider openai", func(k *testKey) {
+		k.azure, k.BaseURL = true, "https://r.openai.azure.com/openai/v1"
+	}, "", "system")
 }

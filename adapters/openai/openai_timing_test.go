@@ -26,15 +26,15 @@ var chatBody2K = []byte(`{"model":"team-default","stream":true,"temperature":1.4
 func benchKey(renameFrom string) *testKey {
 	return key(func(k *testKey) {
 		k.Provider = "azure"
-		k.TemperatureMax = ptr(1.0)
-		k.ParamRenames = []Rename{{From: renameFrom, To: "safety_identifier"}}
-		k.DefaultBodyFields = []BodyField{{Key: "service_tier", Value: []byte(`"default"`)}}
+		k.Body.TemperatureMax = ptr(1.0)
+		k.Body.ParamRenames = []Rename{{From: renameFrom, To: "safety_identifier"}}
+		k.Body.DefaultBodyFields = []BodyField{{Key: "service_tier", Value: []byte(`"default"`)}}
 		k.Headers.ForwardClientHeaders = []string{"x-request-id", "x-trace-*"}
 		k.Headers.DefaultHeaders = []headers.Template{
 			{Name: "x-team", Parts: []headers.Part{{Var: headers.VarAPIKeyTeamID}}},
 			{Name: "openai-project", Parts: []headers.Part{{Literal: "proj_123"}}},
 		}
-		k.ContentListToString = true
+		k.Body.ContentListToString = true
 	})
 }
 
@@ -139,5 +139,17 @@ func BenchmarkExtractUsage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sinkUsage, sinkBool = ExtractUsage(usageChunk)
+	}
+}
+
+// BenchmarkRenameReasoning is response.reasoning_field's cost per streamed
+// chunk that carries the member.
+func BenchmarkRenameReasoning(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning":"a step of the reasoning"},"finish_reason":null}]}`)
+	dst := make([]byte, 0, 512)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		dst, _ = RenameReasoning(dst[:0], body, "reasoning")
 	}
 }

@@ -48,6 +48,14 @@ type Options struct {
 	// DNS is the cache the dialers share; nil creates one with the spec's
 	// limits.
 	DNS *DNSCache
+	// CACertPEM is the deployment's upstream.tls.ca_cert (PEM text):
+	// trusted by every https target in addition to the system roots and
+	// the target's own tls.ca_cert. Bedrock and Realtime dispatch, which
+	// ignore a key's tls block, get only this.
+	CACertPEM []byte
+	// InsecureSkipVerify is upstream.tls.verify false: no target's
+	// certificate is checked, whatever its own tls.verify (test use only).
+	InsecureSkipVerify bool
 }
 
 // Target is where a provider key's requests go.
@@ -232,13 +240,32 @@ func (p *Pool) newClient(ep endpoint, t Target) *Client {
 	if ep.tls {
 		hc.TLSConfig = &tls.Config{
 			ServerName:         ep.hostname,
-			RootCAs:            t.TLS.CAPool, // nil: system roots
-			InsecureSkipVerify: !t.TLS.Verify,
+			RootCAs:            p.roots(t.TLS.CAPool), // nil: system roots
+			InsecureSkipVerify: !t.TLS.Verify || p.opts.InsecureSkipVerify,
 			MinVersion:         tls.VersionTLS12,
 			ClientSessionCache: tls.NewLRUClientSessionCache(0),
 		}
 	}
 	return &Client{hc: hc, key: ep.key}
+}
+
+// roots returns the CAs a target trusts: its own pool (system roots plus its
+// tls.ca_cert; nil for the system roots alone) plus the deployment's
+// upstream.tls.ca_cert.
+func (p *Pool) roots(own *x509.CertPool) *x509.CertPool {
+	if len(p.opts.CACertPEM) == 0 {
+		return own
+	}
+	var pool *x509.CertPool
+	if own != nil {
+		pool = own.Clone()
+	} else if sys, err := x509.SystemCertPool(); err == nil {
+		pool = sys
+	} else {
+		pool = x509.NewCertPool()
+	}
+	pool.AppendCertsFromPEM(p.opts.CACertPEM)
+	return pool
 }
 
 // Client sends requests to one target over its keep-alive pool. It is safe

@@ -454,3 +454,35 @@ type errTimeoutish struct{}
 func (errTimeoutish) Error() string   { return "i/o timeout" }
 func (errTimeoutish) Timeout() bool   { return true }
 func (errTimeoutish) Temporary() bool { return true }
+
+// TestDeploymentTLS: upstream.tls.ca_cert is trusted by every target (in
+// addition to its own CAs) and upstream.tls.verify false checks no
+// certificate, whatever a target's own tls.verify says.
+func TestDeploymentTLS(t *testing.T) {
+	ca := newTestCA(t)
+	s := startServer(t, ca, okHandler)
+	base := "https://" + fakeHost + ":" + strconv.Itoa(s.port)
+	call := func(name string, p *Pool, tl TLS, wantOK bool) {
+		t.Helper()
+		c, err := p.Client(Target{BaseURL: base, TLS: tl, ResolveAddresses: []netip.Addr{loopback}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := post(t, c, base+"/x")
+		if wantOK && (err != nil || resp.StatusCode() != 200) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !wantOK && err == nil {
+			t.Fatalf("%s: the unknown certificate was accepted", name)
+		}
+		if err == nil {
+			fasthttp.ReleaseResponse(resp)
+		}
+	}
+	withCA := NewPool(Options{CACertPEM: []byte(ca.pem)})
+	call("deployment CA, system roots", withCA, TLS{Verify: true}, true)
+	other := newTestCA(t)
+	call("deployment CA next to the key's own", withCA, TLS{Verify: true, CACert: other.pem, CAPool: testPool(other)}, true)
+	call("no deployment CA", NewPool(Options{}), TLS{Verify: true}, false)
+	call("deployment verify false", NewPool(Options{InsecureSkipVerify: true}), TLS{Verify: true}, true)
+}

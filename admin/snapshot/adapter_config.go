@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/adapters/openai"
 	"gw/adapters/registry"
@@ -10,7 +11,8 @@ import (
 )
 
 // adapterConfig compiles pk into what the adapters tree reads: the family,
-// the settings every family shares, the openai family's body rules and the
+// the settings every family shares (body rules included), the openai family's
+// provider and the
 // upstream client settings. It is the one place a provider key crosses from
 // admin into adapters; nothing below it sees resources types.
 func adapterConfig(pk *resources.ProviderKey) *registry.Config {
@@ -22,13 +24,13 @@ func adapterConfig(pk *resources.ProviderKey) *registry.Config {
 			Credential: adapters.NewSecret(pk.APIKey.Reveal()),
 			BaseURL:    pk.APIBase,
 			Headers:    headers.Config{ForwardClientHeaders: rq.ForwardClientHeaders},
+			Body: bodyrules.Config{
+				TemperatureMin:      rq.TemperatureMin,
+				TemperatureMax:      rq.TemperatureMax,
+				ContentListToString: pk.Response.ContentListToString,
+			},
 		},
-		OpenAI: openai.Config{
-			Provider:            pk.Provider,
-			TemperatureMin:      rq.TemperatureMin,
-			TemperatureMax:      rq.TemperatureMax,
-			ContentListToString: pk.Response.ContentListToString,
-		},
+		OpenAI:           openai.Config{Provider: pk.Provider},
 		TLS:              upstream.TLS{CACert: pk.TLS.CACert, CAPool: pk.TLS.CAPool, Verify: pk.TLS.Verify},
 		ResolveAddresses: pk.ResolveAddresses,
 	}
@@ -42,10 +44,10 @@ func adapterConfig(pk *resources.ProviderKey) *registry.Config {
 		c.Key.Headers.DefaultHeaders = append(c.Key.Headers.DefaultHeaders, ht)
 	}
 	for _, kv := range rq.ParamRenames {
-		c.OpenAI.ParamRenames = append(c.OpenAI.ParamRenames, openai.Rename{From: kv.Key, To: kv.Value})
+		c.Key.Body.ParamRenames = append(c.Key.Body.ParamRenames, bodyrules.Rename{From: kv.Key, To: kv.Value})
 	}
 	for _, f := range rq.DefaultBodyFields {
-		c.OpenAI.DefaultBodyFields = append(c.OpenAI.DefaultBodyFields, openai.BodyField{Key: f.Key, Value: f.Value})
+		c.Key.Body.DefaultBodyFields = append(c.Key.Body.DefaultBodyFields, bodyrules.Field{Key: f.Key, Value: f.Value})
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/adapters/native"
 	"gw/adapters/openai"
@@ -106,15 +107,15 @@ provider_keys:
 				ForwardClientHeaders: []string{"x-request-id"},
 			},
 			Messages: adapters.NativeSurface{On: true, Base: "https://llm.example/anthropic/v1"},
+			Body: bodyrules.Config{
+				ParamRenames:        []bodyrules.Rename{{From: "user", To: "end_user"}, {From: "max_completion_tokens", To: "max_tokens"}},
+				TemperatureMin:      &lo,
+				TemperatureMax:      &hi,
+				DefaultBodyFields:   []bodyrules.Field{{Key: "service_tier", Value: []byte(`"default"`)}, {Key: "metadata", Value: []byte(`{"a":1}`)}},
+				ContentListToString: true,
+			},
 		},
-		OpenAI: openai.Config{
-			Provider:            "openai",
-			ParamRenames:        []openai.Rename{{From: "user", To: "end_user"}, {From: "max_completion_tokens", To: "max_tokens"}},
-			TemperatureMin:      &lo,
-			TemperatureMax:      &hi,
-			DefaultBodyFields:   []openai.BodyField{{Key: "service_tier", Value: []byte(`"default"`)}, {Key: "metadata", Value: []byte(`{"a":1}`)}},
-			ContentListToString: true,
-		},
+		OpenAI:           openai.Config{Provider: "openai"},
 		TLS:              upstream.TLS{Verify: false},
 		ResolveAddresses: []netip.Addr{netip.MustParseAddr("10.0.0.7"), netip.MustParseAddr("::1")},
 	}, {

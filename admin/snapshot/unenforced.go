@@ -39,12 +39,11 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missMCP          = "MCP aggregation (/mcp) is not built"
-	missA2A          = "A2A agents (/a2a) are not built"
-	missPassthrough  = "passthrough routes are not built"
-	missGuardrails   = "guardrails are not enforced: requests and answers pass unchecked"
-	missCache        = "response caching is not built"
-	missAnthropicReq = "not applied on adapter anthropic keys in this build"
+	missMCP         = "MCP aggregation (/mcp) is not built"
+	missA2A         = "A2A agents (/a2a) are not built"
+	missPassthrough = "passthrough routes are not built"
+	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
+	missCache       = "response caching is not built"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -78,7 +77,7 @@ var fieldRules = map[string]map[string]string{
 		"response":                        "",
 		"response.stream_done_marker":     "",
 		"response.content_list_to_string": "",
-		"response.reasoning_field":        "no adapter reads it: reasoning stays in the upstream's own field",
+		"response.reasoning_field":        "",
 		"response.error_envelope":         "no adapter reads it: upstream error bodies are relayed as they are",
 		"strip_headers":                   missPassthrough + " (strip_headers applies to them only)",
 		"telemetry_tags":                  "",
@@ -121,11 +120,15 @@ var fieldRules = map[string]map[string]string{
 	},
 }
 
-// anthropicOnlyOpenAI are the request/response rules the anthropic adapter
-// does not apply yet (the openai family does).
-var anthropicOnlyOpenAI = map[string]bool{
-	"request.param_renames": true, "request.param_constraints": true, "request.default_body_fields": true,
-	"response.content_list_to_string": true,
+// familyMisses are provider-key rules that apply on some adapter families
+// and mean nothing on others (family → field → what is missing). The body
+// rules (param_renames, param_constraints, default_body_fields,
+// content_list_to_string) apply on every family through adapters/bodyrules;
+// a family that cannot apply one adds a line here.
+var familyMisses = map[string]map[string]string{
+	"anthropic": {
+		"response.reasoning_field": "a Messages upstream's reasoning is its thinking blocks: there is no other field to read",
+	},
 }
 
 // classify returns the rule path covering path in coll and its reason;
@@ -169,8 +172,8 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		if !ok {
 			missing, field = "the field is not classified in admin/snapshot/unenforced.go (a bug)", f.Path
 		}
-		if missing == "" && f.Collection == resources.CollProviderKeys && anthropicOnlyOpenAI[field] && adapters[f.Index] == "anthropic" {
-			missing = missAnthropicReq
+		if why := familyMisses[adapters[f.Index]][field]; missing == "" && f.Collection == resources.CollProviderKeys && why != "" {
+			missing = why
 		}
 		if missing == "" {
 			continue

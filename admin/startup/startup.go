@@ -385,13 +385,6 @@ type NotEnforced struct {
 // Unenforced lists the settings c sets that this build does not act on.
 func (c *Config) Unenforced() []NotEnforced {
 	var out []NotEnforced
-	const tlsWhy = "read only by the Bedrock and Realtime dispatch, neither of which is in this build (HTTP adapters use a provider key's tls block)"
-	if c.UpstreamTLSCACert != "" {
-		out = append(out, NotEnforced{"upstream.tls.ca_cert", tlsWhy})
-	}
-	if !c.UpstreamTLSVerify {
-		out = append(out, NotEnforced{"upstream.tls.verify", tlsWhy})
-	}
 	if c.AdminListen != "" {
 		out = append(out, NotEnforced{"admin.listen", "the admin API serves every collection and compiles each change into the gateway snapshot, " +
 			"but the general gateway data plane is not built: routes, services, upstreams, consumers, plugins, global rules, SSL certificates " +

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -93,7 +94,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// Per-model routing state (cooldown, latency EWMA, in-flight) lives for
 	// the process, keyed by derived ID, so it survives reloads.
 	opt.Balancer = balancer.NewRegistry()
+	caPEM, err := upstreamCA(cfg.UpstreamTLSCACert)
+	if err != nil {
+		fmt.Fprintln(stderr, "gw:", err)
+		return 1
+	}
 	opt.Pool = upstream.NewPool(upstream.Options{
+		// upstream.tls: trusted by (and, when verify is false, unchecked
+		// for) every upstream, next to each provider key's own tls block.
+		CACertPEM:           caPEM,
+		InsecureSkipVerify:  !cfg.UpstreamTLSVerify,
 		MaxConnsPerHost:     int(cfg.UpstreamMaxConns),
 		MaxIdleConnDuration: cfg.UpstreamIdleTimeout,
 		// With every pooled connection busy, wait for one rather than fail at
@@ -302,4 +312,21 @@ func controlPlaneSink(cfg startup.Config) (*gwusage.SinkSpec, error) {
 	return controlplane.Spec(controlplane.Config{URL: cfg.ControlPlaneURL, ClientCert: cfg.ControlPlaneClientCert,
 		ClientKey: cfg.ControlPlaneClientKey, CACert: cfg.ControlPlaneCACert},
 		resources.DefaultExporterBatch, resources.DefaultExporterFlushMS*time.Millisecond)
+}
+
+// upstreamCA reads upstream.tls.ca_cert: "" is none; a file without a PEM
+// certificate is an error, so a wrong path does not silently trust
+// nothing.
+func upstreamCA(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("upstream.tls.ca_cert: cannot read the CA file: %w", err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("upstream.tls.ca_cert: no PEM certificate in %q", path)
+	}
+	return pem, nil
 }

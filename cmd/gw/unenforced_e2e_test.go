@@ -46,12 +46,12 @@ guardrail_attachments:
 // gw validate; aliases that cannot be served leave /v1/models.
 func TestUnenforcedIsLoud(t *testing.T) {
 	path := writeTemp(t, "unenforced.yaml", unenforcedFile)
-	g := startGW(t, path, "--upstream-tls-verify=false")
+	g := startGW(t, path, "--admin-key=e2e-admin-key-not-used")
 	logs := g.stderr.String()
 	for _, want := range []string{
 		`"msg":"configured but not enforced","collection":"guardrails","entry":"name=words"`,
 		`"collection":"models","entry":"display_name=panel","field":"ensemble"`,
-		`"collection":"startup","entry":"","field":"upstream.tls.verify"`,
+		`"collection":"startup","entry":"","field":"admin.key"`,
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("startup log lacks %s:\n%s", want, logs)
@@ -68,7 +68,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 			t.Errorf("%+v: no reason", u)
 		}
 	}
-	want := "startup||upstream.tls.verify models|display_name=panel|ensemble guardrails|name=words|"
+	want := "startup||admin.key models|display_name=panel|ensemble guardrails|name=words|"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("/status/config unenforced: %v; want %s", got, want)
 	}

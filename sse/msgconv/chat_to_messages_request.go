@@ -24,6 +24,14 @@ import (
 //     cache_control (the LiteLLM extension) is kept;
 //   - assistant tool_calls → tool_use blocks, the arguments string parsed as
 //     the input object ("" → {}; anything but an object is an error);
+//   - assistant thinking_blocks (what MessagesResponseToChat and
+//     MessagesToChatStream give the caller: LiteLLM's field) → thinking
+//     blocks with their signature and redacted_thinking blocks with their
+//     data, first in the turn, so a tool loop with thinking continues; a
+//     thinking block with an empty text, the one a streamed answer carries,
+//     takes the message's reasoning_content when it is the message's only
+//     thinking block; blocks without a signature or data are dropped (the
+//     upstream refuses them);
 //   - tool messages → tool_result blocks in a user turn, consecutive ones
 //     merged, followed by any user content of the next message;
 //   - tools → {name, description, input_schema (default {"type":"object",
@@ -53,7 +61,7 @@ func ChatRequestToMessages(dst, body []byte, opt RequestOptions) ([]byte, error)
 // c2mReq holds the scratch of one ChatRequestToMessages call.
 type c2mReq struct {
 	vals [17][]byte
-	mv   [4][]byte
+	mv   [6][]byte
 	pv   [6][]byte
 	xv   [5][]byte
 
@@ -303,7 +311,7 @@ func (c *c2mReq) planCache(body, msgs []byte, mode AutoCache) {
 	c.cache = append(c.cache, '}')
 }
 
-var chatMsgKeys = []string{"role", "content", "tool_calls", "tool_call_id"}
+var chatMsgKeys = []string{"role", "content", "tool_calls", "tool_call_id", "thinking_blocks", "reasoning_content"}
 
 func (c *c2mReq) convertMessages(msgs []byte) error {
 	c.turn.role, c.turn.n = 0, 0
@@ -340,6 +348,9 @@ func (c *c2mReq) message(i int, m []byte, kind rawjson.Kind) error {
 		}
 		return reqErr("must be a string or an array", "messages[#].content", i)
 	case "assistant":
+		if err := c.thinkingBlocks(i, c.mv[4], c.mv[5]); err != nil {
+			return err
+		}
 		return c.assistant(i, content, c.mv[2])
 	case "tool":
 		return c.toolResult(i, c.mv[3], content)
@@ -612,6 +623,67 @@ func (c *c2mReq) appendDataSource(dst []byte, head string, url []byte, bare stri
 	dst = append(dst, `,"data":`...)
 	dst = rawjson.AppendQuoteBytes(dst, s[k+len(strBase64Marker):])
 	return append(dst, '}'), true
+}
+
+var thinkingBlockKeys = []string{"type", "thinking", "signature", "data"}
+
+// thinkingBlocks adds the thinking_blocks of assistant message i (blocks,
+// when an array) to its turn; reasoning is the message's
+// reasoning_content.
+func (c *c2mReq) thinkingBlocks(i int, blocks, reasoning []byte) error {
+	switch rawjson.KindOf(blocks) {
+	case rawjson.Array:
+	case rawjson.Null, rawjson.Invalid:
+		return nil
+	default:
+		return reqErr("must be an array", "messages[#].thinking_blocks", i)
+	}
+	thinking := 0
+	_ = rawjson.ForEachElem(blocks, func(_ int, b []byte, _ rawjson.Kind) bool {
+		if t, _, _ := rawjson.Get(b, "type"); rawjson.StringEquals(t, "thinking") {
+			thinking++
+		}
+		return true
+	})
+	var err error
+	_ = rawjson.ForEachElem(blocks, func(j int, b []byte, kind rawjson.Kind) bool {
+		v := c.xv[:4]
+		if kind != rawjson.Object || rawjson.ScanTop(b, thinkingBlockKeys, v) != nil {
+			err = reqErr("must be an object", "messages[#].thinking_blocks[#]", i, j)
+			return false
+		}
+		switch {
+		case rawjson.StringEquals(v[0], "thinking"):
+			text, sig := v[1], v[2]
+			if !isNonEmptyStr(sig) {
+				return true
+			}
+			if (text == nil || isEmptyStr(text)) && thinking == 1 && rawjson.KindOf(reasoning) == rawjson.String {
+				text = reasoning
+			}
+			if rawjson.KindOf(text) != rawjson.String {
+				text = strEmptyString
+			}
+			c.startBlock('a', i)
+			blk := append(c.turn.blocks, `{"type":"thinking","thinking":`...)
+			blk = append(blk, text...)
+			blk = append(blk, `,"signature":`...)
+			blk = append(blk, sig...)
+			c.turn.blocks = append(blk, '}')
+			c.endBlock(nil, false)
+		case rawjson.StringEquals(v[0], "redacted_thinking"):
+			if !isNonEmptyStr(v[3]) {
+				return true
+			}
+			c.startBlock('a', i)
+			blk := append(c.turn.blocks, `{"type":"redacted_thinking","data":`...)
+			blk = append(blk, v[3]...)
+			c.turn.blocks = append(blk, '}')
+			c.endBlock(nil, false)
+		}
+		return true
+	})
+	return err
 }
 
 var toolCallKeys = []string{"id", "function"}

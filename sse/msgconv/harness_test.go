@@ -176,6 +176,7 @@ type chatResult struct {
 	Content    string
 	Reasoning  string
 	Tools      []chatTool // by index
+	Blocks     []string   // thinking_blocks: "thinking:<text>:<signature>" or "redacted:<data>"
 	Finish     string
 	Usage      map[string]any
 	Error      map[string]any
@@ -220,7 +221,10 @@ func assembleChat(tb testing.TB, stream []byte) chatResult {
 					Role             *string
 					Content          *string
 					ReasoningContent *string `json:"reasoning_content"`
-					ToolCalls        []struct {
+					ThinkingBlocks   []struct {
+						Type, Thinking, Signature, Data string
+					} `json:"thinking_blocks"`
+					ToolCalls []struct {
 						Index    *int
 						ID       string
 						Type     string
@@ -277,6 +281,16 @@ func assembleChat(tb testing.TB, stream []byte) chatResult {
 			}
 			if dl.ReasoningContent != nil {
 				res.Reasoning += *dl.ReasoningContent
+			}
+			for _, b := range dl.ThinkingBlocks {
+				switch b.Type {
+				case "thinking":
+					res.Blocks = append(res.Blocks, "thinking:"+b.Thinking+":"+b.Signature)
+				case "redacted_thinking":
+					res.Blocks = append(res.Blocks, "redacted:"+b.Data)
+				default:
+					tb.Fatalf("thinking block type %q: %s", b.Type, ev.Data)
+				}
 			}
 			for _, tc := range dl.ToolCalls {
 				if tc.Index == nil {

@@ -14,8 +14,15 @@ import (
 // may be nil and must not overlap body.
 //
 // The completion has id chatcmpl-<msg id>, created now, one choice whose
-// message has role assistant, content (the text blocks joined, or null),
-// reasoning_content (the thinking blocks joined, when any) and tool_calls
+// message has role assistant, content (the text blocks joined, or null; a
+// text block after another kind of block that followed earlier text is
+// preceded by BlockSeparator, text blocks that follow each other directly
+// are one passage split at citations and are joined as they are),
+// reasoning_content (the thinking blocks joined, when any), thinking_blocks
+// (every thinking block as {type: thinking, thinking, signature} and every
+// redacted_thinking block as {type: redacted_thinking, data}, in order, so
+// the caller can send them back on its next turn; LiteLLM's field) and
+// tool_calls
 // (one per tool_use block: id, type function, function {name, arguments:
 // the input as a JSON string}); finish_reason per FinishReason; usage
 // {prompt_tokens = input + cache read + cache creation, completion_tokens,
@@ -40,16 +47,18 @@ func MessagesResponseToChat(dst, body, model []byte) ([]byte, transcode.Usage, e
 
 // respScratch holds the buffers of one response conversion.
 type respScratch struct {
-	text  []byte
-	think []byte
-	calls []byte
-	tmp   []byte
+	text   []byte
+	think  []byte
+	blocks []byte // thinking_blocks elements
+	calls  []byte
+	tmp    []byte
 }
 
 var respPool = sync.Pool{New: func() any { return new(respScratch) }}
 
 func releaseResp(c *respScratch) {
 	c.text, c.think, c.calls, c.tmp = keep(c.text), keep(c.think), keep(c.calls), keep(c.tmp)
+	c.blocks = keep(c.blocks)
 	respPool.Put(c)
 }
 
@@ -66,8 +75,8 @@ func (c *respScratch) messagesToChat(dst, body, model []byte, u *transcode.Usage
 	if rawjson.KindOf(v[3]) != rawjson.Array {
 		return dst, respErr("must be an array", "content")
 	}
-	c.text, c.think, c.calls = c.text[:0], c.think[:0], c.calls[:0]
-	hasText := false
+	c.text, c.think, c.calls, c.blocks = c.text[:0], c.think[:0], c.calls[:0], c.blocks[:0]
+	hasText, textBreak := false, false
 	var err error
 	_ = rawjson.ForEachElem(v[3], func(j int, b []byte, _ rawjson.Kind) bool {
 		var w [10][]byte
@@ -75,15 +84,32 @@ func (c *respScratch) messagesToChat(dst, body, model []byte, u *transcode.Usage
 			err = respErr("must be an object", "content[#]", j)
 			return false
 		}
-		switch string(word(w[bkType], &c.tmp)) {
+		typ := word(w[bkType], &c.tmp)
+		if string(typ) != "text" && hasText {
+			textBreak = true
+		}
+		switch string(typ) {
 		case "text":
 			if t := w[bkText]; rawjson.KindOf(t) == rawjson.String {
+				if textBreak {
+					c.text = append(c.text, BlockSeparator...)
+					textBreak = false
+				}
 				hasText = true
 				c.text, _ = rawjson.AppendUnquote(c.text, t)
 			}
 		case "thinking":
-			if t, _, _ := rawjson.Get(b, "thinking"); rawjson.KindOf(t) == rawjson.String {
-				c.think, _ = rawjson.AppendUnquote(c.think, t)
+			var tv [2][]byte // thinking, signature
+			_ = rawjson.ScanTop(b, thinkingKeys, tv[:])
+			if rawjson.KindOf(tv[0]) == rawjson.String {
+				c.think, _ = rawjson.AppendUnquote(c.think, tv[0])
+				if rawjson.KindOf(tv[1]) == rawjson.String {
+					c.blocks = appendThinkingBlock(c.blocks, tv[0], tv[1], &c.tmp)
+				}
+			}
+		case "redacted_thinking":
+			if d, _, _ := rawjson.Get(b, "data"); rawjson.KindOf(d) == rawjson.String {
+				c.blocks = appendRedactedBlock(c.blocks, d, &c.tmp)
 			}
 		case "tool_use":
 			if rawjson.KindOf(w[bkID]) != rawjson.String || rawjson.KindOf(w[bkName]) != rawjson.String {
@@ -105,7 +131,7 @@ func (c *respScratch) messagesToChat(dst, body, model []byte, u *transcode.Usage
 			c.calls = rawjson.AppendQuoteBytes(c.calls, input)
 			c.calls = append(c.calls, "}}"...)
 		}
-		// redacted_thinking, server tool blocks: no chat form.
+		// server tool blocks: no chat form.
 		return true
 	})
 	if err != nil {
@@ -140,6 +166,11 @@ func (c *respScratch) messagesToChat(dst, body, model []byte, u *transcode.Usage
 	if len(c.think) > 0 {
 		dst = append(dst, `,"reasoning_content":`...)
 		dst = rawjson.AppendQuoteBytes(dst, c.think)
+	}
+	if len(c.blocks) > 0 {
+		dst = append(dst, `,"thinking_blocks":[`...)
+		dst = append(dst, c.blocks...)
+		dst = append(dst, ']')
 	}
 	if len(c.calls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -202,4 +233,41 @@ func anthropicBodyError(e []byte) error {
 	typ := word(v[0], &tb)
 	msg, _ := rawjson.AppendUnquote(nil, v[1])
 	return &UpstreamError{Type: string(typ), Code: codeForAnthropicError(typ, msg), Message: string(msg)}
+}
+
+var thinkingKeys = []string{"thinking", "signature"}
+
+// appendThinkingBlock appends (comma-separated) the thinking_blocks element
+// of an Anthropic thinking block: the string literals thinking and
+// signature as they came, re-quoted when they hold escapes.
+func appendThinkingBlock(dst, thinking, signature []byte, tmp *[]byte) []byte {
+	n := len(dst)
+	if n > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"type":"thinking","thinking":`...)
+	var ok bool
+	if dst, ok = appendStr(dst, thinking, tmp); !ok {
+		return dst[:n]
+	}
+	dst = append(dst, `,"signature":`...)
+	if dst, ok = appendStr(dst, signature, tmp); !ok {
+		return dst[:n]
+	}
+	return append(dst, '}')
+}
+
+// appendRedactedBlock appends (comma-separated) the thinking_blocks element
+// of an Anthropic redacted_thinking block.
+func appendRedactedBlock(dst, data []byte, tmp *[]byte) []byte {
+	n := len(dst)
+	if n > 0 {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"type":"redacted_thinking","data":`...)
+	var ok bool
+	if dst, ok = appendStr(dst, data, tmp); !ok {
+		return dst[:n]
+	}
+	return append(dst, '}')
 }

@@ -17,6 +17,16 @@ import (
 //
 //   - message_start → a chunk with delta {role: assistant, content: ""};
 //   - text_delta → delta.content; thinking_delta → delta.reasoning_content;
+//     a text block that follows another kind of block after earlier text
+//     (text, tool use, text; text, web search, text) starts with "\n\n"
+//     (BlockSeparator); text blocks that follow each other directly are
+//     one passage split at citations and are joined as they are;
+//   - signature_delta → delta.thinking_blocks [{type: thinking, thinking:
+//     "", signature}] and a redacted_thinking block → delta.thinking_blocks
+//     [{type: redacted_thinking, data}] (LiteLLM's shape: the text came as
+//     reasoning_content; a caller sends the block back on its next turn
+//     with the text filled in, or empty and the message's
+//     reasoning_content is used — see ChatRequestToMessages);
 //   - a tool_use block start → tool_calls [{index, id, type: function,
 //     function: {name, arguments: ""}}], index counting tool blocks from 0;
 //     input_json_delta → tool_calls [{index, function: {arguments}}]; a
@@ -26,7 +36,7 @@ import (
 //   - End → `data: [DONE]` (after the finish and usage chunks if the
 //     upstream never sent them).
 //
-// ping, signature_delta, citations_delta, server-side blocks and unknown
+// ping, citations_delta, server-side blocks and unknown
 // events produce nothing. An upstream `error` event produces the chat error
 // frame `data: {"error":{message, type, param, code}}` and ends the stream:
 // no [DONE] follows, End and Fail append nothing, and Err reports it.
@@ -43,7 +53,7 @@ type MessagesToChatStream struct {
 	tmp2   []byte
 
 	vals [7][]byte
-	sub  [6][]byte
+	sub  [7][]byte
 
 	blocks   []m2cBlock
 	nextTool int
@@ -55,6 +65,8 @@ type MessagesToChatStream struct {
 	create    int64 // cache-creation tokens
 	usageSeen bool
 
+	textSeen   bool // a text block was opened
+	textBreak  bool // another kind of block followed it: the next text starts a paragraph
 	begun      bool // the role chunk went out
 	started    bool
 	finishSent bool
@@ -124,6 +136,7 @@ func (s *MessagesToChatStream) Reset(model []byte) {
 	s.usage = transcode.Usage{}
 	s.in, s.read, s.create = 0, 0, 0
 	s.usageSeen = false
+	s.textSeen, s.textBreak = false, false
 	s.begun, s.started, s.finishSent, s.usageSent, s.ended = false, false, false, false, false
 	s.err = nil
 }
@@ -287,6 +300,8 @@ func m2cBlockSlot(name []byte) int {
 		return 4
 	case "thinking":
 		return 5
+	case "data":
+		return 6
 	}
 	return -1
 }
@@ -304,7 +319,16 @@ func (s *MessagesToChatStream) blockStart(dst []byte) []byte {
 	if b == nil {
 		return dst
 	}
-	switch string(word(s.sub[0], &s.tmp)) {
+	typ := word(s.sub[0], &s.tmp)
+	if string(typ) == "text" {
+		if s.textBreak {
+			dst = s.appendDelta(dst, strContentKey, strBlockSeparator)
+		}
+		s.textSeen, s.textBreak = true, false
+	} else if s.textSeen {
+		s.textBreak = true
+	}
+	switch string(typ) {
 	case "text":
 		b.kind = blockText
 		if isNonEmptyStr(s.sub[4]) {
@@ -314,6 +338,11 @@ func (s *MessagesToChatStream) blockStart(dst []byte) []byte {
 		b.kind = blockThinking
 		if isNonEmptyStr(s.sub[5]) {
 			dst = s.appendDelta(dst, strReasoningKey, s.sub[5])
+		}
+	case "redacted_thinking":
+		b.kind = blockOther
+		if rawjson.KindOf(s.sub[6]) == rawjson.String {
+			dst = s.appendThinkingBlock(dst, strRedactedBlockOpen, s.sub[6])
 		}
 	case "tool_use":
 		b.kind = blockTool
@@ -371,12 +400,14 @@ func m2cDeltaSlot(name []byte) int {
 		return 3
 	case "stop_reason":
 		return 4
+	case "signature":
+		return 5
 	}
 	return -1
 }
 
 func (s *MessagesToChatStream) blockDelta(dst []byte) []byte {
-	if scanKeys(s.vals[mkDelta], s.sub[:5], m2cDeltaSlot) != nil {
+	if scanKeys(s.vals[mkDelta], s.sub[:6], m2cDeltaSlot) != nil {
 		return dst
 	}
 	switch string(word(s.sub[0], &s.tmp)) {
@@ -388,6 +419,10 @@ func (s *MessagesToChatStream) blockDelta(dst []byte) []byte {
 		if isNonEmptyStr(s.sub[3]) {
 			return s.appendDelta(s.begin(dst), strReasoningKey, s.sub[3])
 		}
+	case "signature_delta":
+		if isNonEmptyStr(s.sub[5]) {
+			return s.appendThinkingBlock(s.begin(dst), strSignedBlockOpen, s.sub[5])
+		}
 	case "input_json_delta":
 		idx, ok := rawjson.ParseInt(s.vals[mkIndex])
 		if !ok || !isNonEmptyStr(s.sub[2]) {
@@ -398,7 +433,7 @@ func (s *MessagesToChatStream) blockDelta(dst []byte) []byte {
 			return s.appendArgs(s.begin(dst), b.tool, s.sub[2])
 		}
 	}
-	return dst // signature_delta, citations_delta, empty deltas
+	return dst // citations_delta, empty deltas
 }
 
 func (s *MessagesToChatStream) blockStop(dst []byte) []byte {
@@ -500,6 +535,21 @@ func (s *MessagesToChatStream) appendDelta(dst, key, val []byte) []byte {
 	}
 	s.started = true
 	return append(dst, `},"finish_reason":null}]}`+"\n\n"...)
+}
+
+// appendThinkingBlock appends a chunk whose delta carries one thinking
+// block: open (the block up to its one string member) then val.
+func (s *MessagesToChatStream) appendThinkingBlock(dst, open, val []byte) []byte {
+	n := len(dst)
+	dst = s.chunk(dst)
+	dst = append(dst, `{"index":0,"delta":{"thinking_blocks":[`...)
+	dst = append(dst, open...)
+	var ok bool
+	if dst, ok = appendStr(dst, val, &s.tmp); !ok {
+		return dst[:n]
+	}
+	s.started = true
+	return append(dst, `}]},"finish_reason":null}]}`+"\n\n"...)
 }
 
 func (s *MessagesToChatStream) appendToolStart(dst []byte, tool int, id, name []byte) []byte {

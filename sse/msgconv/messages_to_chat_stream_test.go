@@ -170,7 +170,8 @@ func TestMessagesToChatStreamEvents(t *testing.T) {
 		"", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2,"output_tokens_details":{"thinking_tokens":1}}}`,
 		"", `{"type":"message_stop"}`)
 	res := assembleChat(t, []byte(out))
-	if res.Content != "ok" || res.Reasoning != "" || res.Finish != "stop" || res.Frames != 5 {
+	if res.Content != "ok" || res.Reasoning != "" || res.Finish != "stop" || res.Frames != 6 ||
+		len(res.Blocks) != 1 || res.Blocks[0] != "redacted:xx" {
 		t.Fatalf("got %+v\n%s", res, out)
 	}
 	sameJSON(t, mustJSON(t, res.Usage), `{"prompt_tokens":113,"completion_tokens":2,"total_tokens":115,"prompt_tokens_details":{"cached_tokens":100,"cache_write_tokens":3},"completion_tokens_details":{"reasoning_tokens":1}}`)

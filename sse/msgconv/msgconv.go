@@ -232,6 +232,13 @@ func plainLiteral(raw []byte) bool {
 	return !hi || utf8.Valid(raw[1:n-1])
 }
 
+// BlockSeparator goes between two Anthropic text blocks that another kind
+// of block (tool use, server tool, thinking) separates, when they become
+// one chat string: they are two paragraphs, not one sentence. Text blocks
+// that follow each other directly are one passage that Anthropic split at
+// citation boundaries and are joined as they are.
+const BlockSeparator = "\n\n"
+
 // appendStr appends the JSON string literal raw to dst so that the result is
 // valid single-line JSON whatever raw holds: a plain literal is copied (fast
 // path), anything else is decoded into tmp and quoted again. It reports

@@ -36,7 +36,8 @@ func TestMessagesResponseToChat(t *testing.T) {
 		{"type":"text","text":"a"},{"type":"text","text":"b"}],"stop_reason":"end_turn",
 		"usage":{"input_tokens":5,"cache_creation_input_tokens":7,"cache_read_input_tokens":0,"output_tokens":3,"output_tokens_details":{"thinking_tokens":2}}}`,
 		`{"id":"chatcmpl-msg_2","object":"chat.completion","created":1700000000,"model":"claude-x",
-		"choices":[{"index":0,"message":{"role":"assistant","content":"ab","reasoning_content":"hm"},"finish_reason":"stop","logprobs":null}],
+		"choices":[{"index":0,"message":{"role":"assistant","content":"ab","reasoning_content":"hm",
+			"thinking_blocks":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"redacted_thinking","data":"x"}]},"finish_reason":"stop","logprobs":null}],
 		"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":7},
 		"completion_tokens_details":{"reasoning_tokens":2}}}`,
 		transcode.Usage{Prompt: 12, Completion: 3, Total: 15, CacheCreation: 7, Reasoning: 2})

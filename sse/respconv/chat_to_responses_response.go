@@ -14,7 +14,10 @@ import (
 // The response id is resp_<chat id without "chatcmpl-">, created_at is the
 // chat `created`, model is opt.Model. Output items, in order: a reasoning
 // item (summary_text) when the message has reasoning_content (or a string
-// `reasoning`), a message item with one output_text part (plus a refusal
+// `reasoning`) — or, when the message has thinking_blocks (an Anthropic
+// upstream's thinking with its signatures, see package msgconv), one
+// reasoning item per block with the signature as encrypted_content
+// (see thinking.go) — a message item with one output_text part (plus a refusal
 // part when the message has a refusal), then one function_call item per tool
 // call (call_id = the chat tool-call id; empty arguments become "{}"). Item
 // ids are rs_/msg_/fc_ + the id base + "_" + output index. finish_reason
@@ -39,7 +42,7 @@ func ChatResponseToResponses(dst, body []byte, opt ResponseOptions) ([]byte, tra
 		return dst, u, fieldErr(ErrInvalid, "choices", "missing in the upstream chat completion")
 	}
 	choice := firstChoice(v[3])
-	var m [6][]byte // content, refusal, reasoning_content, reasoning, tool_calls, function_call
+	var m [7][]byte // content, refusal, reasoning_content, reasoning, tool_calls, function_call, thinking_blocks
 	msg, _, _ := rawjson.Get(choice, "message")
 	if rawjson.KindOf(msg) == rawjson.Object {
 		if err := rawjson.ScanTop(msg, chatMsgKeys, m[:]); err != nil {
@@ -65,6 +68,32 @@ func ChatResponseToResponses(dst, body []byte, opt ResponseOptions) ([]byte, tra
 	reasoning := m[2]
 	if !nonEmptyStr(reasoning) {
 		reasoning = m[3]
+	}
+	if rawjson.KindOf(m[6]) == rawjson.Array {
+		_ = rawjson.ForEachElem(m[6], func(_ int, b []byte, _ rawjson.Kind) bool {
+			text, prefix, enc, ok := thinkingBlock(b)
+			if !ok {
+				return true
+			}
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			dst = r.appendItemID(dst, `{"id":"rs_`, n)
+			dst = append(dst, `","type":"reasoning","summary":[`...)
+			if text != nil {
+				dst = append(dst, `{"type":"summary_text","text":`...)
+				dst = append(dst, text...)
+				dst = append(dst, '}')
+			}
+			dst = append(dst, ']')
+			dst = appendEncrypted(dst, prefix, enc)
+			dst = append(dst, '}')
+			n++
+			return true
+		})
+		if n > 0 {
+			reasoning = nil // the blocks carried it
+		}
 	}
 	if nonEmptyStr(reasoning) {
 		dst = r.appendItemID(dst, `{"id":"rs_`, n)
@@ -163,7 +192,7 @@ func ChatResponseToResponses(dst, body []byte, opt ResponseOptions) ([]byte, tra
 
 var (
 	chatBodyKeys   = []string{"id", "created", "model", "choices", "usage", "error"}
-	chatMsgKeys    = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call"}
+	chatMsgKeys    = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call", "thinking_blocks"}
 	idFunctionKeys = []string{"id", "function"}
 	nameArgsKeys   = []string{"name", "arguments"}
 )

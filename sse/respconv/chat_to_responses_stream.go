@@ -27,6 +27,10 @@ import (
 //   - reasoning (delta.reasoning_content or a string delta.reasoning): a
 //     reasoning item with one summary part: response.reasoning_summary_part.added,
 //     response.reasoning_summary_text.delta…, .done, response.reasoning_summary_part.done.
+//     A delta.thinking_blocks signature (an Anthropic upstream, see
+//     thinking.go) becomes the encrypted_content of the open reasoning item
+//     (one is opened when none is) and seals it: further reasoning opens a
+//     new item; a redacted_thinking block is an item of its own.
 //   - tool call: response.output_item.added (function_call, arguments ""),
 //     response.function_call_arguments.delta…, .done, response.output_item.done.
 //     A call that streamed no arguments gets "{}".
@@ -81,6 +85,7 @@ type ChatToResponses struct {
 	openIdx  int    // its output_index
 	itemID   []byte // its id
 	text     []byte // escaped content of the open text/refusal part or summary
+	sig      []byte // encrypted_content of the open reasoning item; sealed when set
 	partKind uint8  // open message part: partNone, partText, partRefusal
 	partIdx  int    // its content_index
 	nParts   int
@@ -182,7 +187,7 @@ func (s *ChatToResponses) Reset(model []byte) {
 	s.nItems, s.nClosed = 0, 0
 	s.output = s.output[:0]
 	s.open, s.openIdx = kindNone, 0
-	s.itemID, s.text, s.parts = s.itemID[:0], s.text[:0], s.parts[:0]
+	s.itemID, s.text, s.parts, s.sig = s.itemID[:0], s.text[:0], s.parts[:0], s.sig[:0]
 	s.partKind, s.partIdx, s.nParts = partNone, 0, 0
 	s.calls = s.calls[:0]
 	s.openCall = -1
@@ -210,7 +215,7 @@ func (s *ChatToResponses) Terminated() bool { return s.sawDone }
 
 var chunkKeys = []string{"choices", "usage", "error", "id", "created", "model"}
 var choiceKeys = []string{"delta", "finish_reason", "index"}
-var deltaKeys = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls"}
+var deltaKeys = []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "thinking_blocks"}
 
 // Event implements transcode.Stream for one chat chunk (name is ignored).
 func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
@@ -267,7 +272,7 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 	}
 
 	if rawjson.KindOf(c[0]) == rawjson.Object {
-		var d [5][]byte
+		var d [6][]byte
 		_ = rawjson.ScanTop(c[0], deltaKeys, d[:])
 		reasoning := d[2]
 		if !nonEmptyStr(reasoning) {
@@ -275,6 +280,12 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		}
 		if nonEmptyStr(reasoning) {
 			dst = s.reasoningDelta(dst, reasoning)
+		}
+		if rawjson.KindOf(d[5]) == rawjson.Array {
+			_ = rawjson.ForEachElem(d[5], func(_ int, b []byte, _ rawjson.Kind) bool {
+				dst = s.thinkingBlock(dst, b)
+				return true
+			})
 		}
 		if nonEmptyStr(d[0]) {
 			dst = s.textDelta(dst, d[0], partText)
@@ -570,19 +581,40 @@ func (s *ChatToResponses) closePart(dst []byte) []byte {
 // Reasoning.
 
 func (s *ChatToResponses) reasoningDelta(dst, lit []byte) []byte {
-	if s.open != kindReasoning {
-		dst = s.closeAll(dst)
-		dst = s.openItem(dst, kindReasoning, "rs_")
-		dst = append(dst, `","type":"reasoning","summary":[]}}`+"\n\n"...)
-		s.text = s.text[:0]
-		dst = s.itemEv(dst, evSummaryAdded)
-		dst = append(dst, `,"summary_index":0,"part":{"type":"summary_text","text":""}}`+"\n\n"...)
+	if s.open != kindReasoning || len(s.sig) > 0 {
+		dst = s.openReasoning(dst)
 	}
 	s.text = append(s.text, strBody(lit)...)
 	dst = s.itemEv(dst, evSummaryDelta)
 	dst = append(dst, `,"summary_index":0,"delta":`...)
 	dst = append(dst, lit...)
 	return append(dst, "}\n\n"...)
+}
+
+// openReasoning closes what is open and opens a reasoning item with an
+// empty summary part.
+func (s *ChatToResponses) openReasoning(dst []byte) []byte {
+	dst = s.closeAll(dst)
+	dst = s.openItem(dst, kindReasoning, "rs_")
+	dst = append(dst, `","type":"reasoning","summary":[]}}`+"\n\n"...)
+	s.text, s.sig = s.text[:0], s.sig[:0]
+	dst = s.itemEv(dst, evSummaryAdded)
+	return append(dst, `,"summary_index":0,"part":{"type":"summary_text","text":""}}`+"\n\n"...)
+}
+
+// thinkingBlock seals the open reasoning item with the signature of a
+// thinking_blocks element (opening an item when none is open or the open
+// one is sealed), or gives a redacted_thinking block an item of its own.
+func (s *ChatToResponses) thinkingBlock(dst, b []byte) []byte {
+	_, prefix, enc, ok := thinkingBlock(b)
+	if !ok {
+		return dst
+	}
+	if s.open != kindReasoning || len(s.sig) > 0 || prefix == RedactedPrefix {
+		dst = s.openReasoning(dst)
+	}
+	s.sig = append(append(s.sig[:0], prefix...), enc...)
+	return dst
 }
 
 // Tool calls.
@@ -737,7 +769,14 @@ func (s *ChatToResponses) closeOpen(dst []byte, status string) []byte {
 		s.output = append(s.output, s.itemID...)
 		s.output = append(s.output, `","type":"reasoning","summary":[{"type":"summary_text","text":"`...)
 		s.output = append(s.output, s.text...)
-		s.output = append(s.output, `"}]}`...)
+		s.output = append(s.output, `"}]`...)
+		if len(s.sig) > 0 {
+			s.output = append(s.output, `,"encrypted_content":"`...)
+			s.output = append(s.output, s.sig...)
+			s.output = append(s.output, '"')
+			s.sig = s.sig[:0]
+		}
+		s.output = append(s.output, '}')
 		dst = s.itemDone(dst, start)
 	case kindCall:
 		c := &s.calls[s.openCall]

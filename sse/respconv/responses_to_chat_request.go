@@ -16,8 +16,11 @@ import (
 //     message collapses to a string); function_call items → tool_calls of
 //     one assistant message (merged with the assistant message just before
 //     them; call_id → id); function_call_output → tool messages (call_id →
-//     tool_call_id); reasoning items are dropped (encrypted reasoning has no
-//     chat form).
+//     tool_call_id); reasoning items with an encrypted_content become the
+//     thinking_blocks of the assistant message that follows them (the
+//     Anthropic thinking ChatResponseToResponses put there, see
+//     thinking.go); other reasoning items are dropped (OpenAI's encrypted
+//     reasoning has no chat form).
 //   - tools: function tools {type, name, description, parameters, strict}
 //     → {type: function, function: {...}}; other tool types → ErrUnsupported.
 //   - tool_choice: none/auto/required; {type: function, name}; allowed_tools.
@@ -67,7 +70,7 @@ func ResponsesRequestToChat(dst, body []byte, opt RequestOptions) ([]byte, error
 		return dst[:orig], fieldErr(ErrInvalid, "model", "missing")
 	}
 	dst = append(dst, `,"messages":[`...)
-	w := msgWriter{dst: dst}
+	w := msgWriter{dst: dst, input: v[rqInput], rsFirst: -1}
 	switch rawjson.KindOf(v[rqInstructions]) {
 	case rawjson.String:
 		if len(v[rqInstructions]) > 2 {
@@ -180,6 +183,38 @@ type msgWriter struct {
 	asstOpen  bool // the last message is an assistant message without its '}'
 	toolsOpen bool // ... and its tool_calls array is open
 	nTools    int
+	// input is the input array; rsFirst..rsLast are the reasoning items
+	// waiting for the assistant message they belong to (rsFirst -1: none).
+	input           []byte
+	rsFirst, rsLast int
+}
+
+// thinking appends the waiting reasoning items as `,"thinking_blocks":[…]`
+// to the assistant message just opened.
+func (w *msgWriter) thinking() {
+	if w.rsFirst < 0 {
+		return
+	}
+	first, last := w.rsFirst, w.rsLast
+	w.rsFirst = -1
+	mark := len(w.dst)
+	w.dst = append(w.dst, `,"thinking_blocks":[`...)
+	n := 0
+	_ = rawjson.ForEachElem(w.input, func(i int, item []byte, _ rawjson.Kind) bool {
+		if i < first {
+			return true
+		}
+		var ok bool
+		if w.dst, ok = appendThinkingBlock(w.dst, item, n); ok {
+			n++
+		}
+		return i < last
+	})
+	if n == 0 {
+		w.dst = w.dst[:mark]
+		return
+	}
+	w.dst = append(w.dst, ']')
 }
 
 func (w *msgWriter) begin() {
@@ -233,6 +268,7 @@ func (w *msgWriter) item(i int, item []byte, kind rawjson.Kind) error {
 		if !w.asstOpen {
 			w.begin()
 			w.dst = append(w.dst, `{"role":"assistant","content":null`...)
+			w.thinking()
 			w.asstOpen = true
 		}
 		if w.toolsOpen {
@@ -259,6 +295,7 @@ func (w *msgWriter) item(i int, item []byte, kind rawjson.Kind) error {
 			return fieldErr(ErrInvalid, path("input", i)+".call_id", "missing")
 		}
 		w.begin()
+		w.rsFirst = -1
 		w.dst = append(w.dst, `{"role":"tool","tool_call_id":`...)
 		w.dst = append(w.dst, v[iiCallID]...)
 		w.dst = append(w.dst, `,"content":`...)
@@ -277,7 +314,13 @@ func (w *msgWriter) item(i int, item []byte, kind rawjson.Kind) error {
 		w.dst = append(w.dst, '}')
 		return nil
 	case rawjson.StringEquals(typ, "reasoning"):
-		return nil // no chat form; the assistant message stays open across it
+		// It belongs to the assistant message that follows; the assistant
+		// message already open stays open across it.
+		if w.rsFirst < 0 {
+			w.rsFirst = i
+		}
+		w.rsLast = i
+		return nil
 	case rawjson.StringEquals(typ, "item_reference"):
 		return fieldErr(ErrStateful, path("input", i), "item_reference needs server-side state; send the item itself")
 	case rawjson.KindOf(typ) == rawjson.String:
@@ -318,9 +361,11 @@ func (w *msgWriter) message(i int, role, content []byte) error {
 		return fieldErr(ErrInvalid, path("input", i)+".content", "must be a string or an array of parts")
 	}
 	if roleName == "assistant" {
+		w.thinking()
 		w.asstOpen = true // function_call items that follow join it
 		return nil
 	}
+	w.rsFirst = -1 // reasoning before a user, system or developer message has no turn to join
 	w.dst = append(w.dst, '}')
 	return nil
 }
