@@ -325,7 +325,7 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 			return preEmpty, prefetchErr{}
 		}
 		if bytes.HasPrefix(data, errorPrefix) {
-			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: append([]byte(nil), data...)}
+			return preFailed, prefetchErr{status: s.errStatus(), body: append([]byte(nil), data...)}
 		}
 		if s.processChunk(c, data) {
 			s.pending = append(s.pending, s.out...)
