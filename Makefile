@@ -18,6 +18,8 @@ export DEMO_CALLER_KEY ?= sk-gw-demo
 export DEMO_TEAM_KEY ?= sk-gw-team
 export DEMO_OIDC_HMAC ?= demo-hmac-secret-at-least-32-bytes-long
 export MOCK_BASE ?= http://$(MOCK_LISTEN)
+# The mock's Bedrock signature check accepts only these (perf/mock/bedrock.go).
+export BEDROCK_CREDENTIALS ?= {"access_key_id":"AKIAMOCKBEDROCK00001","secret_access_key":"mock/bedrock+secret/key/0000000000000000","region":"us-east-1"}
 
 .PHONY: all build run test unit fuzz bench perf lint deps clean
 
