@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,7 +124,30 @@ func TestCredentials(t *testing.T) {
 	f(`{"access_key_id":"a","secret_access_key":"s3cr3t"}`, noEnv, "", errNoRegion)
 	f(`{"access_key_id":"a","secret_access_key":"s3cr3t","extra":1}`, noEnv, "", errCredentials)
 	f(`{"access_key_id":"a"}`, noEnv, "", errCredentials)
+	f(`{"secret_access_key":"s3cr3t","region":"x"}`, noEnv, "", errCredentials)
 	f(`s3cr3t`, noEnv, "", errCredentials)
+}
+
+// TestCredentialChain: a document without keys takes them from the AWS
+// chain (here the environment), with the document's region.
+func TestCredentialChain(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_REGION", "ap-northeast-1")
+	for doc, wantRegion := range map[string]string{`{"region":"sa-east-1"}`: "sa-east-1", `{}`: "ap-northeast-1", "": "ap-northeast-1"} {
+		p, region, err := Credentials(adapters.NewSecret(doc), nil)
+		if err != nil || region != wantRegion {
+			t.Fatalf("%q: %q %v", doc, region, err)
+		}
+		c, err := p.Retrieve(context.Background())
+		if err != nil || c.AccessKeyID != "AKIDENV" || c.SecretAccessKey != "envsecret" {
+			t.Fatalf("%q: %+v %v", doc, c.AccessKeyID, err)
+		}
+	}
 }
 
 func TestNeverPrintsCredential(t *testing.T) {

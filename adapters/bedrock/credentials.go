@@ -23,11 +23,13 @@ type credentialDoc struct {
 }
 
 // Credentials returns the credentials provider and region of a key: from
-// its credential document when set, otherwise from the standard AWS chain
-// (environment, shared config and credentials files, web identity, ECS and
-// EC2 instance roles; aws-sdk-go-v2/config), cached and refreshed by the
-// SDK before expiry. A document without region takes AWS_REGION (or
-// AWS_DEFAULT_REGION). env replaces os.LookupEnv (nil: the process's).
+// its credential document when it holds keys, otherwise (a document `{}` or
+// `{"region": ...}`, or none) from the standard AWS chain (environment,
+// shared config and credentials files, web identity, ECS and EC2 instance
+// roles; aws-sdk-go-v2/config), cached and refreshed by the SDK before
+// expiry. A document without region takes AWS_REGION (or
+// AWS_DEFAULT_REGION), the chain also the shared config's. env replaces
+// os.LookupEnv for the region (nil: the process's).
 func Credentials(doc adapters.Secret, env func(string) (string, bool)) (aws.CredentialsProvider, string, error) {
 	if env == nil {
 		env = os.LookupEnv
@@ -39,29 +41,39 @@ func Credentials(doc adapters.Secret, env func(string) (string, bool)) (aws.Cred
 		r, _ := env("AWS_DEFAULT_REGION")
 		return r
 	}
+	region := ""
 	if doc.IsSet() {
 		var d credentialDoc
 		dec := json.NewDecoder(strings.NewReader(doc.Reveal()))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil || d.AccessKeyID == "" || d.SecretAccessKey == "" {
+		if err := dec.Decode(&d); err != nil {
 			return nil, "", errCredentials // never the decoder's text: it may quote the secret
 		}
-		region := d.Region
+		region = d.Region
 		if region == "" {
 			region = envRegion()
 		}
-		if region == "" {
+		switch {
+		case d.AccessKeyID == "" && d.SecretAccessKey == "" && d.SessionToken == "":
+			// {} or {"region": ...}: the keys come from the AWS chain.
+		case d.AccessKeyID == "" || d.SecretAccessKey == "":
+			return nil, "", errCredentials
+		case region == "":
 			return nil, "", errNoRegion
+		default:
+			return credentials.NewStaticCredentialsProvider(d.AccessKeyID, d.SecretAccessKey, d.SessionToken), region, nil
 		}
-		return credentials.NewStaticCredentialsProvider(d.AccessKeyID, d.SecretAccessKey, d.SessionToken), region, nil
 	}
 	// The chain: loading it reads the environment and the shared files
 	// only; instance-role lookups happen on the first Retrieve.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	opts := []func(*config.LoadOptions) error{}
-	if r := envRegion(); r != "" {
-		opts = append(opts, config.WithRegion(r))
+	if region == "" {
+		region = envRegion()
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
