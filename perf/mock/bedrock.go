@@ -109,8 +109,9 @@ func (s *Server) serveBedrockConverse(ctx *fasthttp.RequestCtx, k *Knobs) {
 		end = len(path) - len(strConverseStream)
 	}
 	a.modelID = append(a.modelID[:0], path[i:max(i, end)]...)
+	stream := a.stream // a belongs to the stream writer once serveFormat returns
 	s.serveFormat(ctx, k, a, appendBedrockError, setBedrockRequestID)
-	if a.stream && !ctx.Hijacked() {
+	if stream && !ctx.Hijacked() {
 		ctx.Response.Header.SetContentTypeBytes(strAmzEventStream)
 	}
 }
