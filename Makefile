@@ -23,6 +23,8 @@ export MOCK_BASE ?= http://$(MOCK_LISTEN)
 # Demo admin API (docs/ADMIN.md): key and listener used by `make run`.
 ADMIN_LISTEN ?= 127.0.0.1:9180
 export GW_ADMIN_KEY ?= demo-admin-key
+# The mock's Bedrock signature check accepts only these (perf/mock/bedrock.go).
+export BEDROCK_CREDENTIALS ?= {"access_key_id":"AKIAMOCKBEDROCK00001","secret_access_key":"mock/bedrock+secret/key/0000000000000000","region":"us-east-1"}
 
 .PHONY: all build run test unit fuzz bench perf lint deps clean
 

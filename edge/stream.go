@@ -293,6 +293,15 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			default:
 				if ferr.status != 0 {
 					fail = lastFailure{kind: upstream.KindStatus, status: ferr.status, body: ferr.body, ctype: []byte("application/json")}
+					if !retryable(c.plan, ferr.status) {
+						// An in-band error with a status (errStatus) follows the
+						// rules of that status as an HTTP answer: a 429 fails
+						// over only with retry_on_429.
+						c.observe(t, &fail, 0)
+						relayError(ctx, c.surf, fail.status, fail.body, fail.ctype, nil)
+						c.errClass = "upstream_status"
+						return
+					}
 				} else {
 					fail = lastFailure{kind: upstream.KindTransport, reason: "the upstream stream failed before any content"}
 				}
@@ -337,7 +346,7 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 			return preEmpty, prefetchErr{}
 		}
 		if bytes.HasPrefix(data, errorPrefix) {
-			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: append([]byte(nil), data...)}
+			return preFailed, prefetchErr{status: s.errStatus(), body: append([]byte(nil), data...)}
 		}
 		if s.processChunk(c, data) {
 			s.pending = append(s.pending, s.out...)

@@ -3,7 +3,10 @@ package edge
 import (
 	"io"
 
+	"github.com/valyala/fasthttp"
+
 	"gw/adapters/anthropic"
+	"gw/adapters/bedrock"
 	"gw/sse"
 	"gw/sse/msgconv"
 )
@@ -58,6 +61,24 @@ var upProtocols = map[string]*upProtocol{
 		acquire: func(alias []byte) upStream { return msgconv.AcquireMessagesToChatStream(alias) },
 		release: func(s upStream) { msgconv.ReleaseMessagesToChatStream(s.(*msgconv.MessagesToChatStream)) },
 	},
+	bedrock.ProtocolConverse: bedrockConverse,
+}
+
+// errStatuser is implemented by upStream converters that know the HTTP
+// status an in-band error stands for (Bedrock's exception frames: 429 for
+// throttlingException ...): answered, and failed over, like that status
+// when the error comes before the commit point.
+type errStatuser interface{ ErrStatus() int }
+
+// errStatus is the status of an in-band error frame seen before the commit
+// point: the converter's, or 502.
+func (s *relayState) errStatus() int {
+	if es, ok := s.up.(errStatuser); ok {
+		if st := es.ErrStatus(); st != 0 {
+			return st
+		}
+	}
+	return fasthttp.StatusBadGateway
 }
 
 // protocolOf returns the protocol entry of an upstream (nil: chat

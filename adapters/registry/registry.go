@@ -9,6 +9,7 @@ import (
 
 	"gw/adapters"
 	"gw/adapters/anthropic"
+	"gw/adapters/bedrock"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 )
@@ -52,16 +53,33 @@ type Factory func(c *Config, opts adapters.Options) (adapters.Adapter, error)
 type Family struct {
 	New Factory
 	// DefaultBaseURL is used when the key has no api_base; "" means
-	// api_base is required.
+	// api_base is required (unless BaseURLOf is set).
 	DefaultBaseURL string
+	// BaseURLOf computes the default base URL from the key (bedrock: the
+	// regional endpoint of the key's region); nil means DefaultBaseURL.
+	BaseURLOf func(c *Config) (string, error)
 }
 
-// Families lists the implemented adapter families. bedrock and vertex are
-// not implemented yet: New reports adapters.ErrUnsupported.
+// Families lists the implemented adapter families. vertex is not
+// implemented yet: New reports adapters.ErrUnsupported.
 var Families = map[string]Family{
 	FamilyOpenAI:      {New: newOpenAI, DefaultBaseURL: openai.DefaultBaseURL},
 	FamilyAzureOpenAI: {New: newAzureOpenAI},
 	FamilyAnthropic:   {New: newAnthropic, DefaultBaseURL: anthropic.DefaultBaseURL},
+	FamilyBedrock:     {New: newBedrock, BaseURLOf: bedrockBaseURL},
+}
+
+func newBedrock(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return bedrock.New(&c.Key, opts)
+}
+
+// bedrockBaseURL is the regional runtime endpoint of the key's region.
+func bedrockBaseURL(c *Config) (string, error) {
+	_, region, err := bedrock.Credentials(c.Key.Credential, nil)
+	if err != nil {
+		return "", err
+	}
+	return bedrock.DefaultBaseURL(region), nil
 }
 
 func newOpenAI(c *Config, opts adapters.Options) (adapters.Adapter, error) {
@@ -95,6 +113,9 @@ func BaseURL(c *Config) (string, error) {
 	f, ok := Families[familyOf(c.Family)]
 	if !ok {
 		return "", adapters.ErrUnsupported
+	}
+	if f.BaseURLOf != nil {
+		return f.BaseURLOf(c)
 	}
 	if f.DefaultBaseURL == "" {
 		return "", adapters.ErrConfig

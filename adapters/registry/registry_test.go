@@ -35,11 +35,13 @@ func TestBaseURL(t *testing.T) {
 	f(registry.Config{Family: registry.FamilyOpenAI, Key: adapters.KeyConfig{BaseURL: "http://h/v1"}}, "http://h/v1", nil)
 	f(registry.Config{Family: registry.FamilyAnthropic}, anthropic.DefaultBaseURL, nil)
 	f(registry.Config{Family: registry.FamilyAzureOpenAI}, "", adapters.ErrConfig)
-	f(registry.Config{Family: registry.FamilyBedrock}, "", adapters.ErrUnsupported)
+	bedrockDoc := adapters.NewSecret(`{"access_key_id":"AKID","secret_access_key":"s","region":"eu-west-3"}`)
+	f(registry.Config{Family: registry.FamilyBedrock, Key: adapters.KeyConfig{Credential: bedrockDoc}}, "https://bedrock-runtime.eu-west-3.amazonaws.com", nil)
+	f(registry.Config{Family: registry.FamilyBedrock, Key: adapters.KeyConfig{Credential: bedrockDoc, BaseURL: "http://vpce.example"}}, "http://vpce.example", nil)
 }
 
 func TestNew(t *testing.T) {
-	for _, fam := range []string{registry.FamilyBedrock, registry.FamilyVertex, "nope"} {
+	for _, fam := range []string{registry.FamilyVertex, "nope"} {
 		if _, err := registry.New(&registry.Config{Family: fam}, adapters.Options{}); !errors.Is(err, adapters.ErrUnsupported) {
 			t.Fatalf("%s: got %v; want ErrUnsupported", fam, err)
 		}
@@ -47,7 +49,7 @@ func TestNew(t *testing.T) {
 			t.Fatalf("%s: Built", fam)
 		}
 	}
-	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic} {
+	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic, registry.FamilyBedrock} {
 		if !registry.Built(fam) {
 			t.Fatalf("%q: not Built", fam)
 		}

@@ -49,5 +49,11 @@ func adapterConfig(pk *resources.ProviderKey) *registry.Config {
 	for _, f := range rq.DefaultBodyFields {
 		c.Key.Body.DefaultBodyFields = append(c.Key.Body.DefaultBodyFields, bodyrules.Field{Key: f.Key, Value: f.Value})
 	}
+	if pk.Adapter == registry.FamilyBedrock {
+		// The spec ignores the key's tls block and resolve_addresses for
+		// Bedrock (the deployment-level upstream settings apply);
+		// unenforced.go lists them when set.
+		c.TLS, c.ResolveAddresses = upstream.TLS{Verify: true}, nil
+	}
 	return c
 }

@@ -22,7 +22,8 @@ func loadFile(t *testing.T, path string, env map[string]string) *resources.Resou
 }
 
 var exampleEnv = map[string]string{"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "DEMO_CALLER_KEY": "k1", "DEMO_TEAM_KEY": "k2",
-	"DEMO_OIDC_HMAC": "demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE": "http://127.0.0.1:9999"}
+	"DEMO_OIDC_HMAC": "demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE": "http://127.0.0.1:9999",
+	"BEDROCK_CREDENTIALS": `{"access_key_id":"a","secret_access_key":"b","region":"us-east-1"}`}
 
 // TestEveryFieldClassified walks every field the loader reads in the
 // example file and in a file that writes every field of the collections gw

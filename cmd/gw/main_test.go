@@ -325,7 +325,8 @@ func TestServeGracefulShutdown(t *testing.T) {
 
 // exampleEnv is what `make run` exports for examples/gw.yaml.
 var exampleEnv = []string{"OPENAI_API_KEY=sk-mock-openai", "ANTHROPIC_API_KEY=sk-mock-anthropic", "DEMO_CALLER_KEY=sk-gw-demo",
-	"DEMO_TEAM_KEY=sk-gw-team", "DEMO_OIDC_HMAC=demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE=http://127.0.0.1:9999"}
+	"DEMO_TEAM_KEY=sk-gw-team", "DEMO_OIDC_HMAC=demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE=http://127.0.0.1:9999",
+	`BEDROCK_CREDENTIALS={"access_key_id":"AKIAMOCKBEDROCK00001","secret_access_key":"mock/bedrock+secret/key/0000000000000000","region":"us-east-1"}`}
 
 func TestExampleFileValidates(t *testing.T) {
 	cmd := exec.Command(gwBin, "validate", "../../examples/gw.yaml")

@@ -42,8 +42,8 @@
 //
 // Not applicable (no transcoder in this repository reads these formats):
 // gemini_stream_text.sse, gemini_stream_function_call.sse (Gemini
-// streamGenerateContent) and bedrock_converse_stream_text_then_tool_use.eventstream
-// (Bedrock ConverseStream).
+// streamGenerateContent). bedrock_converse_stream_text_then_tool_use.eventstream is
+// binary: bedrock_test.go replays it (testdata/bedrock/<direction>/).
 //
 // To regenerate the golden files after an intended change in a transcoder:
 //

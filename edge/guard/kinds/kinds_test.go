@@ -11,7 +11,8 @@ import (
 )
 
 var exampleEnv = map[string]string{"OPENAI_API_KEY": "o", "ANTHROPIC_API_KEY": "a", "DEMO_CALLER_KEY": "k1", "DEMO_TEAM_KEY": "k2",
-	"DEMO_OIDC_HMAC": "demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE": "http://127.0.0.1:9999"}
+	"DEMO_OIDC_HMAC": "demo-hmac-secret-at-least-32-bytes-long", "MOCK_BASE": "http://127.0.0.1:9999",
+	"BEDROCK_CREDENTIALS": `{"access_key_id":"a","secret_access_key":"b","region":"us-east-1"}`}
 
 func load(t *testing.T, data string) *resources.Resources {
 	t.Helper()

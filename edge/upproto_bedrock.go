@@ -1,0 +1,21 @@
+package edge
+
+import (
+	"io"
+
+	"gw/sse/converse"
+)
+
+// bedrockConverse reads AWS Bedrock Converse answers: buffered bodies, and
+// ConverseStream's binary event-stream framing decoded into events
+// (converse.Source) that converse.ToChatStream turns into chat chunks.
+var bedrockConverse = &upProtocol{
+	toChat: func(dst, body, alias []byte) ([]byte, error) {
+		out, _, err := converse.ResponseToChat(dst, body, alias)
+		return out, err
+	},
+	acquire:  func(alias []byte) upStream { return converse.AcquireToChatStream(alias) },
+	release:  func(s upStream) { converse.ReleaseToChatStream(s.(*converse.ToChatStream)) },
+	source:   func(body io.Reader) eventSource { return converse.AcquireSource(body) },
+	closeSrc: func(src eventSource) { converse.ReleaseSource(src.(*converse.Source)) },
+}
