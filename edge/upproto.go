@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"gw/adapters/anthropic"
+	"gw/adapters/vertex"
 	"gw/sse"
 	"gw/sse/msgconv"
 )
@@ -58,6 +59,7 @@ var upProtocols = map[string]*upProtocol{
 		acquire: func(alias []byte) upStream { return msgconv.AcquireMessagesToChatStream(alias) },
 		release: func(s upStream) { msgconv.ReleaseMessagesToChatStream(s.(*msgconv.MessagesToChatStream)) },
 	},
+	vertex.ProtocolGemini: {toChat: geminiToChat, acquire: geminiAcquire, release: geminiRelease},
 }
 
 // protocolOf returns the protocol entry of an upstream (nil: chat

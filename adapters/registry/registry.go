@@ -11,6 +11,7 @@ import (
 	"gw/adapters/anthropic"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/adapters/vertex"
 )
 
 // Adapter families: the values of a provider key's resolved `adapter`.
@@ -54,14 +55,26 @@ type Family struct {
 	// DefaultBaseURL is used when the key has no api_base; "" means
 	// api_base is required.
 	DefaultBaseURL string
+	// BaseURLOf, when set, computes the default base URL from the key
+	// (regional endpoints) in place of DefaultBaseURL.
+	BaseURLOf func(c *Config) (string, error)
 }
 
-// Families lists the implemented adapter families. bedrock and vertex are
-// not implemented yet: New reports adapters.ErrUnsupported.
+// Families lists the implemented adapter families. bedrock is not
+// implemented yet: New reports adapters.ErrUnsupported.
 var Families = map[string]Family{
 	FamilyOpenAI:      {New: newOpenAI, DefaultBaseURL: openai.DefaultBaseURL},
 	FamilyAzureOpenAI: {New: newAzureOpenAI},
 	FamilyAnthropic:   {New: newAnthropic, DefaultBaseURL: anthropic.DefaultBaseURL},
+	FamilyVertex:      {New: newVertex, BaseURLOf: vertexBaseURL},
+}
+
+func newVertex(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return vertex.New(&c.Key, &c.OpenAI, opts)
+}
+
+func vertexBaseURL(c *Config) (string, error) {
+	return vertex.DocumentBaseURL(c.Key.BaseURL, c.Key.Credential.Reveal())
 }
 
 func newOpenAI(c *Config, opts adapters.Options) (adapters.Adapter, error) {
@@ -95,6 +108,9 @@ func BaseURL(c *Config) (string, error) {
 	f, ok := Families[familyOf(c.Family)]
 	if !ok {
 		return "", adapters.ErrUnsupported
+	}
+	if f.BaseURLOf != nil {
+		return f.BaseURLOf(c)
 	}
 	if f.DefaultBaseURL == "" {
 		return "", adapters.ErrConfig

@@ -39,7 +39,7 @@ func TestBaseURL(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	for _, fam := range []string{registry.FamilyBedrock, registry.FamilyVertex, "nope"} {
+	for _, fam := range []string{registry.FamilyBedrock, "nope"} {
 		if _, err := registry.New(&registry.Config{Family: fam}, adapters.Options{}); !errors.Is(err, adapters.ErrUnsupported) {
 			t.Fatalf("%s: got %v; want ErrUnsupported", fam, err)
 		}
@@ -47,7 +47,7 @@ func TestNew(t *testing.T) {
 			t.Fatalf("%s: Built", fam)
 		}
 	}
-	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic} {
+	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic, registry.FamilyVertex} {
 		if !registry.Built(fam) {
 			t.Fatalf("%q: not Built", fam)
 		}

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"gw/adapters/vertex"
 	"gw/admin/resources"
 )
 
@@ -45,6 +46,7 @@ const (
 	missGuardrails   = "guardrails are not enforced: requests and answers pass unchecked"
 	missCache        = "response caching is not built"
 	missAnthropicReq = "not applied on adapter anthropic keys in this build"
+	missVertexReq    = "not applied on adapter vertex keys serving Gemini or Claude in this build"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -158,8 +160,10 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 	}
 	seen := map[key]bool{}
 	adapters := map[int]string{}
+	vertexConverted := map[int]bool{} // vertex keys serving Gemini or Claude: no chat body rules
 	for _, pk := range res.ProviderKeys {
 		adapters[pk.Index] = pk.Adapter
+		vertexConverted[pk.Index] = pk.Adapter == resources.AdapterVertex && vertex.ModeOf(pk.Provider) != vertex.ModeOpenAI
 	}
 	for _, f := range res.Fields {
 		if guards != nil && (f.Collection == resources.CollGuardrails || f.Collection == resources.CollGuardrailAttachments) {
@@ -171,6 +175,9 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		}
 		if missing == "" && f.Collection == resources.CollProviderKeys && anthropicOnlyOpenAI[field] && adapters[f.Index] == "anthropic" {
 			missing = missAnthropicReq
+		}
+		if missing == "" && f.Collection == resources.CollProviderKeys && anthropicOnlyOpenAI[field] && vertexConverted[f.Index] {
+			missing = missVertexReq
 		}
 		if missing == "" {
 			continue
