@@ -209,13 +209,16 @@ func TestVertexGemini(t *testing.T) {
 		p := chatParams("gemini-call-fixture")
 		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 		p.Tools = []openai.ChatCompletionToolParam{{Function: openai.FunctionDefinitionParam{Name: "get_country"}}}
-		acc, _, err := streamChat(t, e.client, p)
+		acc, chunks, err := streamChat(t, e.client, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		calls := acc.Choices[0].Message.ToolCalls
-		if len(calls) != 1 || calls[0].Function.Name != "get_country" || calls[0].Function.Arguments != "{}" || acc.Usage.CompletionTokensDetails.ReasoningTokens != 202 {
+		if len(calls) != 1 || calls[0].Function.Name != "get_country" || calls[0].Function.Arguments != "{}" || acc.Usage.CompletionTokens != 212 {
 			t.Fatalf("fixture call: %+v usage %+v", acc.Choices[0], acc.Usage)
+		}
+		if last := chunks[len(chunks)-1].RawJSON(); !strings.Contains(last, `"reasoning_tokens":202`) {
+			t.Fatalf("usage chunk: %s", last)
 		}
 		p.Model = "gemini"
 		p.Messages = append(p.Messages, acc.Choices[0].Message.ToParam(), openai.ToolMessage("France", calls[0].ID))
