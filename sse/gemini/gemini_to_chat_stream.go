@@ -53,6 +53,7 @@ type ToChatStream struct {
 
 	usage     transcode.Usage
 	usageSeen bool
+	usageRaw  []byte // the last usageMetadata, read when needed (it repeats on every event)
 
 	begun, started, finishSent, usageSent, ended bool
 	err                                          *UpstreamError
@@ -76,7 +77,7 @@ func AcquireToChatStream(model []byte) *ToChatStream {
 // ReleaseToChatStream returns s to the pool; s must not be used after.
 func ReleaseToChatStream(s *ToChatStream) {
 	s.Reset(nil)
-	s.model, s.prefix, s.tmp, s.tmp2 = keep(s.model), keep(s.prefix), keep(s.tmp), keep(s.tmp2)
+	s.model, s.prefix, s.tmp, s.tmp2, s.usageRaw = keep(s.model), keep(s.prefix), keep(s.tmp), keep(s.tmp2), keep(s.usageRaw)
 	streamPool.Put(s)
 }
 
@@ -91,7 +92,7 @@ func (s *ToChatStream) Reset(model []byte) {
 	s.parts = rawjson.Cursor{}
 	s.nextTool = 0
 	s.finish = ""
-	s.usage, s.usageSeen = transcode.Usage{}, false
+	s.usage, s.usageSeen, s.usageRaw = transcode.Usage{}, false, s.usageRaw[:0]
 	s.begun, s.started, s.finishSent, s.usageSent, s.ended = false, false, false, false, false
 	s.err = nil
 }
@@ -101,7 +102,18 @@ func (s *ToChatStream) Reset(model []byte) {
 func (s *ToChatStream) Started() bool { return s.started }
 
 // Usage returns the usage seen so far in chat terms.
-func (s *ToChatStream) Usage() (transcode.Usage, bool) { return s.usage, s.usageSeen }
+func (s *ToChatStream) Usage() (transcode.Usage, bool) {
+	s.readUsage()
+	return s.usage, s.usageSeen
+}
+
+// readUsage converts the last usageMetadata kept.
+func (s *ToChatStream) readUsage() {
+	if len(s.usageRaw) > 0 && readUsage(s.usageRaw, &s.usage) {
+		s.usageSeen = true
+	}
+	s.usageRaw = s.usageRaw[:0]
+}
 
 // Err returns the error the upstream reported in-band, or nil.
 func (s *ToChatStream) Err() error {
@@ -152,8 +164,8 @@ func (s *ToChatStream) Event(dst, _, data []byte) ([]byte, error) {
 		s.buildPrefix(s.vals[evResponseID])
 		dst = s.appendRoleChunk(dst)
 	}
-	if readUsage(s.vals[evUsage], &s.usage) {
-		s.usageSeen = true
+	if u := s.vals[evUsage]; len(u) > 0 {
+		s.usageRaw = append(s.usageRaw[:0], u...)
 	}
 	if c := s.vals[evCandidates]; rawjson.KindOf(c) == rawjson.Array {
 		dst = s.candidates(dst, c)
@@ -317,6 +329,7 @@ func (s *ToChatStream) appendUsageChunk(dst []byte) []byte {
 		return dst
 	}
 	s.usageSent = true
+	s.readUsage()
 	dst = s.chunk(dst)
 	dst = append(dst, `],"usage":`...)
 	dst = appendChatUsage(dst, &s.usage)
