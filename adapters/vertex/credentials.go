@@ -2,6 +2,9 @@ package vertex
 
 import (
 	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -94,8 +97,8 @@ func newFetch(doc string, d *Document) (fetchFunc, error) {
 		}, nil
 	case "service_account":
 		jc, err := google.JWTConfigFromJSON([]byte(doc), Scope)
-		if err != nil {
-			return nil, errors.New("vertex: the credential document is not a usable service account key")
+		if err != nil || !validKey(jc.PrivateKey) {
+			return nil, errors.New("vertex: the credential document is not a usable service account key (private_key, client_email)")
 		}
 		// A fresh source per fetch: the library's own cache would hand the
 		// old token back when gw refreshes ahead of expiry.
@@ -107,6 +110,21 @@ func newFetch(doc string, d *Document) (fetchFunc, error) {
 		}
 		return func(context.Context) (*oauth2.Token, error) { return creds.TokenSource.Token() }, nil
 	}
+}
+
+// validKey reports whether pemKey is an RSA private key (PKCS#8 or #1), so
+// a broken document fails the load, not the first request.
+func validKey(pemKey []byte) bool {
+	blk, _ := pem.Decode(pemKey)
+	if blk == nil {
+		return false
+	}
+	if k, err := x509.ParsePKCS8PrivateKey(blk.Bytes); err == nil {
+		_, ok := k.(*rsa.PrivateKey)
+		return ok
+	}
+	_, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
+	return err == nil
 }
 
 // Tokens caches one key's access token as its ready-made Authorization
