@@ -18,6 +18,8 @@ export DEMO_CALLER_KEY ?= sk-gw-demo
 export DEMO_TEAM_KEY ?= sk-gw-team
 export DEMO_OIDC_HMAC ?= demo-hmac-secret-at-least-32-bytes-long
 export MOCK_BASE ?= http://$(MOCK_LISTEN)
+# A service account generated for tests only; its token_uri is the mock's (127.0.0.1:9999).
+export VERTEX_SA ?= $(shell cat perf/mock/testdata/vertex_service_account.json)
 
 .PHONY: all build run test unit fuzz bench perf lint deps clean
 

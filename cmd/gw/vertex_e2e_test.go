@@ -65,6 +65,15 @@ models:
     provider_key: vertex-llama
 `
 
+// examples/gw.yaml's vertex key reads VERTEX_SA, as `make run` exports it.
+func init() {
+	b, err := os.ReadFile("../../perf/mock/testdata/vertex_service_account.json")
+	if err != nil {
+		panic(err)
+	}
+	exampleEnv = append(exampleEnv, "VERTEX_SA="+string(b))
+}
+
 type vertexE2E struct {
 	mock   *mock.Server
 	client openai.Client
