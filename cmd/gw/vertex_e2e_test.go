@@ -33,6 +33,10 @@ provider_keys:
     api_key: ${E2E_VERTEX_SA}
     api_base: ${E2E_VERTEX_BASE}
     request: {forward_client_headers: ["x-mock-*"]}
+  - display_name: vertex-throttled
+    adapter: vertex
+    api_key: ${E2E_VERTEX_SA}
+    api_base: ${E2E_VERTEX_BASE}/knobs/status=429,retry_after=1
   - display_name: vertex-llama
     adapter: vertex
     provider: meta
@@ -59,6 +63,14 @@ models:
     provider: anthropic
     model_name: claude-sonnet-4-5@20250929
     provider_key: vertex-claude
+  - display_name: gemini-throttled
+    provider: google
+    model_name: gemini-2.5-flash
+    provider_key: vertex-throttled
+  - display_name: gemini-group
+    routing:
+      retry_on_429: true
+      targets: [{model: gemini-throttled, priority: 1}, {model: gemini}]
   - display_name: llama
     provider: meta
     model_name: meta/llama-3.3-70b-instruct-maas
@@ -96,7 +108,7 @@ func (e *vertexE2E) lastVertex(t *testing.T) mock.RecordedRequest {
 	t.Helper()
 	rs := e.mock.Requests()
 	for i := len(rs) - 1; i >= 0; i-- {
-		if strings.HasPrefix(rs[i].Path, "/v1/projects/") {
+		if strings.Contains(rs[i].Path, "/v1/projects/") {
 			return rs[i]
 		}
 	}
@@ -311,6 +323,36 @@ func TestVertexGemini(t *testing.T) {
 		var apiErr *openai.Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 {
 			t.Fatalf("429: %v", err)
+		}
+	})
+
+	t.Run("throttled target fails over", func(t *testing.T) {
+		for _, stream := range []bool{false, true} {
+			var content string
+			if stream {
+				acc, _, err := streamChat(t, e.client, chatParams("gemini-group"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				content = acc.Choices[0].Message.Content
+			} else {
+				resp, err := e.client.Chat.Completions.New(ctx, chatParams("gemini-group"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				content = resp.Choices[0].Message.Content
+			}
+			if len(content) != 40 {
+				t.Fatalf("stream %v: %q", stream, content)
+			}
+			rs := e.mock.Requests()
+			throttled := false
+			for _, r := range rs[len(rs)-3:] {
+				throttled = throttled || strings.HasPrefix(r.Path, "/knobs/status=429")
+			}
+			if !throttled || !strings.HasPrefix(e.lastVertex(t).Path, "/v1/projects/") {
+				t.Fatalf("stream %v: no failover seen", stream)
+			}
 		}
 	})
 

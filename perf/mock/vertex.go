@@ -60,7 +60,8 @@ import (
 var vertexRoute = route{
 	method: fasthttp.MethodPost,
 	match: func(path []byte) bool {
-		return bytes.HasPrefix(path, strVertexProjects) || bytes.Equal(path, strVertexTokenPath)
+		// Contains, not HasPrefix: a /knobs/ segment may come first.
+		return bytes.Contains(path, strVertexProjects) || bytes.Equal(path, strVertexTokenPath)
 	},
 	serve:       (*Server).serveVertex,
 	appendError: appendGoogleError,
