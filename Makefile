@@ -25,6 +25,8 @@ ADMIN_LISTEN ?= 127.0.0.1:9180
 export GW_ADMIN_KEY ?= demo-admin-key
 # The mock's Bedrock signature check accepts only these (perf/mock/bedrock.go).
 export BEDROCK_CREDENTIALS ?= {"access_key_id":"AKIAMOCKBEDROCK00001","secret_access_key":"mock/bedrock+secret/key/0000000000000000","region":"us-east-1"}
+# A service account generated for tests only; its token_uri is the mock's (127.0.0.1:9999).
+export VERTEX_SA ?= $(shell cat perf/mock/testdata/vertex_service_account.json)
 
 .PHONY: all build run test unit fuzz bench perf lint deps clean
 

@@ -7,6 +7,7 @@ import (
 
 	"gw/adapters/anthropic"
 	"gw/adapters/bedrock"
+	"gw/adapters/vertex"
 	"gw/sse"
 	"gw/sse/msgconv"
 )
@@ -62,6 +63,7 @@ var upProtocols = map[string]*upProtocol{
 		release: func(s upStream) { msgconv.ReleaseMessagesToChatStream(s.(*msgconv.MessagesToChatStream)) },
 	},
 	bedrock.ProtocolConverse: bedrockConverse,
+	vertex.ProtocolGemini:    {toChat: geminiToChat, acquire: geminiAcquire, release: geminiRelease},
 }
 
 // errStatuser is implemented by upStream converters that know the HTTP

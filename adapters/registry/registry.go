@@ -12,6 +12,7 @@ import (
 	"gw/adapters/bedrock"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/adapters/vertex"
 )
 
 // Adapter families: the values of a provider key's resolved `adapter`.
@@ -55,18 +56,27 @@ type Family struct {
 	// DefaultBaseURL is used when the key has no api_base; "" means
 	// api_base is required (unless BaseURLOf is set).
 	DefaultBaseURL string
-	// BaseURLOf computes the default base URL from the key (bedrock: the
-	// regional endpoint of the key's region); nil means DefaultBaseURL.
+	// BaseURLOf, when set, computes the default base URL from the key
+	// (regional endpoints) in place of DefaultBaseURL.
 	BaseURLOf func(c *Config) (string, error)
 }
 
-// Families lists the implemented adapter families. vertex is not
-// implemented yet: New reports adapters.ErrUnsupported.
+// Families lists the implemented adapter families; New reports
+// adapters.ErrUnsupported for any other.
 var Families = map[string]Family{
 	FamilyOpenAI:      {New: newOpenAI, DefaultBaseURL: openai.DefaultBaseURL},
 	FamilyAzureOpenAI: {New: newAzureOpenAI},
 	FamilyAnthropic:   {New: newAnthropic, DefaultBaseURL: anthropic.DefaultBaseURL},
 	FamilyBedrock:     {New: newBedrock, BaseURLOf: bedrockBaseURL},
+	FamilyVertex:      {New: newVertex, BaseURLOf: vertexBaseURL},
+}
+
+func newVertex(c *Config, opts adapters.Options) (adapters.Adapter, error) {
+	return vertex.New(&c.Key, &c.OpenAI, opts)
+}
+
+func vertexBaseURL(c *Config) (string, error) {
+	return vertex.DocumentBaseURL(c.Key.BaseURL, c.Key.Credential.Reveal())
 }
 
 func newBedrock(c *Config, opts adapters.Options) (adapters.Adapter, error) {

@@ -41,7 +41,7 @@ func TestBaseURL(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	for _, fam := range []string{registry.FamilyVertex, "nope"} {
+	for _, fam := range []string{"nope"} {
 		if _, err := registry.New(&registry.Config{Family: fam}, adapters.Options{}); !errors.Is(err, adapters.ErrUnsupported) {
 			t.Fatalf("%s: got %v; want ErrUnsupported", fam, err)
 		}
@@ -49,7 +49,7 @@ func TestNew(t *testing.T) {
 			t.Fatalf("%s: Built", fam)
 		}
 	}
-	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic, registry.FamilyBedrock} {
+	for _, fam := range []string{"", registry.FamilyOpenAI, registry.FamilyAzureOpenAI, registry.FamilyAnthropic, registry.FamilyBedrock, registry.FamilyVertex} {
 		if !registry.Built(fam) {
 			t.Fatalf("%q: not Built", fam)
 		}

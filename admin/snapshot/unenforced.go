@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"gw/adapters/vertex"
 	"gw/admin/resources"
 )
 
@@ -44,6 +45,7 @@ const (
 	missPassthrough = "passthrough routes are not built"
 	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
 	missCache       = "response caching is not built"
+	missVertexReq   = "not applied on adapter vertex keys serving Gemini or Claude in this build"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -131,6 +133,13 @@ var familyMisses = map[string]map[string]string{
 	},
 }
 
+// bodyRuleFields are the chat body rules (adapters/bodyrules), which the
+// vertex adapter does not apply to the Gemini and Claude bodies it builds.
+var bodyRuleFields = map[string]bool{
+	"request.param_renames": true, "request.param_constraints": true, "request.default_body_fields": true,
+	"response.content_list_to_string": true,
+}
+
 // bedrockIgnored are the provider-key fields without effect on adapter
 // bedrock keys: tls and resolve_addresses by the spec, and the body rules
 // the bedrock adapter does not apply yet.
@@ -173,8 +182,10 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 	}
 	seen := map[key]bool{}
 	adapters := map[int]string{}
+	vertexConverted := map[int]bool{} // vertex keys serving Gemini or Claude: no chat body rules
 	for _, pk := range res.ProviderKeys {
 		adapters[pk.Index] = pk.Adapter
+		vertexConverted[pk.Index] = pk.Adapter == resources.AdapterVertex && vertex.ModeOf(pk.Provider) != vertex.ModeOpenAI
 	}
 	for _, f := range res.Fields {
 		if guards != nil && (f.Collection == resources.CollGuardrails || f.Collection == resources.CollGuardrailAttachments) {
@@ -189,6 +200,9 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		}
 		if why := bedrockIgnored[field]; missing == "" && why != "" && f.Collection == resources.CollProviderKeys && adapters[f.Index] == "bedrock" {
 			missing = why
+		}
+		if missing == "" && f.Collection == resources.CollProviderKeys && bodyRuleFields[field] && vertexConverted[f.Index] {
+			missing = missVertexReq
 		}
 		if missing == "" {
 			continue

@@ -1,7 +1,7 @@
 // Package mock is a fast fake LLM provider for gw's end-to-end tests, `make run` and the
 // perf suite. It speaks OpenAI Chat Completions, OpenAI Responses and Anthropic Messages
 // (one file per wire format: openai_chat.go, openai_responses.go, anthropic_messages.go,
-// openai_models.go; Bedrock and Gemini will follow) and answers from pre-rendered
+// openai_models.go, vertex.go for Google Vertex AI; Bedrock will follow) and answers from pre-rendered
 // fragments on fasthttp, so it is never the bottleneck of a perf run: rendering a
 // request's answer allocates nothing.
 //

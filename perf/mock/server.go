@@ -154,6 +154,7 @@ type route struct {
 }
 
 var routes = []*route{
+	&vertexRoute, // first: its OpenAI-compatible path also ends in /chat/completions
 	&openAIChatRoute,
 	&openAIResponsesRoute,
 	&anthropicMessagesRoute,
