@@ -43,6 +43,11 @@ type surface struct {
 	errorEnvelope errorWriter
 	relayError    func(ctx *fasthttp.RequestCtx, status int, body []byte)
 
+	// endpoint is the caller endpoint beyond chat this surface is
+	// (endpoints.go); EndpointNone for the chat-shaped surfaces. Its body
+	// always goes upstream as is but for `model`.
+	endpoint adapters.Endpoint
+
 	// native is the surface an upstream may serve natively
 	// (adapters.SurfaceChat: none). On such an upstream the caller's body
 	// goes upstream as is and the answer comes back as is, but for `model`.

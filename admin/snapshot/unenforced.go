@@ -88,7 +88,7 @@ var fieldRules = map[string]map[string]string{
 		"timeout": "", "stream_timeout": "", "retries": "", "rate_limit": "", "allowed_cidrs": "", "cost": "",
 		"background_model_check": "", "cooldown": "", "auto_prompt_caching": "", "effort_mapping": "",
 		"routing":   "",
-		"embedding": "/v1/embeddings is not built: the model is served as a chat model",
+		"embedding": "",
 		"ensemble":  "ensemble models are not built: the alias is not served and is left out of /v1/models",
 		"semantic":  "semantic routing is not built: the alias is not served and is left out of /v1/models",
 	},

@@ -62,7 +62,6 @@ func TestUnenforcedExample(t *testing.T) {
 		}
 	}
 	want := []string{
-		"models|display_name=text-embedding|embedding",
 		"models|display_name=panel|ensemble",
 		"models|display_name=smart-router|semantic",
 		"api_keys|display_name=demo|mcp_access",
@@ -114,7 +113,6 @@ func TestUnenforcedRules(t *testing.T) {
 		"display_name=an|request.param_constraints",
 		"display_name=an|request.default_body_fields",
 		"display_name=an|response.content_list_to_string",
-		"display_name=embed|embedding",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -160,6 +160,7 @@ var routes = []*route{
 	&anthropicCountTokensRoute,
 	&openAIModelsRoute,
 	&openAIModelRoute,
+	&openAIEmbeddingsRoute, &openAICompletionsRoute, &rerankRoute, // embeddings.go, completions.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {

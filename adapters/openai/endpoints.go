@@ -1,0 +1,142 @@
+package openai
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters"
+	"gw/sse/rawjson"
+)
+
+// The caller endpoints beyond chat (adapters.Endpoint) on the openai family:
+// the caller's body goes upstream unchanged but for `model` (and, on a
+// completions stream the caller did not ask usage for, the
+// stream_options.include_usage gw needs for its usage record), POSTed to
+// api_base + the endpoint's path with the key's credential and header
+// rules. Chat-only body rules (param_renames, temperature bounds,
+// default_body_fields, developer role) do not apply to other bodies.
+
+// Interface guards.
+var (
+	_ adapters.EmbeddingsBuilder  = (*Adapter)(nil)
+	_ adapters.CompletionsBuilder = (*Adapter)(nil)
+	_ adapters.RerankBuilder      = (*Adapter)(nil)
+	_ adapters.Capable            = (*Adapter)(nil)
+)
+
+// endpointPaths are appended to api_base (or placed after the deployment
+// on Azure's dated surface).
+var endpointPaths = [adapters.NumEndpoints]string{
+	adapters.EndpointEmbeddings:  "/embeddings",
+	adapters.EndpointCompletions: "/completions",
+	adapters.EndpointRerank:      "/rerank",
+}
+
+// endpointURLs are the compiled URLs of one key's endpoints: a fixed URL,
+// or (Azure's dated surface) the parts around the deployment.
+type endpointURLs struct {
+	fixed          [adapters.NumEndpoints]*fasthttp.URI
+	prefix, suffix [adapters.NumEndpoints]string
+}
+
+// compileEndpoints resolves the endpoint URLs of the key whose chat URL
+// newAdapter resolved from base (api_base; the default when empty).
+func (a *Adapter) compileEndpoints(base string, opts adapters.Options) error {
+	for e := adapters.EndpointEmbeddings; e < adapters.NumEndpoints; e++ {
+		p := endpointPaths[e]
+		if !a.azure {
+			if base == "" {
+				base = DefaultBaseURL
+			}
+			u, err := adapters.JoinURL(base, p)
+			if err != nil {
+				return err
+			}
+			if a.ep.fixed[e], err = parseURI(u); err != nil {
+				return err
+			}
+			continue
+		}
+		version := opts.AzureAPIVersion
+		if version == "" {
+			version = adapters.DefaultAzureAPIVersion
+		}
+		fixed, prefix, suffix, err := azureURLsFor(base, version, p)
+		if err != nil {
+			return err
+		}
+		if fixed != "" {
+			if a.ep.fixed[e], err = parseURI(fixed); err != nil {
+				return err
+			}
+		}
+		a.ep.prefix[e], a.ep.suffix[e] = prefix, suffix
+	}
+	return nil
+}
+
+// Serves implements adapters.Capable: Azure OpenAI and first-party OpenAI
+// have no /rerank; every other openai-compatible provider may (Cohere,
+// Jina, Voyage, vLLM, TEI ... answer it at api_base + /rerank).
+func (a *Adapter) Serves(e adapters.Endpoint) bool {
+	if e == adapters.EndpointRerank {
+		return !a.azure && !strings.EqualFold(a.keyProvider, "openai")
+	}
+	return e > adapters.EndpointNone && e < adapters.NumEndpoints
+}
+
+// BuildEmbeddings implements adapters.EmbeddingsBuilder.
+func (a *Adapter) BuildEmbeddings(req *fasthttp.Request, in *adapters.ChatInput) error {
+	return a.buildEndpoint(req, in, adapters.EndpointEmbeddings)
+}
+
+// BuildCompletions implements adapters.CompletionsBuilder.
+func (a *Adapter) BuildCompletions(req *fasthttp.Request, in *adapters.ChatInput) error {
+	return a.buildEndpoint(req, in, adapters.EndpointCompletions)
+}
+
+// BuildRerank implements adapters.RerankBuilder.
+func (a *Adapter) BuildRerank(req *fasthttp.Request, in *adapters.ChatInput) error {
+	if !a.Serves(adapters.EndpointRerank) {
+		return adapters.ErrUnsupported
+	}
+	return a.buildEndpoint(req, in, adapters.EndpointRerank)
+}
+
+func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint) error {
+	s := acquireScratch()
+	defer releaseScratch(s)
+	body, err := rawjson.SetString(s.bufs[0][:0], in.Body, "model", in.UpstreamModel)
+	if err != nil {
+		return adapters.ErrBody
+	}
+	s.bufs[0] = body
+	if in.Stream && in.ForceUsage {
+		// The caller did not ask for usage; gw needs it for the usage
+		// record and token limits (the edge drops the extra chunk).
+		if body, err = rawjson.Set(s.bufs[1][:0], body, "stream_options", strIncludeUsage); err != nil {
+			return adapters.ErrBody
+		}
+		s.bufs[1] = body
+	}
+	req.Header.SetMethodBytes(strPost)
+	if u := a.ep.fixed[e]; u != nil {
+		req.SetURI(u)
+	} else {
+		s.url = append(s.url[:0], a.ep.prefix[e]...)
+		s.url = appendPathSegment(s.url, in.UpstreamModel)
+		s.url = append(s.url, a.ep.suffix[e]...)
+		req.SetRequestURIBytes(s.url)
+		req.URI().DisablePathNormalizing = true
+	}
+	req.Header.SetContentTypeBytes(strApplicationJSON)
+	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
+	if a.key.IsSet() {
+		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
+		req.Header.SetCanonical(a.authKey, s.auth)
+	}
+	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
+	req.SetBody(body)
+	return nil
+}
