@@ -40,9 +40,6 @@ type endpointSpec struct {
 	// then the endpoint's own (the first of them required).
 	keys    []string
 	streams bool // the endpoint accepts stream: true
-	// check validates the endpoint's members (vals[3:]); nil: ok. It returns
-	// the error's code and message.
-	check func(vals [][]byte) (code, msg string)
 }
 
 const (
@@ -54,16 +51,13 @@ const (
 
 var (
 	specEmbeddings = endpointSpec{
-		keys:  []string{"model", "stream", "stream_options", "input", "encoding_format", "dimensions"},
-		check: checkEmbeddings,
+		keys: []string{"model", "stream", "stream_options", "input", "encoding_format", "dimensions"},
 	}
 	specCompletions = endpointSpec{
 		keys: []string{"model", "stream", "stream_options", "prompt"}, streams: true,
-		check: checkCompletions,
 	}
 	specRerank = endpointSpec{
-		keys:  []string{"model", "stream", "stream_options", "query", "documents", "top_n", "return_documents"},
-		check: checkRerank,
+		keys: []string{"model", "stream", "stream_options", "query", "documents", "top_n", "return_documents"},
 	}
 )
 
@@ -127,10 +121,18 @@ func readEndpoint(ctx *fasthttp.RequestCtx, c *call, sp *endpointSpec) bool {
 	if p := sp.keys[epFirst]; vals[epFirst] == nil {
 		return badRequest(ctx, c, "missing_required_parameter", "you must provide a "+p+" parameter")
 	}
-	if sp.check != nil {
-		if code, msg := sp.check(vals[epFirst:len(sp.keys)]); code != "" {
-			return badRequest(ctx, c, code, msg)
-		}
+	// A static call per endpoint (a func value would move vals to the heap).
+	var code, msg string
+	switch own := vals[epFirst:len(sp.keys)]; c.surf.endpoint {
+	case adapters.EndpointEmbeddings:
+		code, msg = checkEmbeddings(own)
+	case adapters.EndpointCompletions:
+		code, msg = checkCompletions(own)
+	case adapters.EndpointRerank:
+		code, msg = checkRerank(own)
+	}
+	if code != "" {
+		return badRequest(ctx, c, code, msg)
 	}
 	c.body, c.origBody = body, body
 	return true
@@ -399,3 +401,32 @@ func completionsFail(dst []byte, _ *relayState, _ *call, code string) []byte {
 // completionsErrBody: an error chunk that opened the stream is already the
 // OpenAI error envelope.
 func completionsErrBody(data []byte) []byte { return append([]byte(nil), data...) }
+
+// EndpointInfo is what the read stage takes from an endpoint body.
+type EndpointInfo struct {
+	Model        string
+	Stream       bool
+	IncludeUsage bool
+}
+
+// ParseEndpointRequest validates the body of the endpoint at path
+// (/v1/embeddings, /v1/completions, /v1/rerank) as the read stage does.
+// The error text is the caller-facing message. For tests and fuzzing.
+func ParseEndpointRequest(path string, body []byte) (EndpointInfo, error) {
+	surf, sp := surfEmbeddings, &specEmbeddings
+	switch path {
+	case pathCompletions:
+		surf, sp = surfCompletions, &specCompletions
+	case pathRerank:
+		surf, sp = surfRerank, &specRerank
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetBody(body)
+	c := &call{surf: surf}
+	if !readEndpoint(&ctx, c, sp) {
+		msg, _, _ := rawjson.GetPath(ctx.Response.Body(), "error", "message")
+		m, _ := rawjson.AppendUnquote(nil, msg)
+		return EndpointInfo{}, errors.New(string(m))
+	}
+	return EndpointInfo{Model: string(c.cr.Model), Stream: c.cr.Stream, IncludeUsage: c.cr.IncludeUsage}, nil
+}
