@@ -14,6 +14,7 @@ const (
 	EndpointEmbeddings           // POST /v1/embeddings
 	EndpointCompletions          // POST /v1/completions (legacy text completions)
 	EndpointRerank               // POST /v1/rerank (Cohere/Jina shape)
+	EndpointImages               // POST /v1/images/generations (JSON)
 	NumEndpoints
 )
 
@@ -21,6 +22,7 @@ var endpointPaths = [NumEndpoints]string{
 	EndpointEmbeddings:  "/v1/embeddings",
 	EndpointCompletions: "/v1/completions",
 	EndpointRerank:      "/v1/rerank",
+	EndpointImages:      "/v1/images/generations",
 }
 
 // String is the endpoint's caller path.
@@ -61,6 +63,12 @@ type RerankBuilder interface {
 	BuildRerank(req *fasthttp.Request, in *ChatInput) error
 }
 
+// ImagesBuilder is implemented by adapters whose upstream serves
+// /images/generations.
+type ImagesBuilder interface {
+	BuildImages(req *fasthttp.Request, in *ChatInput) error
+}
+
 // Capable narrows the endpoints an adapter's type implements to those its
 // provider key serves (first-party OpenAI has no /rerank).
 type Capable interface {
@@ -79,6 +87,9 @@ func CapsOf(a Adapter) Caps {
 	}
 	if _, ok := a.(RerankBuilder); ok {
 		c = c.With(EndpointRerank)
+	}
+	if _, ok := a.(ImagesBuilder); ok {
+		c = c.With(EndpointImages)
 	}
 	if cp, ok := a.(Capable); ok {
 		for e := EndpointEmbeddings; e < NumEndpoints; e++ {
@@ -106,6 +117,10 @@ func BuildEndpoint(a Adapter, e Endpoint, req *fasthttp.Request, in *ChatInput) 
 	case EndpointRerank:
 		if b, ok := a.(RerankBuilder); ok {
 			return b.BuildRerank(req, in)
+		}
+	case EndpointImages:
+		if b, ok := a.(ImagesBuilder); ok {
+			return b.BuildImages(req, in)
 		}
 	}
 	return ErrUnsupported

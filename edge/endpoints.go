@@ -130,6 +130,8 @@ func readEndpoint(ctx *fasthttp.RequestCtx, c *call, sp *endpointSpec) bool {
 		code, msg = checkCompletions(own)
 	case adapters.EndpointRerank:
 		code, msg = checkRerank(own)
+	case adapters.EndpointImages:
+		code, msg = checkImages(own) // images.go
 	}
 	if code != "" {
 		return badRequest(ctx, c, code, msg)
@@ -419,6 +421,8 @@ func ParseEndpointRequest(path string, body []byte) (EndpointInfo, error) {
 		surf, sp = surfCompletions, &specCompletions
 	case pathRerank:
 		surf, sp = surfRerank, &specRerank
+	case pathImages:
+		surf, sp = surfImages, &specImages
 	}
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody(body)

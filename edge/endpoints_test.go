@@ -58,6 +58,12 @@ func TestReadEndpoint(t *testing.T) {
 	f(r, sR, `{"model":"m","query":"q","documents":["a"],"top_n":-1}`, "invalid_value")
 	f(r, sR, `{"model":"m","query":"q","documents":["a"],"return_documents":1}`, "invalid_type")
 
+	i, sI := surfImages, &specImages
+	f(i, sI, `{"model":"m","prompt":"a cat","n":2,"stream":true,"partial_images":2}`, "")
+	f(i, sI, `{"model":"m","prompt":""}`, "invalid_type")
+	f(i, sI, `{"model":"m","prompt":"x","n":0}`, "invalid_value")
+	f(i, sI, `{"model":"m","prompt":"x","partial_images":-1}`, "invalid_value")
+
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody([]byte(`{"model":"a\"b","prompt":"x","stream":true,"stream_options":{"include_usage":true}}`))
 	c := &call{surf: surfCompletions}
@@ -136,4 +142,28 @@ func TestCompletionsEvent(t *testing.T) {
 	c.in.ForceUsage = false
 	f(`{"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`, 0,
 		"data: {\"model\":\"gpt\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n")
+}
+
+// TestImagesEvent: image events relayed unchanged; partial and completed
+// images are content, completed ends the stream with its usage.
+func TestImagesEvent(t *testing.T) {
+	c := &call{}
+	s := relayPool.Get().(*relayState)
+	f := func(name, data string, want evFlags) {
+		t.Helper()
+		if got := imagesEvent(s, c, sse.Event{Name: []byte(name), Data: []byte(data)}); got != want {
+			t.Errorf("%s: flags %b; want %b", name, got, want)
+		}
+		if wantOut := "event: " + name + "\ndata: " + data + "\n\n"; name != "" && string(s.out) != wantOut {
+			t.Errorf("%s: out %q", name, s.out)
+		}
+	}
+	f("image_generation.partial_image", `{"type":"image_generation.partial_image","b64_json":"AA=="}`, evContent)
+	f("", `{"type":"image_generation.partial_image","b64_json":"AA=="}`, evContent)
+	f("image_generation.completed", `{"type":"image_generation.completed","b64_json":"AA==","usage":{"input_tokens":5,"output_tokens":7,"total_tokens":12}}`, evContent|evEnd)
+	if c.usage.Prompt != 5 || c.usage.Completion != 7 || c.usage.Total != 12 {
+		t.Fatalf("usage %+v", c.usage)
+	}
+	f("error", `{"type":"error","error":{"message":"x"}}`, evEnd|evFailed)
+	f("keepalive", `{}`, 0)
 }

@@ -42,7 +42,7 @@ var (
 // notBuilt lists caller paths of the spec that this build does not serve yet;
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
-	"/v1/images/generations": true, "/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
+	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
 	"/v1/audio/speech": true, "/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
 	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
 }
@@ -73,7 +73,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			return true
 		}
 		p.serveModel(ctx, surfResponses)
-	case string(path) == pathEmbeddings || string(path) == pathCompletions || string(path) == pathRerank:
+	case string(path) == pathEmbeddings || string(path) == pathCompletions || string(path) == pathRerank || string(path) == pathImages:
 		if !ctx.IsPost() {
 			methodNotAllowed(ctx, "POST")
 			return true
@@ -83,6 +83,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			p.serveModel(ctx, surfEmbeddings)
 		case len(pathCompletions):
 			p.serveModel(ctx, surfCompletions)
+		case len(pathImages):
+			p.serveModel(ctx, surfImages)
 		default:
 			p.serveModel(ctx, surfRerank)
 		}

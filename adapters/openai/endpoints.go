@@ -22,6 +22,7 @@ var (
 	_ adapters.EmbeddingsBuilder  = (*Adapter)(nil)
 	_ adapters.CompletionsBuilder = (*Adapter)(nil)
 	_ adapters.RerankBuilder      = (*Adapter)(nil)
+	_ adapters.ImagesBuilder      = (*Adapter)(nil)
 	_ adapters.Capable            = (*Adapter)(nil)
 )
 
@@ -31,6 +32,7 @@ var endpointPaths = [adapters.NumEndpoints]string{
 	adapters.EndpointEmbeddings:  "/embeddings",
 	adapters.EndpointCompletions: "/completions",
 	adapters.EndpointRerank:      "/rerank",
+	adapters.EndpointImages:      "/images/generations",
 }
 
 // endpointURLs are the compiled URLs of one key's endpoints: a fixed URL,
@@ -104,6 +106,11 @@ func (a *Adapter) BuildRerank(req *fasthttp.Request, in *adapters.ChatInput) err
 	return a.buildEndpoint(req, in, adapters.EndpointRerank)
 }
 
+// BuildImages implements adapters.ImagesBuilder.
+func (a *Adapter) BuildImages(req *fasthttp.Request, in *adapters.ChatInput) error {
+	return a.buildEndpoint(req, in, adapters.EndpointImages)
+}
+
 func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint) error {
 	s := acquireScratch()
 	defer releaseScratch(s)
@@ -112,7 +119,7 @@ func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e
 		return adapters.ErrBody
 	}
 	s.bufs[0] = body
-	if in.Stream && in.ForceUsage {
+	if in.Stream && in.ForceUsage && e == adapters.EndpointCompletions {
 		// The caller did not ask for usage; gw needs it for the usage
 		// record and token limits (the edge drops the extra chunk).
 		if body, err = rawjson.Set(s.bufs[1][:0], body, "stream_options", strIncludeUsage); err != nil {

@@ -25,7 +25,7 @@ func compileEndpoints(plans []*Plan) error {
 			c = c.Without(adapters.EndpointEmbeddings)
 		} else {
 			// An embedding model answers embeddings only.
-			c = c.Without(adapters.EndpointCompletions).Without(adapters.EndpointRerank)
+			c &= adapters.Caps(0).With(adapters.EndpointEmbeddings)
 		}
 		p.Endpoints = c
 	}

@@ -291,3 +291,49 @@ func TestEndpointsRerank(t *testing.T) {
 		t.Fatalf("empty documents: %s", out)
 	}
 }
+
+// TestEndpointsImages: image generation buffered (b64_json and url) and
+// streamed (partial images, then completed with usage) through the SDK;
+// the prompt passes the input guardrails.
+func TestEndpointsImages(t *testing.T) {
+	m, base, client := startEndpoints(t)
+	ctx := context.Background()
+	params := openai.ImageGenerateParams{Model: "gpt", Prompt: "a red square", N: openai.Int(2)}
+	res, err := client.Images.Generate(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Data) != 2 || res.Data[0].B64JSON != mock.MockPNG || res.Data[0].RevisedPrompt != "a red square" || res.Usage.TotalTokens == 0 {
+		t.Fatalf("images: %+v", res)
+	}
+	if last := lastRequest(m); last.Path != "/v1/images/generations" || !strings.Contains(last.Body, `"model":"gpt-3.5-turbo-instruct"`) {
+		t.Fatalf("upstream request: %s %s", last.Path, last.Body)
+	}
+	res, err = client.Images.Generate(ctx, openai.ImageGenerateParams{Model: "gpt", Prompt: "x", ResponseFormat: openai.ImageGenerateParamsResponseFormatURL})
+	if err != nil || len(res.Data) != 1 || !strings.HasPrefix(res.Data[0].URL, "https://") {
+		t.Fatalf("url: %v %+v", err, res)
+	}
+
+	params.PartialImages = openai.Int(2)
+	st := client.Images.GenerateStreaming(ctx, params)
+	var types []string
+	var usage int64
+	for st.Next() {
+		ev := st.Current()
+		types = append(types, ev.Type)
+		if ev.B64JSON != mock.MockPNG {
+			t.Fatalf("event %s: image %q", ev.Type, ev.B64JSON)
+		}
+		usage = max(usage, ev.Usage.TotalTokens)
+	}
+	if err := st.Err(); err != nil || strings.Join(types, ",") != "image_generation.partial_image,image_generation.partial_image,image_generation.completed" || usage == 0 {
+		t.Fatalf("stream: %v %v usage %d", err, types, usage)
+	}
+
+	_, err = client.Images.Generate(ctx, openai.ImageGenerateParams{Model: "emb", Prompt: "x"})
+	apiErr(t, err, http.StatusBadRequest, "model_is_embedding")
+	out := postRaw(t, base+"/images/generations", `{"model":"gpt","prompt":""}`)
+	if !strings.Contains(out, `"code":"invalid_type"`) {
+		t.Fatalf("empty prompt: %s", out)
+	}
+}

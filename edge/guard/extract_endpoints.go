@@ -14,6 +14,8 @@ const (
 	RerankRequest                                          // query, and documents (strings, or objects' string members)
 	CompletionsAnswer                                      // choices[].text
 	TextlessAnswer                                         // an answer without text (embedding vectors, rerank scores)
+	ImagesRequest                                          // prompt
+	ImagesAnswer                                           // data[].revised_prompt
 )
 
 // ErrTokens is returned for an input given as token IDs: there is no text
@@ -26,7 +28,7 @@ func (x *Extractor) endpointBody(f Format) error {
 	switch f {
 	case EmbeddingsRequest:
 		return x.textOrList("input")
-	case CompletionsRequest:
+	case CompletionsRequest, ImagesRequest:
 		return x.textOrList("prompt")
 	case RerankRequest:
 		if v, k, ok := rawjson.Get(x.body, "query"); ok && k == rawjson.String {
@@ -69,6 +71,21 @@ func (x *Extractor) endpointBody(f Format) error {
 		})
 		return nil
 	case TextlessAnswer:
+		return nil
+	case ImagesAnswer:
+		data, k, ok := rawjson.Get(x.body, "data")
+		if !ok || k != rawjson.Array {
+			return nil
+		}
+		x.set(RoleAssistant, PartContent, false, msgAnswer)
+		_ = rawjson.ForEachElem(data, func(_ int, d []byte, k rawjson.Kind) bool {
+			if k == rawjson.Object {
+				if t, tk, ok := rawjson.Get(d, "revised_prompt"); ok && tk == rawjson.String {
+					x.str(t)
+				}
+			}
+			return true
+		})
 		return nil
 	}
 	return ErrBody

@@ -31,6 +31,8 @@ func TestExtractEndpoints(t *testing.T) {
 	f(RerankRequest, `{"documents":["d1",{"text":"d2","title":"t"},7],"query":"q"}`,
 		"user/content/L=d1\nuser/content/L=d2\nuser/content/L=t\nuser/content/L=q\n", nil)
 	f(CompletionsAnswer, `{"choices":[{"text":"out1"},{"text":"out2"}]}`, "assistant/content/L=out1\nassistant/content/L=out2\n", nil)
+	f(ImagesRequest, `{"prompt":"draw"}`, "user/content/L=draw\n", nil)
+	f(ImagesAnswer, `{"data":[{"b64_json":"AA==","revised_prompt":"rp"},{"url":"u"}]}`, "assistant/content/L=rp\n", nil)
 	f(TextlessAnswer, `{"data":[{"embedding":[0.1]}]}`, "", nil)
 
 	var e Exec

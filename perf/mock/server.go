@@ -161,6 +161,7 @@ var routes = []*route{
 	&openAIModelsRoute,
 	&openAIModelRoute,
 	&openAIEmbeddingsRoute, &openAICompletionsRoute, &rerankRoute, // embeddings.go, completions.go
+	&openAIImagesRoute, // images.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
