@@ -15,6 +15,7 @@ const (
 	EndpointCompletions          // POST /v1/completions (legacy text completions)
 	EndpointRerank               // POST /v1/rerank (Cohere/Jina shape)
 	EndpointImages               // POST /v1/images/generations (JSON)
+	EndpointSpeech               // POST /v1/audio/speech (binary audio, or SSE)
 	NumEndpoints
 )
 
@@ -23,6 +24,7 @@ var endpointPaths = [NumEndpoints]string{
 	EndpointCompletions: "/v1/completions",
 	EndpointRerank:      "/v1/rerank",
 	EndpointImages:      "/v1/images/generations",
+	EndpointSpeech:      "/v1/audio/speech",
 }
 
 // String is the endpoint's caller path.
@@ -69,6 +71,12 @@ type ImagesBuilder interface {
 	BuildImages(req *fasthttp.Request, in *ChatInput) error
 }
 
+// SpeechBuilder is implemented by adapters whose upstream serves
+// /audio/speech.
+type SpeechBuilder interface {
+	BuildSpeech(req *fasthttp.Request, in *ChatInput) error
+}
+
 // Capable narrows the endpoints an adapter's type implements to those its
 // provider key serves (first-party OpenAI has no /rerank).
 type Capable interface {
@@ -90,6 +98,9 @@ func CapsOf(a Adapter) Caps {
 	}
 	if _, ok := a.(ImagesBuilder); ok {
 		c = c.With(EndpointImages)
+	}
+	if _, ok := a.(SpeechBuilder); ok {
+		c = c.With(EndpointSpeech)
 	}
 	if cp, ok := a.(Capable); ok {
 		for e := EndpointEmbeddings; e < NumEndpoints; e++ {
@@ -121,6 +132,10 @@ func BuildEndpoint(a Adapter, e Endpoint, req *fasthttp.Request, in *ChatInput) 
 	case EndpointImages:
 		if b, ok := a.(ImagesBuilder); ok {
 			return b.BuildImages(req, in)
+		}
+	case EndpointSpeech:
+		if b, ok := a.(SpeechBuilder); ok {
+			return b.BuildSpeech(req, in)
 		}
 	}
 	return ErrUnsupported

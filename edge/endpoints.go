@@ -132,6 +132,9 @@ func readEndpoint(ctx *fasthttp.RequestCtx, c *call, sp *endpointSpec) bool {
 		code, msg = checkRerank(own)
 	case adapters.EndpointImages:
 		code, msg = checkImages(own) // images.go
+	case adapters.EndpointSpeech:
+		code, msg = checkSpeech(own) // speech.go
+		c.cr.Stream = rawjson.StringEquals(own[2], "sse")
 	}
 	if code != "" {
 		return badRequest(ctx, c, code, msg)
@@ -283,7 +286,8 @@ func (p *Proxy) servesEndpoint(ctx *fasthttp.RequestCtx, c *call) bool {
 
 // unguardedStream decides a stream of an endpoint whose events no output
 // guardrail can read (completions chunks carry choices[].text, which the
-// stream window does not judge): the chain's fail-open rules decide, as
+// stream window does not judge; speech is audio): the chain's fail-open
+// rules decide, as
 // for any content a check cannot read — 422 guardrail_unavailable before
 // any upstream call, or a recorded bypass and the stream relayed.
 func (p *Proxy) unguardedStream(ctx *fasthttp.RequestCtx, c *call) bool {
@@ -423,6 +427,8 @@ func ParseEndpointRequest(path string, body []byte) (EndpointInfo, error) {
 		surf, sp = surfRerank, &specRerank
 	case pathImages:
 		surf, sp = surfImages, &specImages
+	case pathSpeech:
+		surf, sp = surfSpeech, &specSpeech
 	}
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody(body)

@@ -64,6 +64,13 @@ func TestReadEndpoint(t *testing.T) {
 	f(i, sI, `{"model":"m","prompt":"x","n":0}`, "invalid_value")
 	f(i, sI, `{"model":"m","prompt":"x","partial_images":-1}`, "invalid_value")
 
+	sp, sS := surfSpeech, &specSpeech
+	f(sp, sS, `{"model":"m","input":"say","voice":"alloy","response_format":"wav","speed":1.2}`, "")
+	f(sp, sS, `{"model":"m","input":"say","voice":{"id":"v1"},"stream_format":"sse"}`, "")
+	f(sp, sS, `{"model":"m","input":"say"}`, "missing_required_parameter")
+	f(sp, sS, `{"model":"m","input":"","voice":"alloy"}`, "invalid_type")
+	f(sp, sS, `{"model":"m","input":"x","voice":"alloy","stream_format":"mp3"}`, "invalid_value")
+
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody([]byte(`{"model":"a\"b","prompt":"x","stream":true,"stream_options":{"include_usage":true}}`))
 	c := &call{surf: surfCompletions}
@@ -166,4 +173,19 @@ func TestImagesEvent(t *testing.T) {
 	}
 	f("error", `{"type":"error","error":{"message":"x"}}`, evEnd|evFailed)
 	f("keepalive", `{}`, 0)
+}
+
+// TestSpeechEvent: audio deltas are content; done ends with its usage.
+func TestSpeechEvent(t *testing.T) {
+	c := &call{}
+	s := relayPool.Get().(*relayState)
+	if f := speechEvent(s, c, sse.Event{Data: []byte(`{"type":"speech.audio.delta","audio":"AAA="}`)}); f != evContent {
+		t.Fatalf("delta: %b", f)
+	}
+	if f := speechEvent(s, c, sse.Event{Data: []byte(`{"type":"speech.audio.done","usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}`)}); f != evContent|evEnd || c.usage.Total != 7 {
+		t.Fatalf("done: %b %+v", f, c.usage)
+	}
+	if f := speechEvent(s, c, sse.Event{Data: []byte(`{"error":{"message":"x"}}`)}); f != evEnd|evFailed {
+		t.Fatalf("error: %b", f)
+	}
 }

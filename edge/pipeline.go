@@ -223,11 +223,15 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 	c.in.ClientHeaders = &ctx.Request.Header
 	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
 	fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
-	if c.cr.Stream && c.surf.endpoint != adapters.EndpointNone && c.outputOn() && !p.unguardedStream(ctx, c) {
+	if (c.cr.Stream || c.surf.binary) && c.surf.endpoint != adapters.EndpointNone && c.outputOn() && !p.unguardedStream(ctx, c) {
 		return
 	}
 	if c.cr.Stream {
 		p.stream(ctx, c)
+		return
+	}
+	if c.surf.binary {
+		p.binary(ctx, c) // binary.go
 		return
 	}
 	p.buffered(ctx, c)

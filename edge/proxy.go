@@ -43,7 +43,7 @@ var (
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
 	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
-	"/v1/audio/speech": true, "/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
+	"/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
 	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
 }
 
@@ -73,7 +73,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			return true
 		}
 		p.serveModel(ctx, surfResponses)
-	case string(path) == pathEmbeddings || string(path) == pathCompletions || string(path) == pathRerank || string(path) == pathImages:
+	case string(path) == pathEmbeddings || string(path) == pathCompletions || string(path) == pathRerank || string(path) == pathImages ||
+		string(path) == pathSpeech:
 		if !ctx.IsPost() {
 			methodNotAllowed(ctx, "POST")
 			return true
@@ -85,6 +86,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			p.serveModel(ctx, surfCompletions)
 		case len(pathImages):
 			p.serveModel(ctx, surfImages)
+		case len(pathSpeech):
+			p.serveModel(ctx, surfSpeech)
 		default:
 			p.serveModel(ctx, surfRerank)
 		}

@@ -47,6 +47,9 @@ type surface struct {
 	// (endpoints.go); EndpointNone for the chat-shaped surfaces. Its body
 	// always goes upstream as is but for `model`.
 	endpoint adapters.Endpoint
+	// binary: a buffered answer is a byte stream relayed as it arrives
+	// (binary.go), never read whole.
+	binary bool
 
 	// native is the surface an upstream may serve natively
 	// (adapters.SurfaceChat: none). On such an upstream the caller's body

@@ -21,11 +21,11 @@ func FuzzEdgeEndpointRequest(f *testing.F) {
 		`{"model":"r","query":"q","documents":["a",{"text":"b"}],"top_n":1,"return_documents":true}`,
 		`{"model":"a\u0062","input":"x"}`, `{"model":"a","model":"b","input":"x"}`, `[]`, `{`, `{"model":null}`,
 	} {
-		for _, p := range []byte{0, 1, 2, 3} {
+		for _, p := range []byte{0, 1, 2, 3, 4} {
 			f.Add(p, []byte(s))
 		}
 	}
-	paths := []string{"/v1/embeddings", "/v1/completions", "/v1/rerank", "/v1/images/generations"}
+	paths := []string{"/v1/embeddings", "/v1/completions", "/v1/rerank", "/v1/images/generations", "/v1/audio/speech"}
 	f.Fuzz(func(t *testing.T, p byte, body []byte) {
 		info, err := edge.ParseEndpointRequest(paths[int(p)%len(paths)], body)
 		if err != nil {
@@ -56,11 +56,11 @@ func FuzzGuardEndpointExtract(f *testing.F) {
 		`{"input":["a","b\u00e9"]}`, `{"input":"x"}`, `{"input":[1,2]}`, `{"prompt":["p"]}`,
 		`{"query":"q","documents":["d",{"text":"t","k":"v"},3]}`, `{"choices":[{"text":"o"}]}`, `{}`, `[]`,
 	} {
-		for _, fm := range []byte{0, 1, 2, 3, 4, 5, 6} {
+		for _, fm := range []byte{0, 1, 2, 3, 4, 5, 6, 7} {
 			f.Add(fm, []byte(s))
 		}
 	}
-	formats := []guard.Format{guard.EmbeddingsRequest, guard.CompletionsRequest, guard.RerankRequest, guard.CompletionsAnswer, guard.TextlessAnswer, guard.ImagesRequest, guard.ImagesAnswer}
+	formats := []guard.Format{guard.EmbeddingsRequest, guard.CompletionsRequest, guard.RerankRequest, guard.CompletionsAnswer, guard.TextlessAnswer, guard.ImagesRequest, guard.ImagesAnswer, guard.SpeechRequest}
 	f.Fuzz(func(t *testing.T, fm byte, body []byte) {
 		if !json.Valid(body) {
 			return // the read stage validated every body the extractor sees

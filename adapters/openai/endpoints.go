@@ -23,6 +23,7 @@ var (
 	_ adapters.CompletionsBuilder = (*Adapter)(nil)
 	_ adapters.RerankBuilder      = (*Adapter)(nil)
 	_ adapters.ImagesBuilder      = (*Adapter)(nil)
+	_ adapters.SpeechBuilder      = (*Adapter)(nil)
 	_ adapters.Capable            = (*Adapter)(nil)
 )
 
@@ -33,6 +34,7 @@ var endpointPaths = [adapters.NumEndpoints]string{
 	adapters.EndpointCompletions: "/completions",
 	adapters.EndpointRerank:      "/rerank",
 	adapters.EndpointImages:      "/images/generations",
+	adapters.EndpointSpeech:      "/audio/speech",
 }
 
 // endpointURLs are the compiled URLs of one key's endpoints: a fixed URL,
@@ -109,6 +111,11 @@ func (a *Adapter) BuildRerank(req *fasthttp.Request, in *adapters.ChatInput) err
 // BuildImages implements adapters.ImagesBuilder.
 func (a *Adapter) BuildImages(req *fasthttp.Request, in *adapters.ChatInput) error {
 	return a.buildEndpoint(req, in, adapters.EndpointImages)
+}
+
+// BuildSpeech implements adapters.SpeechBuilder.
+func (a *Adapter) BuildSpeech(req *fasthttp.Request, in *adapters.ChatInput) error {
+	return a.buildEndpoint(req, in, adapters.EndpointSpeech)
 }
 
 func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint) error {

@@ -38,6 +38,7 @@ func TestEndpointURLs(t *testing.T) {
 	f(func(k *testKey) { k.BaseURL = "http://h:1/v1?x=1" }, adapters.EndpointCompletions, "m", "http://h:1/v1/completions?x=1", "Bearer sk-upstream")
 	f(func(k *testKey) { k.BaseURL = "http://h:1/v1"; k.Provider = "jina" }, adapters.EndpointRerank, "jr", "http://h:1/v1/rerank", "Bearer sk-upstream")
 	f(nil, adapters.EndpointImages, "gpt-image-1", "https://api.openai.com/v1/images/generations", "Bearer sk-upstream")
+	f(nil, adapters.EndpointSpeech, "tts-1", "https://api.openai.com/v1/audio/speech", "Bearer sk-upstream")
 	azure := func(base string) func(k *testKey) {
 		return func(k *testKey) { k.azure, k.BaseURL = true, base }
 	}
@@ -67,9 +68,9 @@ func TestEndpointCaps(t *testing.T) {
 			t.Errorf("caps %b; want %b", got, c)
 		}
 	}
-	f(nil, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages)
-	f(func(k *testKey) { k.Provider = "cohere" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages)
-	f(func(k *testKey) { k.Provider = "cohere"; k.azure, k.BaseURL = true, "https://r.openai.azure.com" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages)
+	f(nil, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech)
+	f(func(k *testKey) { k.Provider = "cohere" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech)
+	f(func(k *testKey) { k.Provider = "cohere"; k.azure, k.BaseURL = true, "https://r.openai.azure.com" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech)
 
 	a, _ := compile(key(nil))
 	if err := adapters.BuildEndpoint(a, adapters.EndpointRerank, &fasthttp.Request{}, &adapters.ChatInput{Body: []byte(`{}`)}); !errors.Is(err, adapters.ErrUnsupported) {

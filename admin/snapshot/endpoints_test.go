@@ -39,12 +39,12 @@ func TestCompileEndpoints(t *testing.T) {
 		return c
 	}
 	for alias, want := range map[string]adapters.Caps{
-		"chat":       caps(adapters.EndpointCompletions, adapters.EndpointImages),
+		"chat":       caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech),
 		"emb":        caps(adapters.EndpointEmbeddings),
 		"emb-an":     0,
-		"rr":         caps(adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages),
+		"rr":         caps(adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech),
 		"emb-group":  0, // emb-an has no embeddings: the group does not serve them
-		"chat-group": caps(adapters.EndpointCompletions, adapters.EndpointImages),
+		"chat-group": caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech),
 	} {
 		if got := s.Plans[alias].Endpoints; got != want {
 			t.Errorf("%s: endpoints %b; want %b", alias, got, want)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
@@ -335,5 +336,62 @@ func TestEndpointsImages(t *testing.T) {
 	out := postRaw(t, base+"/images/generations", `{"model":"gpt","prompt":""}`)
 	if !strings.Contains(out, `"code":"invalid_type"`) {
 		t.Fatalf("empty prompt: %s", out)
+	}
+}
+
+// TestEndpointsSpeech: speech audio through the SDK byte for byte with the
+// upstream's content type; relayed as it arrives (the first bytes reach
+// the caller while the upstream still stalls); the SSE form with usage.
+func TestEndpointsSpeech(t *testing.T) {
+	m, base, client := startEndpoints(t)
+	ctx := context.Background()
+	res, err := client.Audio.Speech.New(ctx, openai.AudioSpeechNewParams{Model: "gpt", Input: "Hello there", Voice: openai.AudioSpeechNewParamsVoiceAlloy,
+		ResponseFormat: openai.AudioSpeechNewParamsResponseFormatWAV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	audio, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.Header.Get("Content-Type") != "audio/wav" || string(audio) != string(mock.SpeechAudio(mock.DefaultChunks, mock.DefaultChunkSize)) {
+		t.Fatalf("speech: %v %s %d bytes", err, res.Header.Get("Content-Type"), len(audio))
+	}
+	if last := lastRequest(m); last.Path != "/v1/audio/speech" || !strings.Contains(last.Body, `"voice":"alloy"`) {
+		t.Fatalf("upstream request: %s %s", last.Path, last.Body)
+	}
+
+	// Not buffered whole: the upstream sends one chunk, then stalls 2s.
+	req, _ := http.NewRequest("POST", base+"/audio/speech", strings.NewReader(`{"model":"gpt","input":"hi","voice":"alloy"}`))
+	req.Header.Set("Authorization", "Bearer caller-e2e")
+	req.Header.Set("x-mock-stall-after", "1")
+	req.Header.Set("x-mock-stall-for", "2s")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	rest, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || 1+len(rest) != len(audio) {
+		t.Fatalf("stalled speech: %v %d bytes", err, 1+len(rest))
+	}
+	if waited := time.Since(t1); waited < time.Second {
+		t.Fatalf("the first byte came only %v before the end: the audio was buffered", waited)
+	}
+
+	out := postRaw(t, base+"/audio/speech", `{"model":"gpt","input":"hi","voice":"alloy","stream_format":"sse"}`)
+	if n := strings.Count(out, `"type":"speech.audio.delta"`); n != mock.DefaultChunks || !strings.Contains(out, `"type":"speech.audio.done"`) {
+		t.Fatalf("sse speech: %d deltas: %.300s", n, out)
+	}
+	out = postRaw(t, base+"/audio/speech", `{"model":"gpt","input":"hi"}`)
+	if !strings.Contains(out, `"code":"missing_required_parameter"`) {
+		t.Fatalf("no voice: %s", out)
+	}
+	out = postRaw(t, base+"/audio/speech", `{"model":"emb-claude","input":"hi","voice":"alloy"}`)
+	if !strings.Contains(out, `"code":"model_is_embedding"`) {
+		t.Fatalf("speech on an embedding model: %s", out)
 	}
 }

@@ -16,6 +16,7 @@ const (
 	TextlessAnswer                                         // an answer without text (embedding vectors, rerank scores)
 	ImagesRequest                                          // prompt
 	ImagesAnswer                                           // data[].revised_prompt
+	SpeechRequest                                          // input: the text to speak
 )
 
 // ErrTokens is returned for an input given as token IDs: there is no text
@@ -30,6 +31,8 @@ func (x *Extractor) endpointBody(f Format) error {
 		return x.textOrList("input")
 	case CompletionsRequest, ImagesRequest:
 		return x.textOrList("prompt")
+	case SpeechRequest:
+		return x.textOrList("input")
 	case RerankRequest:
 		if v, k, ok := rawjson.Get(x.body, "query"); ok && k == rawjson.String {
 			x.set(RoleUser, PartContent, false, 0)

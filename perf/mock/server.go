@@ -161,7 +161,7 @@ var routes = []*route{
 	&openAIModelsRoute,
 	&openAIModelRoute,
 	&openAIEmbeddingsRoute, &openAICompletionsRoute, &rerankRoute, // embeddings.go, completions.go
-	&openAIImagesRoute, // images.go
+	&openAIImagesRoute, &openAISpeechRoute, // images.go, audio.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
