@@ -16,6 +16,7 @@ const (
 	EndpointRerank               // POST /v1/rerank (Cohere/Jina shape)
 	EndpointImages               // POST /v1/images/generations (JSON)
 	EndpointSpeech               // POST /v1/audio/speech (binary audio, or SSE)
+	EndpointVideos               // POST /v1/videos and the task calls under it
 	NumEndpoints
 )
 
@@ -25,6 +26,7 @@ var endpointPaths = [NumEndpoints]string{
 	EndpointRerank:      "/v1/rerank",
 	EndpointImages:      "/v1/images/generations",
 	EndpointSpeech:      "/v1/audio/speech",
+	EndpointVideos:      "/v1/videos",
 }
 
 // String is the endpoint's caller path.
@@ -77,6 +79,16 @@ type SpeechBuilder interface {
 	BuildSpeech(req *fasthttp.Request, in *ChatInput) error
 }
 
+// VideosBuilder is implemented by adapters whose upstream serves video
+// tasks: BuildVideos the creation (POST /videos with the caller's JSON
+// body), BuildVideoTask the calls on existing tasks: method GET or DELETE
+// on /videos (list; id ""), /videos/{id}, or /videos/{id}{sub} (sub
+// "/content"), with the caller's query string.
+type VideosBuilder interface {
+	BuildVideos(req *fasthttp.Request, in *ChatInput) error
+	BuildVideoTask(req *fasthttp.Request, in *ChatInput, method, id, sub string, query []byte) error
+}
+
 // Capable narrows the endpoints an adapter's type implements to those its
 // provider key serves (first-party OpenAI has no /rerank).
 type Capable interface {
@@ -101,6 +113,9 @@ func CapsOf(a Adapter) Caps {
 	}
 	if _, ok := a.(SpeechBuilder); ok {
 		c = c.With(EndpointSpeech)
+	}
+	if _, ok := a.(VideosBuilder); ok {
+		c = c.With(EndpointVideos)
 	}
 	if cp, ok := a.(Capable); ok {
 		for e := EndpointEmbeddings; e < NumEndpoints; e++ {
@@ -136,6 +151,10 @@ func BuildEndpoint(a Adapter, e Endpoint, req *fasthttp.Request, in *ChatInput) 
 	case EndpointSpeech:
 		if b, ok := a.(SpeechBuilder); ok {
 			return b.BuildSpeech(req, in)
+		}
+	case EndpointVideos:
+		if b, ok := a.(VideosBuilder); ok {
+			return b.BuildVideos(req, in)
 		}
 	}
 	return ErrUnsupported

@@ -9,6 +9,7 @@ import (
 	"gw/adapters"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
+	"gw/admin/resources"
 	"gw/admin/snapshot"
 	"gw/edge/guard"
 	"gw/sse"
@@ -132,6 +133,8 @@ func readEndpoint(ctx *fasthttp.RequestCtx, c *call, sp *endpointSpec) bool {
 		code, msg = checkRerank(own)
 	case adapters.EndpointImages:
 		code, msg = checkImages(own) // images.go
+	case adapters.EndpointVideos:
+		code, msg = checkVideos(own) // videos.go
 	case adapters.EndpointSpeech:
 		code, msg = checkSpeech(own) // speech.go
 		c.cr.Stream = rawjson.StringEquals(own[2], "sse")
@@ -258,6 +261,12 @@ func tokenArray(v []byte) bool {
 // capability.
 func (p *Proxy) servesEndpoint(ctx *fasthttp.RequestCtx, c *call) bool {
 	e := c.surf.endpoint
+	if e == adapters.EndpointVideos && c.plan.Kind == resources.KindRouting {
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request",
+			"The model `"+truncate(c.plan.Alias, 256)+"` is a routing group: "+pathVideos+" needs a direct model, since a video task stays on the provider that created it.")
+		c.errClass = "unsupported"
+		return false
+	}
 	if c.plan.Endpoints.Has(e) {
 		return true
 	}
@@ -429,6 +438,8 @@ func ParseEndpointRequest(path string, body []byte) (EndpointInfo, error) {
 		surf, sp = surfImages, &specImages
 	case pathSpeech:
 		surf, sp = surfSpeech, &specSpeech
+	case pathVideos:
+		surf, sp = surfVideos, &specVideos
 	}
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody(body)

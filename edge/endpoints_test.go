@@ -71,6 +71,9 @@ func TestReadEndpoint(t *testing.T) {
 	f(sp, sS, `{"model":"m","input":"","voice":"alloy"}`, "invalid_type")
 	f(sp, sS, `{"model":"m","input":"x","voice":"alloy","stream_format":"mp3"}`, "invalid_value")
 
+	f(surfVideos, &specVideos, `{"model":"m","prompt":"a cat","seconds":"8","size":"720x1280"}`, "")
+	f(surfVideos, &specVideos, `{"model":"m","prompt":3}`, "invalid_type")
+
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetBody([]byte(`{"model":"a\"b","prompt":"x","stream":true,"stream_options":{"include_usage":true}}`))
 	c := &call{surf: surfCompletions}

@@ -226,12 +226,12 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 	if (c.cr.Stream || c.surf.binary) && c.surf.endpoint != adapters.EndpointNone && c.outputOn() && !p.unguardedStream(ctx, c) {
 		return
 	}
-	if c.cr.Stream {
-		p.stream(ctx, c)
+	if c.surf.dispatch != nil {
+		c.surf.dispatch(p, ctx, c) // speech, videos
 		return
 	}
-	if c.surf.binary {
-		p.binary(ctx, c) // binary.go
+	if c.cr.Stream {
+		p.stream(ctx, c)
 		return
 	}
 	p.buffered(ctx, c)

@@ -43,7 +43,7 @@ var (
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
 	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
-	"/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
+	"/v1/messages": true, "/v1/messages/count_tokens": true,
 	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
 }
 
@@ -90,6 +90,15 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			p.serveModel(ctx, surfSpeech)
 		default:
 			p.serveModel(ctx, surfRerank)
+		}
+	case string(path) == pathVideos || (len(path) > len(pathVideos) && string(path[:len(pathVideos)+1]) == pathVideos+"/"):
+		switch {
+		case len(path) == len(pathVideos) && ctx.IsPost():
+			p.serveModel(ctx, surfVideos)
+		case ctx.IsGet() || ctx.IsDelete():
+			p.serveVideoTask(ctx) // videos.go
+		default:
+			methodNotAllowed(ctx, "GET, POST, DELETE")
 		}
 	case string(path) == pathModels || (len(path) > len(pathModels)+1 && string(path[:len(pathModels)+1]) == pathModels+"/"):
 		if !ctx.IsGet() {
@@ -163,6 +172,7 @@ type call struct {
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
 	g           guardState // guardrails (input and output policy)
+	noUsage     bool       // video task calls: metrics and access log, no usage record
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -181,7 +191,7 @@ func releaseCall(c *call) {
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
-	c.committed, c.ip, c.ipOK = false, netip.Addr{}, false
+	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()

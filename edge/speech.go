@@ -26,7 +26,7 @@ var surfSpeech = &surface{
 	read:    func(ctx *fasthttp.RequestCtx, c *call) bool { return readEndpoint(ctx, c, &specSpeech) },
 	guardIn: guard.SpeechRequest, guardNative: guard.TextlessAnswer,
 	path: pathSpeech, protocol: "audio", operation: "audio.speech",
-	endpoint: adapters.EndpointSpeech, binary: true,
+	endpoint: adapters.EndpointSpeech, binary: true, dispatch: dispatchSpeech,
 	nativeEvent: speechEvent, nativeFail: imagesFail, nativeErrBody: completionsErrBody,
 }
 
@@ -43,6 +43,15 @@ func checkSpeech(v [][]byte) (string, string) {
 		return "invalid_value", "stream_format: must be 'audio' or 'sse'"
 	}
 	return "", ""
+}
+
+// dispatchSpeech streams SSE speech; audio goes through the binary relay.
+func dispatchSpeech(p *Proxy, ctx *fasthttp.RequestCtx, c *call) {
+	if c.cr.Stream {
+		p.stream(ctx, c)
+		return
+	}
+	p.binary(ctx, c)
 }
 
 var (

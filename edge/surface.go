@@ -47,9 +47,12 @@ type surface struct {
 	// (endpoints.go); EndpointNone for the chat-shaped surfaces. Its body
 	// always goes upstream as is but for `model`.
 	endpoint adapters.Endpoint
-	// binary: a buffered answer is a byte stream relayed as it arrives
-	// (binary.go), never read whole.
+	// binary: the answer is a byte stream relayed as it arrives
+	// (binary.go), never read whole; output guardrails cannot read it.
 	binary bool
+	// dispatch replaces the dispatch stage's buffered/stream choice (nil:
+	// the usual one).
+	dispatch func(p *Proxy, ctx *fasthttp.RequestCtx, c *call)
 
 	// native is the surface an upstream may serve natively
 	// (adapters.SurfaceChat: none). On such an upstream the caller's body

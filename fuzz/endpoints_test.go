@@ -21,11 +21,11 @@ func FuzzEdgeEndpointRequest(f *testing.F) {
 		`{"model":"r","query":"q","documents":["a",{"text":"b"}],"top_n":1,"return_documents":true}`,
 		`{"model":"a\u0062","input":"x"}`, `{"model":"a","model":"b","input":"x"}`, `[]`, `{`, `{"model":null}`,
 	} {
-		for _, p := range []byte{0, 1, 2, 3, 4} {
+		for _, p := range []byte{0, 1, 2, 3, 4, 5} {
 			f.Add(p, []byte(s))
 		}
 	}
-	paths := []string{"/v1/embeddings", "/v1/completions", "/v1/rerank", "/v1/images/generations", "/v1/audio/speech"}
+	paths := []string{"/v1/embeddings", "/v1/completions", "/v1/rerank", "/v1/images/generations", "/v1/audio/speech", "/v1/videos"}
 	f.Fuzz(func(t *testing.T, p byte, body []byte) {
 		info, err := edge.ParseEndpointRequest(paths[int(p)%len(paths)], body)
 		if err != nil {

@@ -24,6 +24,7 @@ var (
 	_ adapters.RerankBuilder      = (*Adapter)(nil)
 	_ adapters.ImagesBuilder      = (*Adapter)(nil)
 	_ adapters.SpeechBuilder      = (*Adapter)(nil)
+	_ adapters.VideosBuilder      = (*Adapter)(nil)
 	_ adapters.Capable            = (*Adapter)(nil)
 )
 
@@ -35,6 +36,7 @@ var endpointPaths = [adapters.NumEndpoints]string{
 	adapters.EndpointRerank:      "/rerank",
 	adapters.EndpointImages:      "/images/generations",
 	adapters.EndpointSpeech:      "/audio/speech",
+	adapters.EndpointVideos:      "/videos",
 }
 
 // endpointURLs are the compiled URLs of one key's endpoints: a fixed URL,
@@ -42,6 +44,8 @@ var endpointPaths = [adapters.NumEndpoints]string{
 type endpointURLs struct {
 	fixed          [adapters.NumEndpoints]*fasthttp.URI
 	prefix, suffix [adapters.NumEndpoints]string
+	// videos is api_base + /videos split at its query, for task URLs.
+	videos, videosQuery string
 }
 
 // compileEndpoints resolves the endpoint URLs of the key whose chat URL
@@ -59,6 +63,9 @@ func (a *Adapter) compileEndpoints(base string, opts adapters.Options) error {
 			}
 			if a.ep.fixed[e], err = parseURI(u); err != nil {
 				return err
+			}
+			if e == adapters.EndpointVideos {
+				a.ep.videos, a.ep.videosQuery, _ = strings.Cut(u, "?")
 			}
 			continue
 		}
@@ -84,8 +91,11 @@ func (a *Adapter) compileEndpoints(base string, opts adapters.Options) error {
 // have no /rerank; every other openai-compatible provider may (Cohere,
 // Jina, Voyage, vLLM, TEI ... answer it at api_base + /rerank).
 func (a *Adapter) Serves(e adapters.Endpoint) bool {
-	if e == adapters.EndpointRerank {
+	switch e {
+	case adapters.EndpointRerank:
 		return !a.azure && !strings.EqualFold(a.keyProvider, "openai")
+	case adapters.EndpointVideos: // Azure's video API has its own job shape
+		return !a.azure
 	}
 	return e > adapters.EndpointNone && e < adapters.NumEndpoints
 }
@@ -116,6 +126,46 @@ func (a *Adapter) BuildImages(req *fasthttp.Request, in *adapters.ChatInput) err
 // BuildSpeech implements adapters.SpeechBuilder.
 func (a *Adapter) BuildSpeech(req *fasthttp.Request, in *adapters.ChatInput) error {
 	return a.buildEndpoint(req, in, adapters.EndpointSpeech)
+}
+
+// BuildVideos implements adapters.VideosBuilder.
+func (a *Adapter) BuildVideos(req *fasthttp.Request, in *adapters.ChatInput) error {
+	if a.azure {
+		return adapters.ErrUnsupported
+	}
+	return a.buildEndpoint(req, in, adapters.EndpointVideos)
+}
+
+// BuildVideoTask implements adapters.VideosBuilder. Task calls are rare
+// (polls, downloads): their URL is built per call.
+func (a *Adapter) BuildVideoTask(req *fasthttp.Request, in *adapters.ChatInput, method, id, sub string, query []byte) error {
+	if a.azure {
+		return adapters.ErrUnsupported
+	}
+	u := []byte(a.ep.videos)
+	if id != "" {
+		u = appendPathSegment(append(u, '/'), id)
+		u = append(u, sub...)
+	}
+	if q := a.ep.videosQuery; q != "" || len(query) > 0 {
+		u = append(append(u, '?'), q...)
+		if q != "" && len(query) > 0 {
+			u = append(u, '&')
+		}
+		u = append(u, query...)
+	}
+	req.Header.SetMethod(method)
+	req.SetRequestURIBytes(u)
+	req.URI().DisablePathNormalizing = true
+	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
+	s := acquireScratch()
+	defer releaseScratch(s)
+	if a.key.IsSet() {
+		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
+		req.Header.SetCanonical(a.authKey, s.auth)
+	}
+	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
+	return nil
 }
 
 func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint) error {

@@ -39,6 +39,7 @@ func TestEndpointURLs(t *testing.T) {
 	f(func(k *testKey) { k.BaseURL = "http://h:1/v1"; k.Provider = "jina" }, adapters.EndpointRerank, "jr", "http://h:1/v1/rerank", "Bearer sk-upstream")
 	f(nil, adapters.EndpointImages, "gpt-image-1", "https://api.openai.com/v1/images/generations", "Bearer sk-upstream")
 	f(nil, adapters.EndpointSpeech, "tts-1", "https://api.openai.com/v1/audio/speech", "Bearer sk-upstream")
+	f(nil, adapters.EndpointVideos, "sora-2", "https://api.openai.com/v1/videos", "Bearer sk-upstream")
 	azure := func(base string) func(k *testKey) {
 		return func(k *testKey) { k.azure, k.BaseURL = true, base }
 	}
@@ -68,8 +69,8 @@ func TestEndpointCaps(t *testing.T) {
 			t.Errorf("caps %b; want %b", got, c)
 		}
 	}
-	f(nil, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech)
-	f(func(k *testKey) { k.Provider = "cohere" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech)
+	f(nil, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)
+	f(func(k *testKey) { k.Provider = "cohere" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)
 	f(func(k *testKey) { k.Provider = "cohere"; k.azure, k.BaseURL = true, "https://r.openai.azure.com" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech)
 
 	a, _ := compile(key(nil))
@@ -93,5 +94,32 @@ func TestEndpointStreamUsage(t *testing.T) {
 	in.Body = []byte(`["x"]`)
 	if err := a.(adapters.EmbeddingsBuilder).BuildEmbeddings(&fasthttp.Request{}, in); !errors.Is(err, adapters.ErrBody) {
 		t.Fatalf("array body: %v", err)
+	}
+}
+
+// TestVideoTaskURLs: task calls on api_base + /videos, the id as one path
+// segment, the base's query and the caller's merged.
+func TestVideoTaskURLs(t *testing.T) {
+	f := func(base, method, id, sub, query, want string) {
+		t.Helper()
+		a, err := compile(key(func(k *testKey) { k.BaseURL = base }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &fasthttp.Request{}
+		if err := a.(adapters.VideosBuilder).BuildVideoTask(req, &adapters.ChatInput{}, method, id, sub, []byte(query)); err != nil {
+			t.Fatal(err)
+		}
+		if got := req.URI().String(); got != want || string(req.Header.Method()) != method || string(req.Header.Peek("Authorization")) != "Bearer sk-upstream" {
+			t.Errorf("%s %s; want %s %s", req.Header.Method(), got, method, want)
+		}
+	}
+	f("http://h/v1", "GET", "video_1", "", "", "http://h/v1/videos/video_1")
+	f("http://h/v1", "GET", "video 1/..", "/content", "variant=thumbnail", "http://h/v1/videos/video%201%2F../content?variant=thumbnail")
+	f("http://h/v1?k=v", "GET", "", "", "limit=2", "http://h/v1/videos?k=v&limit=2")
+	f("http://h/v1", "DELETE", "video_1", "", "", "http://h/v1/videos/video_1")
+	az, _ := compile(key(func(k *testKey) { k.azure, k.BaseURL = true, "https://r.openai.azure.com" }))
+	if err := az.(adapters.VideosBuilder).BuildVideoTask(&fasthttp.Request{}, &adapters.ChatInput{}, "GET", "x", "", nil); !errors.Is(err, adapters.ErrUnsupported) {
+		t.Fatalf("azure: %v", err)
 	}
 }

@@ -39,12 +39,12 @@ func TestCompileEndpoints(t *testing.T) {
 		return c
 	}
 	for alias, want := range map[string]adapters.Caps{
-		"chat":       caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech),
+		"chat":       caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos),
 		"emb":        caps(adapters.EndpointEmbeddings),
 		"emb-an":     0,
-		"rr":         caps(adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech),
+		"rr":         caps(adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos),
 		"emb-group":  0, // emb-an has no embeddings: the group does not serve them
-		"chat-group": caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech),
+		"chat-group": caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos),
 	} {
 		if got := s.Plans[alias].Endpoints; got != want {
 			t.Errorf("%s: endpoints %b; want %b", alias, got, want)

@@ -58,6 +58,8 @@ models:
   - {display_name: gpt, provider: openai, model_name: gpt-3.5-turbo-instruct, provider_key: oa}
   - {display_name: rr, provider: jina, model_name: jina-reranker-v2-base-multilingual, provider_key: jina}
   - {display_name: rr-openai, provider: openai, model_name: some-reranker, provider_key: oa}
+  - {display_name: sora, provider: openai, model_name: sora-2, provider_key: oa, cost: {input_per_1k: 0, output_per_1k: 100}}
+  - {display_name: sora-group, routing: {targets: [{model: sora}]}}
 guardrails:
   - name: in-words
     kind: keyword
@@ -393,5 +395,90 @@ func TestEndpointsSpeech(t *testing.T) {
 	out = postRaw(t, base+"/audio/speech", `{"model":"emb-claude","input":"hi","voice":"alloy"}`)
 	if !strings.Contains(out, `"code":"model_is_embedding"`) {
 		t.Fatalf("speech on an embedding model: %s", out)
+	}
+}
+
+// videoJSON sends a raw request to gw and decodes its JSON answer.
+func videoJSON(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer caller-e2e")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// TestEndpointsVideos: a video task from create to download through gw:
+// the id binds the task to its model (polls reach the same upstream),
+// polls until completed, the content streamed, list and delete; groups
+// refused with 400; a forged id is 404.
+func TestEndpointsVideos(t *testing.T) {
+	m, base, _ := startEndpoints(t)
+	st, v := videoJSON(t, "POST", base+"/videos", `{"model":"sora","prompt":"a cat on a skateboard","seconds":"8"}`)
+	id, _ := v["id"].(string)
+	if st != 200 || v["model"] != "sora" || v["status"] != "queued" || !strings.HasPrefix(id, "video_mock") || !strings.Contains(id, ".") {
+		t.Fatalf("create: %d %v", st, v)
+	}
+	if last := lastRequest(m); last.Path != "/v1/videos" || !strings.Contains(last.Body, `"model":"sora-2"`) {
+		t.Fatalf("upstream create: %s %s", last.Path, last.Body)
+	}
+	var status string
+	for i := 0; i < mock.VideoPollsToComplete; i++ {
+		st, v = videoJSON(t, "GET", base+"/videos/"+id, "")
+		status, _ = v["status"].(string)
+		if st != 200 || v["id"] != id || v["model"] != "sora" {
+			t.Fatalf("poll %d: %d %v", i, st, v)
+		}
+	}
+	if status != "completed" {
+		t.Fatalf("status after %d polls: %s", mock.VideoPollsToComplete, status)
+	}
+	upstreamID := id[:strings.LastIndex(id, ".")]
+	if last := lastRequest(m); last.Path != "/v1/videos/"+upstreamID || last.Method != "GET" {
+		t.Fatalf("poll reached %s %s", last.Method, last.Path)
+	}
+
+	req, _ := http.NewRequest("GET", base+"/videos/"+id+"/content", nil)
+	req.Header.Set("Authorization", "Bearer caller-e2e")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "video/mp4" || string(content) != string(mock.VideoContent(mock.DefaultChunks, mock.DefaultChunkSize)) {
+		t.Fatalf("content: %d %s %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(content))
+	}
+
+	st, v = videoJSON(t, "GET", base+"/videos?model=sora&limit=5", "")
+	data, _ := v["data"].([]any)
+	if st != 200 || len(data) != 1 || data[0].(map[string]any)["id"] != id {
+		t.Fatalf("list: %d %v", st, v)
+	}
+	if st, v = videoJSON(t, "GET", base+"/videos", ""); st != 400 {
+		t.Fatalf("list without model: %d %v", st, v)
+	}
+	if st, v = videoJSON(t, "GET", base+"/videos/"+upstreamID+".00000000-0000-5000-8000-000000000000", ""); st != 404 {
+		t.Fatalf("forged id: %d %v", st, v)
+	}
+	if st, v = videoJSON(t, "POST", base+"/videos", `{"model":"sora-group","prompt":"x"}`); st != 400 || v["error"].(map[string]any)["type"] != "invalid_request_error" {
+		t.Fatalf("group: %d %v", st, v)
+	}
+	if st, v = videoJSON(t, "DELETE", base+"/videos/"+id, ""); st != 200 || v["deleted"] != true || v["id"] != id {
+		t.Fatalf("delete: %d %v", st, v)
+	}
+	if st, _ = videoJSON(t, "GET", base+"/videos/"+id, ""); st != 404 {
+		t.Fatalf("poll after delete: %d", st)
 	}
 }
