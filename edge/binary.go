@@ -18,6 +18,8 @@ import (
 // before it are retried and failed over like any attempt; after it, a cut
 // or stalled upstream ends the caller's body early (recorded 502 / 504).
 
+var methodGet = []byte("GET")
+
 // binaryBufSize is the relay's read size: a few network packets.
 const binaryBufSize = 32 << 10
 
@@ -84,6 +86,7 @@ type binaryRelay struct {
 	gap      time.Duration
 	reqBytes int
 	wrote    bool
+	get      bool // a GET (video download), for the access log
 	buf      []byte
 }
 
@@ -102,7 +105,7 @@ func (p *Proxy) commitBinary(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.R
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
 	b := binaryPool.Get().(*binaryRelay)
-	b.p, b.c, b.resp, b.gap, b.reqBytes, b.wrote = p, c, resp, gap, len(ctx.Request.Body()), false
+	b.p, b.c, b.resp, b.gap, b.reqBytes, b.wrote, b.get = p, c, resp, gap, len(ctx.Request.Body()), false, ctx.IsGet()
 	c.status = resp.StatusCode()
 	c.committed = true
 	ctx.Response.SetBodyStream(b, -1)
@@ -158,13 +161,16 @@ func (b *binaryRelay) CloseWithError(err error) error {
 	if !b.wrote || (err != nil && c.status < 300) {
 		c.status, c.errClass = 499, "client_gone"
 	}
-	p, reqBytes := b.p, b.reqBytes
+	p, reqBytes, method := b.p, b.reqBytes, methodPost
+	if b.get {
+		method = methodGet
+	}
 	upstream.CloseStream(b.resp)
 	fasthttp.ReleaseResponse(b.resp)
 	b.p, b.c, b.resp = nil, nil, nil
 	binaryPool.Put(b)
 	c.dropBusy()
-	p.record(c, methodPost, []byte(c.surf.path), reqBytes, false)
+	p.record(c, method, []byte(c.surf.path), reqBytes, false)
 	releaseCall(c)
 	return nil
 }
