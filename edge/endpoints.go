@@ -67,7 +67,7 @@ var (
 		read:    func(ctx *fasthttp.RequestCtx, c *call) bool { return readEndpoint(ctx, c, &specEmbeddings) },
 		guardIn: guard.EmbeddingsRequest, guardNative: guard.TextlessAnswer,
 		path: pathEmbeddings, protocol: "embeddings", operation: "embeddings",
-		endpoint: adapters.EndpointEmbeddings, nativeUsage: openai.ExtractUsage,
+		endpoint: adapters.EndpointEmbeddings, nativeUsage: openai.ExtractUsage, noOutput: true,
 	}
 	surfCompletions = &surface{
 		read:    func(ctx *fasthttp.RequestCtx, c *call) bool { return readEndpoint(ctx, c, &specCompletions) },
@@ -80,7 +80,7 @@ var (
 		read:    func(ctx *fasthttp.RequestCtx, c *call) bool { return readEndpoint(ctx, c, &specRerank) },
 		guardIn: guard.RerankRequest, guardNative: guard.TextlessAnswer,
 		path: pathRerank, protocol: "rerank", operation: "rerank",
-		endpoint: adapters.EndpointRerank, nativeUsage: openai.ExtractUsage,
+		endpoint: adapters.EndpointRerank, nativeUsage: openai.ExtractUsage, noOutput: true,
 	}
 )
 

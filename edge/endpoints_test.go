@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/limiter"
 	"gw/sse"
 )
 
@@ -191,4 +192,38 @@ func TestSpeechEvent(t *testing.T) {
 	if f := speechEvent(s, c, sse.Event{Data: []byte(`{"error":{"message":"x"}}`)}); f != evEnd|evFailed {
 		t.Fatalf("error: %b", f)
 	}
+}
+
+// TestEmbeddingsTokenReservation: an embeddings request reserves its
+// prompt estimate only (no completion budget), so a small tpm lets it
+// through where a chat body of the same size reserves the default output
+// budget and is refused.
+func TestEmbeddingsTokenReservation(t *testing.T) {
+	src := `_format_version: "1"
+provider_keys:
+  - {display_name: oa, provider: openai, api_key: x, api_base: "${BASE}/v1"}
+api_keys:
+  - {display_name: caller, key_env: CALLER, allowed_models: ["*"], rate_limit: {tpm: 1000}}
+models:
+  - {display_name: gpt, provider: openai, model_name: m, provider_key: oa}
+  - {display_name: emb, provider: openai, model_name: e, provider_key: oa, embedding: {dimensions: 4}}
+`
+	p := endpointsProxy(t, "http://127.0.0.1:1")
+	p.Holder.Store(compileFile(t, src, map[string]string{"CALLER": "caller-key", "BASE": fixedUpstream(t)}))
+	p.Limiter = limiter.New(limiter.Config{})
+	defer p.Limiter.Close()
+	f := func(path, body string, want int) {
+		t.Helper()
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI(path)
+		ctx.Request.Header.Set("Authorization", "Bearer caller-key")
+		ctx.Request.SetBody([]byte(body))
+		p.Handle(&ctx)
+		if ctx.Response.StatusCode() != want {
+			t.Fatalf("%s: %d %s; want %d", path, ctx.Response.StatusCode(), ctx.Response.Body(), want)
+		}
+	}
+	f(pathEmbeddings, `{"model":"emb","input":"hello"}`, 200)
+	f(pathChat, `{"model":"gpt","messages":[{"role":"user","content":"hello"}]}`, 429)
 }

@@ -25,6 +25,9 @@ type surface struct {
 	read func(ctx *fasthttp.RequestCtx, c *call) bool
 	// unlimited skips the limits stage (count_tokens generates no tokens).
 	unlimited bool
+	// noOutput: the answer has no completion tokens (embeddings, rerank),
+	// so a token reservation is the prompt estimate alone.
+	noOutput bool
 	// guardIn is the request's shape for the input policy; guardNative the
 	// shape of an answer the upstream gives natively (output policy).
 	guardIn, guardNative guard.Format

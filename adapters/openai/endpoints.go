@@ -178,8 +178,16 @@ func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e
 	s.bufs[0] = body
 	if in.Stream && in.ForceUsage && e == adapters.EndpointCompletions {
 		// The caller did not ask for usage; gw needs it for the usage
-		// record and token limits (the edge drops the extra chunk).
-		if body, err = rawjson.Set(s.bufs[1][:0], body, "stream_options", strIncludeUsage); err != nil {
+		// record and token limits (the edge drops the extra chunk). The
+		// caller's other stream options are kept.
+		so := strIncludeUsage
+		if cur, kind, ok := rawjson.Get(body, "stream_options"); ok && kind == rawjson.Object {
+			if so, err = rawjson.Set(s.so[:0], cur, "include_usage", strTrue); err != nil {
+				return adapters.ErrBody
+			}
+			s.so = so
+		}
+		if body, err = rawjson.Set(s.bufs[1][:0], body, "stream_options", so); err != nil {
 			return adapters.ErrBody
 		}
 		s.bufs[1] = body

@@ -91,6 +91,14 @@ func TestEndpointStreamUsage(t *testing.T) {
 	if got := string(req.Body()); !strings.Contains(got, `"stream_options":{"include_usage":true}`) || !strings.Contains(got, `"model":"m"`) {
 		t.Fatalf("body %s", got)
 	}
+	in.Body = []byte(`{"model":"a","prompt":"hi","stream":true,"stream_options":{"include_obfuscation":false}}`)
+	req.Reset()
+	if err := a.(adapters.CompletionsBuilder).BuildCompletions(req, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(req.Body()); !strings.Contains(got, `"stream_options":{"include_obfuscation":false,"include_usage":true}`) {
+		t.Fatalf("caller's stream options: %s", got)
+	}
 	in.Body = []byte(`["x"]`)
 	if err := a.(adapters.EmbeddingsBuilder).BuildEmbeddings(&fasthttp.Request{}, in); !errors.Is(err, adapters.ErrBody) {
 		t.Fatalf("array body: %v", err)

@@ -89,8 +89,12 @@ var fieldRules = map[string]map[string]string{
 		"background_model_check": "", "cooldown": "", "auto_prompt_caching": "", "effort_mapping": "",
 		"routing":   "",
 		"embedding": "",
-		"ensemble":  "ensemble models are not built: the alias is not served and is left out of /v1/models",
-		"semantic":  "semantic routing is not built: the alias is not served and is left out of /v1/models",
+		// The block enables /v1/embeddings; its values are for the vector
+		// consumers inside gw, none of which is built yet.
+		"embedding.dimensions": "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		"embedding.normalize":  "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		"ensemble":             "ensemble models are not built: the alias is not served and is left out of /v1/models",
+		"semantic":             "semantic routing is not built: the alias is not served and is left out of /v1/models",
 	},
 	resources.CollAPIKeys: {
 		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",

@@ -62,6 +62,7 @@ func TestUnenforcedExample(t *testing.T) {
 		}
 	}
 	want := []string{
+		"models|display_name=text-embedding|embedding.dimensions",
 		"models|display_name=panel|ensemble",
 		"models|display_name=smart-router|semantic",
 		"api_keys|display_name=demo|mcp_access",
@@ -113,6 +114,8 @@ func TestUnenforcedRules(t *testing.T) {
 		"display_name=an|request.param_constraints",
 		"display_name=an|request.default_body_fields",
 		"display_name=an|response.content_list_to_string",
+		"display_name=embed|embedding.dimensions",
+		"display_name=embed|embedding.normalize",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
