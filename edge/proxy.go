@@ -97,6 +97,9 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			p.serveModel(ctx, surfVideos)
 		case ctx.IsGet() || ctx.IsDelete():
 			p.serveVideoTask(ctx) // videos.go
+		case ctx.IsPost(): // POST /v1/videos/{id}/remix
+			WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
+				"gw does not serve video remixes in this build")
 		default:
 			methodNotAllowed(ctx, "GET, POST, DELETE")
 		}
