@@ -83,12 +83,7 @@ var (
 // and the completed image are content (the commit point); completed ends
 // the stream and carries the usage; `error` is the upstream's failure.
 func imagesEvent(s *relayState, c *call, ev sse.Event) evFlags {
-	typ := ev.Name
-	if len(typ) == 0 {
-		if t, kind, ok := rawjson.Get(ev.Data, "type"); ok && kind == rawjson.String {
-			typ = t[1 : len(t)-1]
-		}
-	}
+	typ := eventType(ev)
 	s.out = sse.AppendEvent(s.out[:0], ev.Name, ev.Data)
 	switch {
 	case bytesEq(typ, evImageCompleted):
@@ -103,6 +98,18 @@ func imagesEvent(s *relayState, c *call, ev sse.Event) evFlags {
 		return evEnd | evFailed
 	}
 	return 0
+}
+
+// eventType is an event's name, or for data-only framing the "type" of
+// its payload.
+func eventType(ev sse.Event) []byte {
+	if len(ev.Name) > 0 {
+		return ev.Name
+	}
+	if t, kind, ok := rawjson.Get(ev.Data, "type"); ok && kind == rawjson.String {
+		return t[1 : len(t)-1]
+	}
+	return nil
 }
 
 var (

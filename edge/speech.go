@@ -62,12 +62,7 @@ var (
 // speechEvent relays one speech event unchanged: audio deltas are content,
 // speech.audio.done ends the stream with the usage.
 func speechEvent(s *relayState, c *call, ev sse.Event) evFlags {
-	typ := ev.Name
-	if len(typ) == 0 {
-		if t, kind, ok := rawjson.Get(ev.Data, "type"); ok && kind == rawjson.String {
-			typ = t[1 : len(t)-1]
-		}
-	}
+	typ := eventType(ev) // images.go
 	s.out = sse.AppendEvent(s.out[:0], ev.Name, ev.Data)
 	switch {
 	case bytesEq(typ, evSpeechDelta):
