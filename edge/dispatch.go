@@ -400,6 +400,9 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	if apc := t.Plan.Model.AutoPromptCaching; apc != nil && apc.Enabled {
 		c.in.PromptCacheTTL = apc.TTL
 	}
+	if c.surf.endpoint != adapters.EndpointNone {
+		return p.buildEndpoint(ctx, c, up) // endpoints.go
+	}
 	c.native = c.surf.native != adapters.SurfaceChat && up.Native[c.surf.native] != nil
 	if !c.native && c.surf == surfCount {
 		p.countLocally(ctx, c)

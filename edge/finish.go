@@ -113,7 +113,7 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 	if p.Log != nil {
 		p.Log.line(c, method, path, c.status, reqBytes, stream)
 	}
-	if p.Usage != nil && c.plan != nil {
+	if p.Usage != nil && c.plan != nil && !c.noUsage {
 		p.emitUsage(c, stream, reqBytes, now)
 	}
 }

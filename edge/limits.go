@@ -65,6 +65,9 @@ func (p *Proxy) admit(ctx *fasthttp.RequestCtx, c *call) bool {
 	var est int64
 	if tokens {
 		est = estimateTokens(c.body, max(len(c.body), len(c.origBody)))
+		if c.surf.noOutput { // embeddings, rerank: no completion budget
+			est = int64(max(1, max(len(c.body), len(c.origBody))/4))
+		}
 	}
 	if r.Len() > 0 {
 		c.limited = true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters"
 	"gw/adapters/headers"
 	"gw/admin/resources"
 	"gw/edge/authn"
@@ -207,6 +208,9 @@ func (p *Proxy) plan(ctx *fasthttp.RequestCtx, c *call) bool {
 			c.plan.Kind.String()+" models are not served by this build")
 		return false
 	}
+	if c.surf.endpoint != adapters.EndpointNone {
+		return p.servesEndpoint(ctx, c) // endpoints.go
+	}
 	return true
 }
 
@@ -219,6 +223,13 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 	c.in.ClientHeaders = &ctx.Request.Header
 	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
 	fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
+	if (c.cr.Stream || c.surf.binary) && c.surf.endpoint != adapters.EndpointNone && c.outputOn() && !p.unguardedStream(ctx, c) {
+		return
+	}
+	if c.surf.dispatch != nil {
+		c.surf.dispatch(p, ctx, c) // speech, videos
+		return
+	}
 	if c.cr.Stream {
 		p.stream(ctx, c)
 		return

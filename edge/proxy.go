@@ -42,9 +42,8 @@ var (
 // notBuilt lists caller paths of the spec that this build does not serve yet;
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
-	"/v1/completions": true, "/v1/embeddings": true, "/v1/rerank": true, "/v1/images/generations": true,
 	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
-	"/v1/audio/speech": true, "/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
+	"/v1/messages": true, "/v1/messages/count_tokens": true,
 	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
 }
 
@@ -74,6 +73,36 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 			return true
 		}
 		p.serveModel(ctx, surfResponses)
+	case string(path) == pathEmbeddings || string(path) == pathCompletions || string(path) == pathRerank || string(path) == pathImages ||
+		string(path) == pathSpeech:
+		if !ctx.IsPost() {
+			methodNotAllowed(ctx, "POST")
+			return true
+		}
+		switch len(path) {
+		case len(pathEmbeddings):
+			p.serveModel(ctx, surfEmbeddings)
+		case len(pathCompletions):
+			p.serveModel(ctx, surfCompletions)
+		case len(pathImages):
+			p.serveModel(ctx, surfImages)
+		case len(pathSpeech):
+			p.serveModel(ctx, surfSpeech)
+		default:
+			p.serveModel(ctx, surfRerank)
+		}
+	case string(path) == pathVideos || (len(path) > len(pathVideos) && string(path[:len(pathVideos)+1]) == pathVideos+"/"):
+		switch {
+		case len(path) == len(pathVideos) && ctx.IsPost():
+			p.serveModel(ctx, surfVideos)
+		case ctx.IsGet() || ctx.IsDelete():
+			p.serveVideoTask(ctx) // videos.go
+		case ctx.IsPost(): // POST /v1/videos/{id}/remix
+			WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
+				"gw does not serve video remixes in this build")
+		default:
+			methodNotAllowed(ctx, "GET, POST, DELETE")
+		}
 	case string(path) == pathModels || (len(path) > len(pathModels)+1 && string(path[:len(pathModels)+1]) == pathModels+"/"):
 		if !ctx.IsGet() {
 			methodNotAllowed(ctx, "GET")
@@ -146,6 +175,7 @@ type call struct {
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
 	g           guardState // guardrails (input and output policy)
+	noUsage     bool       // video task calls: metrics and access log, no usage record
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -164,7 +194,7 @@ func releaseCall(c *call) {
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
-	c.committed, c.ip, c.ipOK = false, netip.Addr{}, false
+	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()

@@ -25,6 +25,9 @@ type surface struct {
 	read func(ctx *fasthttp.RequestCtx, c *call) bool
 	// unlimited skips the limits stage (count_tokens generates no tokens).
 	unlimited bool
+	// noOutput: the answer has no completion tokens (embeddings, rerank),
+	// so a token reservation is the prompt estimate alone.
+	noOutput bool
 	// guardIn is the request's shape for the input policy; guardNative the
 	// shape of an answer the upstream gives natively (output policy).
 	guardIn, guardNative guard.Format
@@ -42,6 +45,17 @@ type surface struct {
 	// OpenAI's); relayError rewrites an upstream error (nil: relayed as is).
 	errorEnvelope errorWriter
 	relayError    func(ctx *fasthttp.RequestCtx, status int, body []byte)
+
+	// endpoint is the caller endpoint beyond chat this surface is
+	// (endpoints.go); EndpointNone for the chat-shaped surfaces. Its body
+	// always goes upstream as is but for `model`.
+	endpoint adapters.Endpoint
+	// binary: the answer is a byte stream relayed as it arrives
+	// (binary.go), never read whole; output guardrails cannot read it.
+	binary bool
+	// dispatch replaces the dispatch stage's buffered/stream choice (nil:
+	// the usual one).
+	dispatch func(p *Proxy, ctx *fasthttp.RequestCtx, c *call)
 
 	// native is the surface an upstream may serve natively
 	// (adapters.SurfaceChat: none). On such an upstream the caller's body

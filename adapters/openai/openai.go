@@ -46,6 +46,7 @@ type Adapter struct {
 
 	rules  *headers.Rules
 	native *native.Endpoints // nil on Azure (no native surfaces there)
+	ep     endpointURLs      // embeddings, completions, rerank (endpoints.go)
 
 	body *bodyrules.Rules // the key's body rules; nil when none
 	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
@@ -149,6 +150,9 @@ func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure b
 		if a.native, err = native.Compile(k, base, native.AuthBearer); err != nil {
 			return nil, err
 		}
+	}
+	if err := a.compileEndpoints(k.BaseURL, opts); err != nil {
+		return nil, err
 	}
 	a.key = k.Credential
 	rules, err := headers.Compile(&k.Headers, owned)

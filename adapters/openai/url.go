@@ -24,14 +24,20 @@ func chatURL(base string) (string, error) { return adapters.JoinURL(base, "/chat
 // V is the api-version in api_base's query if present (the query is kept as
 // written), else version.
 func azureURLs(base, version string) (fixed, prefix, suffix string, err error) {
+	return azureURLsFor(base, version, "/chat/completions")
+}
+
+// azureURLsFor is azureURLs for the endpoint at path (/chat/completions,
+// /embeddings ...).
+func azureURLsFor(base, version, path string) (fixed, prefix, suffix string, err error) {
 	pre, query, err := adapters.SplitBase(base)
 	if err != nil {
 		return "", "", "", err
 	}
 	u, _ := url.Parse(pre)
-	path := strings.TrimRight(u.EscapedPath(), "/")
-	if strings.HasSuffix(path, "/v1") {
-		fixed, err = chatURL(base)
+	upath := strings.TrimRight(u.EscapedPath(), "/")
+	if strings.HasSuffix(upath, "/v1") {
+		fixed, err = adapters.JoinURL(base, path)
 		return fixed, "", "", err
 	}
 	q, _ := url.ParseQuery(query)
@@ -41,11 +47,11 @@ func azureURLs(base, version string) (fixed, prefix, suffix string, err error) {
 		}
 		query += "api-version=" + url.QueryEscape(version)
 	}
-	tail := "/chat/completions?" + query
-	if strings.Contains(path, "/deployments/") {
+	tail := path + "?" + query
+	if strings.Contains(upath, "/deployments/") {
 		return pre + tail, "", "", nil
 	}
-	if !strings.HasSuffix(path, "/openai") {
+	if !strings.HasSuffix(upath, "/openai") {
 		pre += "/openai"
 	}
 	return "", pre + "/deployments/", tail, nil

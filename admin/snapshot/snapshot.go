@@ -68,6 +68,8 @@ type Upstream struct {
 	// Err is set when the key's adapter family is not implemented in this
 	// build (adapters.ErrUnsupported); requests to its models get 501.
 	Err error
+	// Caps are the caller endpoints beyond chat the adapter builds.
+	Caps adapters.Caps
 }
 
 // DefaultOptions returns the spec defaults.
@@ -156,6 +158,10 @@ type Plan struct {
 	FallbackOn []int
 
 	AllowedCIDRs []netip.Prefix
+
+	// Endpoints are the caller endpoints beyond chat the alias serves
+	// (compileEndpoints).
+	Endpoints adapters.Caps
 
 	// Guard is the compiled guardrail chain attached to this alias (see
 	// Options.Guardrails); nil when none.
@@ -293,6 +299,9 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	for _, p := range s.PlanList {
 		p.Servable = servable(p)
 	}
+	if err := compileEndpoints(s.PlanList); err != nil {
+		return nil, err
+	}
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
 	if opt.Guardrails != nil {
@@ -378,6 +387,7 @@ func compileUpstreams(res *resources.Resources, opt Options) (map[*resources.Pro
 			return nil, errors.New("provider_keys[" + strconv.Itoa(pk.Index) + "] (display_name=" + pk.DisplayName + "): api_base: " + err.Error())
 		}
 		u.Adapter, u.Client = a, c
+		u.Caps = adapters.CapsOf(a)
 		if pr, ok := a.(adapters.Protocoler); ok {
 			u.Protocol = pr.Protocol()
 		}

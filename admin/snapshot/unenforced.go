@@ -89,9 +89,13 @@ var fieldRules = map[string]map[string]string{
 		"timeout": "", "stream_timeout": "", "retries": "", "rate_limit": "", "allowed_cidrs": "", "cost": "",
 		"background_model_check": "", "cooldown": "", "auto_prompt_caching": "", "effort_mapping": "",
 		"routing":   "",
-		"embedding": "/v1/embeddings is not built: the model is served as a chat model",
-		"ensemble":  "ensemble models are not built: the alias is not served and is left out of /v1/models",
-		"semantic":  "semantic routing is not built: the alias is not served and is left out of /v1/models",
+		"embedding": "",
+		// The block enables /v1/embeddings; its values are for the vector
+		// consumers inside gw, none of which is built yet.
+		"embedding.dimensions": "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		"embedding.normalize":  "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		"ensemble":             "ensemble models are not built: the alias is not served and is left out of /v1/models",
+		"semantic":             "semantic routing is not built: the alias is not served and is left out of /v1/models",
 	},
 	resources.CollAPIKeys: {
 		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",

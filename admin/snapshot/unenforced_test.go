@@ -63,7 +63,7 @@ func TestUnenforcedExample(t *testing.T) {
 		}
 	}
 	want := []string{
-		"models|display_name=text-embedding|embedding",
+		"models|display_name=text-embedding|embedding.dimensions",
 		"models|display_name=panel|ensemble",
 		"models|display_name=smart-router|semantic",
 		"api_keys|display_name=demo|mcp_access",
@@ -110,7 +110,8 @@ func TestUnenforcedRules(t *testing.T) {
 		"display_name=oa|strip_headers",
 		"display_name=oa|response.error_envelope",
 		// The body rules apply on the anthropic family too (adapters/bodyrules).
-		"display_name=embed|embedding",
+		"display_name=embed|embedding.dimensions",
+		"display_name=embed|embedding.normalize",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -107,6 +107,8 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 		if v, k, ok := rawjson.Get(body, "output"); ok && k == rawjson.Array {
 			x.responseItems(v, true)
 		}
+	default:
+		err = x.endpointBody(f) // extract_endpoints.go
 	}
 	x.emit(e)
 	return err

@@ -43,6 +43,7 @@ type Server struct {
 	rec      *recorder
 	stats    counters
 	otlp     otlpReceiver  // POST /v1/traces (otlp.go)
+	videos   videoStore    // video tasks (videos.go)
 	seq      atomic.Uint64 // answer ids
 
 	// done is closed by Shutdown; every pause selects on it so streams end promptly.
@@ -162,6 +163,9 @@ var routes = []*route{
 	&openAIModelsRoute,
 	&openAIModelRoute,
 	&bedrockConverseRoute,
+	&openAIEmbeddingsRoute, &openAICompletionsRoute, &rerankRoute, // embeddings.go, completions.go
+	&openAIImagesRoute, &openAISpeechRoute, // images.go, audio.go
+	&openAIVideosCreateRoute, &openAIVideosGetRoute, &openAIVideosDeleteRoute, // videos.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {

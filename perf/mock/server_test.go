@@ -65,7 +65,7 @@ func TestUnknownRoutes(t *testing.T) {
 			t.Fatalf("%s %s: got %d %s; want %d with an OpenAI envelope", method, path, resp.StatusCode, b, wantStatus)
 		}
 	}
-	f(http.MethodPost, "/v1/embeddings", 404)
+	f(http.MethodPost, "/v1/files", 404)
 	f(http.MethodGet, "/v1/chat/completions", 405)
 	f(http.MethodPost, "/v1/models", 405)
 }
