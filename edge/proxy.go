@@ -29,6 +29,8 @@ type Proxy struct {
 	// MaxResponseBytes is the upstream client's cap on a buffered answer
 	// (upstream.max_response_bytes), named in the error a larger one gets.
 	MaxResponseBytes int64
+	// Realtime holds the /v1/realtime session settings (realtime.go).
+	Realtime RealtimeOptions
 }
 
 var (
@@ -45,7 +47,7 @@ var notBuilt = map[string]bool{
 	"/v1/completions": true, "/v1/embeddings": true, "/v1/rerank": true, "/v1/images/generations": true,
 	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
 	"/v1/audio/speech": true, "/v1/videos": true, "/v1/messages": true, "/v1/messages/count_tokens": true,
-	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
+	"/v1/responses": true, "/a2a": true, "/mcp": true,
 }
 
 // Handle serves ctx when its path is a proxy endpoint and reports whether it did.
@@ -90,6 +92,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 		} else {
 			serveModel(ctx, snap, c, string(path[len(pathModels)+1:]))
 		}
+	case string(path) == pathRealtime:
+		p.serveRealtime(ctx)
 	case notBuilt[string(path)]:
 		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			"gw does not serve "+string(path)+" in this build")

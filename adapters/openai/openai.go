@@ -46,6 +46,7 @@ type Adapter struct {
 
 	rules  *headers.Rules
 	native *native.Endpoints // nil on Azure (no native surfaces there)
+	base   string            // api_base or DefaultBaseURL (not Azure): the Realtime surface's base
 
 	renames []Rename
 	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
@@ -167,7 +168,7 @@ func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure b
 		if a.uri, err = parseURI(u); err != nil {
 			return nil, err
 		}
-		a.authKey, a.authPrefix = strAuthorization, strBearer
+		a.authKey, a.authPrefix, a.base = strAuthorization, strBearer, base
 		if a.native, err = native.Compile(k, base, native.AuthBearer); err != nil {
 			return nil, err
 		}
