@@ -352,9 +352,9 @@ var (
 	endClosed         = &rtEnd{name: "closed", status: fasthttp.StatusSwitchingProtocols}
 	endCloseTimeout   = &rtEnd{name: "close_timeout", status: fasthttp.StatusSwitchingProtocols}
 	endCallerGone     = &rtEnd{name: "client_gone", class: "client_gone", status: 499, toUp: wsCloseGoingAway, reason: "caller went away"}
-	endUpstreamGone   = &rtEnd{name: "upstream_gone", class: "upstream_stream_error", status: fasthttp.StatusBadGateway, toCaller: wsCloseBadGateway, reason: "upstream connection lost"}
+	endUpstreamGone   = &rtEnd{name: "upstream_gone", class: "upstream_stream_error", status: fasthttp.StatusBadGateway, toCaller: wsCloseInternal, reason: "upstream connection lost"}
 	endCallerProtocol = &rtEnd{name: "protocol_error", class: "protocol_error", status: fasthttp.StatusBadRequest, toCaller: wsCloseProtocol, toUp: wsCloseGoingAway, reason: "protocol error"}
-	endUpProtocol     = &rtEnd{name: "upstream_protocol_error", class: "upstream_protocol_error", status: fasthttp.StatusBadGateway, toCaller: wsCloseBadGateway, toUp: wsCloseProtocol, reason: "upstream protocol error"}
+	endUpProtocol     = &rtEnd{name: "upstream_protocol_error", class: "upstream_protocol_error", status: fasthttp.StatusBadGateway, toCaller: wsCloseInternal, toUp: wsCloseProtocol, reason: "upstream protocol error"}
 	endIdle           = &rtEnd{name: "idle_timeout", class: "session_idle_timeout", status: fasthttp.StatusSwitchingProtocols, toCaller: wsCloseGoingAway, toUp: wsCloseGoingAway, reason: "session idle timeout"}
 	endMaxSession     = &rtEnd{name: "max_session", class: "session_time_limit", status: fasthttp.StatusSwitchingProtocols, toCaller: wsCloseGoingAway, toUp: wsCloseGoingAway, reason: "session time limit"}
 	endHijackFailed   = &rtEnd{name: "hijack_failed", class: "client_gone", status: 499}

@@ -31,13 +31,13 @@ const (
 	wsOpPong         = 0xA
 )
 
-// Close codes gw sends itself (RFC 6455 §7.4.1; 1014 is IANA's "Bad Gateway").
+// Close codes gw sends itself (RFC 6455 §7.4.1; 1011 for upstream failures: the IANA 1014 "Bad Gateway" is refused by common clients, gorilla among them).
 const (
-	wsCloseNormal     = 1000
-	wsCloseGoingAway  = 1001
-	wsCloseProtocol   = 1002
-	wsCloseNoStatus   = 1005 // received close without a code (never sent)
-	wsCloseBadGateway = 1014
+	wsCloseNormal    = 1000
+	wsCloseGoingAway = 1001
+	wsCloseProtocol  = 1002
+	wsCloseNoStatus  = 1005 // received close without a code (never sent)
+	wsCloseInternal  = 1011
 )
 
 // wsMaxHeader is the longest frame header: 2 + 8 (length) + 4 (mask).

@@ -160,6 +160,7 @@ var routes = []*route{
 	&anthropicCountTokensRoute,
 	&openAIModelsRoute,
 	&openAIModelRoute,
+	&openAIRealtimeRoute,
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
