@@ -194,6 +194,7 @@ func (s *wsScanner) feed(p []byte) (int, error) {
 					if err := s.readClose(p[i+h.size:end], &h); err != nil {
 						return i, err
 					}
+					return int(end), nil // nothing may follow; the leg stops here
 				}
 				i = int(end)
 				continue
@@ -408,4 +409,47 @@ func releaseCapture(b *[]byte) {
 	}
 	*b = (*b)[:0]
 	capturePool.Put(b)
+}
+
+// RealtimeScanResult is what ScanRealtimeFrames saw.
+type RealtimeScanResult struct {
+	Relayed   int   // bytes allowed to relay before the first error
+	Frames    int64 // data frames
+	Messages  int64
+	Usage     adapters.Usage // summed response.done usage (upstream leg)
+	Closed    bool
+	CloseCode uint16
+	Err       error
+}
+
+// ScanRealtimeFrames runs one leg's frame scanner over p fed in pieces of
+// step bytes (fuzzing and tests outside the package): fromCaller selects
+// the caller leg (masked frames, no usage) or the upstream leg.
+func ScanRealtimeFrames(p []byte, step int, fromCaller bool) RealtimeScanResult {
+	s := wsScanner{masked: fromCaller, usage: !fromCaller}
+	if step <= 0 {
+		step = 1
+	}
+	var r RealtimeScanResult
+	var pending []byte
+	for len(p) > 0 {
+		n := min(step, len(p))
+		pending = append(pending, p[:n]...)
+		p = p[n:]
+		k, err := s.feed(pending)
+		r.Relayed += k
+		pending = append(pending[:0], pending[k:]...)
+		if err != nil {
+			r.Err = err
+			break
+		}
+		if s.closed {
+			break
+		}
+	}
+	r.Frames, r.Messages, r.Usage, r.Closed, r.CloseCode = s.frames, s.messages, s.sum, s.closed, s.closeCode
+	if s.capture != nil {
+		releaseCapture(s.capture)
+	}
+	return r
 }
