@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -148,6 +150,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	rtTLS, err := realtimeTLS(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "gw:", err)
+		return 1
+	}
 	// Bind every listener before serving any, so a bind failure leaves nothing half-up.
 	mainLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -175,6 +182,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health,
 		MaxResponseBytes: cfg.UpstreamMaxResponse}
+	proxy.Realtime = edge.RealtimeOptions{TLS: rtTLS, IdleTimeout: cfg.RealtimeIdleTimeout, MaxSession: cfg.RealtimeMaxSession}
 	// Rate limits: local counters, shared through Redis when configured
 	// (degraded to per-replica counting while Redis is unreachable).
 	lcfg := limiter.Config{Logger: log}
@@ -277,4 +285,25 @@ func controlPlaneSink(cfg startup.Config) (*gwusage.SinkSpec, error) {
 	return controlplane.Spec(controlplane.Config{URL: cfg.ControlPlaneURL, ClientCert: cfg.ControlPlaneClientCert,
 		ClientKey: cfg.ControlPlaneClientKey, CACert: cfg.ControlPlaneCACert},
 		resources.DefaultExporterBatch, resources.DefaultExporterFlushMS*time.Millisecond)
+}
+
+// realtimeTLS is the TLS of /v1/realtime's wss upstreams: the deployment's
+// upstream.tls (provider keys' own tls blocks do not apply there).
+func realtimeTLS(cfg startup.Config) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !cfg.UpstreamTLSVerify} // #nosec G402 -- test-only setting, documented
+	if cfg.UpstreamTLSCACert != "" {
+		pem, err := os.ReadFile(cfg.UpstreamTLSCACert)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read upstream.tls.ca_cert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("cannot read upstream.tls.ca_cert: no PEM certificate in the file")
+		}
+		c.RootCAs = pool
+	}
+	return c, nil
 }

@@ -46,12 +46,12 @@ guardrail_attachments:
 // gw validate; aliases that cannot be served leave /v1/models.
 func TestUnenforcedIsLoud(t *testing.T) {
 	path := writeTemp(t, "unenforced.yaml", unenforcedFile)
-	g := startGW(t, path, "--upstream-tls-verify=false")
+	g := startGW(t, path, "--admin-listen=127.0.0.1:0", "--admin-key=k")
 	logs := g.stderr.String()
 	for _, want := range []string{
 		`"msg":"configured but not enforced","collection":"guardrails","entry":"name=words"`,
 		`"collection":"models","entry":"display_name=panel","field":"ensemble"`,
-		`"collection":"startup","entry":"","field":"upstream.tls.verify"`,
+		`"collection":"startup","entry":"","field":"admin.listen"`,
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("startup log lacks %s:\n%s", want, logs)
@@ -68,7 +68,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 			t.Errorf("%+v: no reason", u)
 		}
 	}
-	want := "startup||upstream.tls.verify models|display_name=panel|ensemble guardrails|name=words|"
+	want := "startup||admin.listen startup||admin.key models|display_name=panel|ensemble guardrails|name=words|"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("/status/config unenforced: %v; want %s", got, want)
 	}
@@ -78,7 +78,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	m, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, series := range []string{`gw_config_unenforced_resources{collection="guardrails"} 1`, `gw_config_unenforced_resources{collection="startup"} 1`, `gw_config_unenforced_resources{collection="models"} 1`} {
+	for _, series := range []string{`gw_config_unenforced_resources{collection="guardrails"} 1`, `gw_config_unenforced_resources{collection="startup"} 2`, `gw_config_unenforced_resources{collection="models"} 1`} {
 		if !bytes.Contains(m, []byte(series)) {
 			t.Errorf("/metrics lacks %s", series)
 		}
