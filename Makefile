@@ -9,6 +9,7 @@ LISTEN ?= 127.0.0.1:8080
 MOCK_LISTEN ?= 127.0.0.1:9999
 S3RVER_VERSION ?= 3.7.1
 S3RVER_DIR ?= $(HOME)/.cache/gw/s3rver
+OPENAI_NPM_DIR ?= $(HOME)/.cache/gw/openai-realtime
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Demo credentials used by `make run` with examples/gw.yaml (the mock upstream accepts any key).
@@ -48,6 +49,10 @@ deps:
 			$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq npm >/dev/null; }; \
 		echo "installing s3rver@$(S3RVER_VERSION) (npm) into $(S3RVER_DIR)"; \
 		mkdir -p $(S3RVER_DIR) && npm install --prefix $(S3RVER_DIR) --no-audit --no-fund --silent s3rver@$(S3RVER_VERSION) >/dev/null; }
+	@# The Realtime e2e test drives the official openai npm SDK (openai-go has no Realtime client).
+	@[ -f $(OPENAI_NPM_DIR)/node_modules/openai/realtime/ws.js ] || { \
+		echo "installing openai + ws (npm) into $(OPENAI_NPM_DIR)"; \
+		mkdir -p $(OPENAI_NPM_DIR) && npm install --prefix $(OPENAI_NPM_DIR) --no-audit --no-fund --silent openai@7.55.0 ws@8.23.0 >/dev/null; }
 
 test: deps lint unit fuzz-short
 

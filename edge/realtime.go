@@ -19,6 +19,7 @@ import (
 	"gw/adapters"
 	"gw/admin/resources"
 	"gw/edge/authn"
+	"gw/edge/guard"
 )
 
 // /v1/realtime: the OpenAI Realtime API over WebSocket (docs/REALTIME.md).
@@ -167,6 +168,12 @@ func (p *Proxy) openRealtime(ctx *fasthttp.RequestCtx, c *call) *rtSession {
 			"The provider of model `"+c.plan.Alias+"` does not serve /v1/realtime in this build.")
 		return nil
 	}
+	if g := realtimeGuardrail(c); g != "" {
+		c.errClass = "guardrail_unavailable"
+		WriteError(ctx, fasthttp.StatusUnprocessableEntity, "invalid_request_error", codeUnavailable,
+			"Guardrail `"+g+"` cannot inspect /v1/realtime sessions in this build and does not fail open.")
+		return nil
+	}
 	if !p.admit(ctx, c) {
 		return nil
 	}
@@ -191,6 +198,31 @@ func (p *Proxy) openRealtime(ctx *fasthttp.RequestCtx, c *call) *rtSession {
 	s.fromUp.buf = acquireRelayBuf()
 	s.fromUp.n = copy(*s.fromUp.buf, rest)
 	return s
+}
+
+// realtimeGuardrail returns the first guardrail attached to the session's
+// model, key or team that must judge it but cannot: guardrails do not
+// inspect Realtime events in this build, so each one decides by its
+// fail-open setting (fail_open / output_fail_open, monitor mode passes) as
+// a check that could not run. "" lets the session through.
+func realtimeGuardrail(c *call) string {
+	for _, a := range [...]any{c.plan.Guard, c.caller.Guard, c.caller.TeamGuard} {
+		ch, _ := a.(*guard.Chain)
+		if ch.Empty() {
+			continue
+		}
+		for _, st := range ch.Input {
+			if !st.G.FailOpen && !st.G.Monitor() {
+				return st.G.Name
+			}
+		}
+		for _, st := range ch.Output {
+			if !st.G.OutputFailOpen && !st.G.Monitor() {
+				return st.G.Name
+			}
+		}
+	}
+	return ""
 }
 
 // realtimeTarget returns the upstream session of c's direct model, false

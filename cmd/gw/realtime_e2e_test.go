@@ -34,8 +34,13 @@ models:
   - {display_name: voice-broken, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-broken}
   - {display_name: voice-cut, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-cut}
   - {display_name: claude, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: claude-key}
+  - {display_name: voice-guarded, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt}
   - display_name: voices
     routing: {targets: [{model: voice}]}
+guardrails:
+  - {name: no-codenames, kind: keyword, hook_point: input, patterns: [{kind: literal, value: PROJECT-ZEUS}]}
+guardrail_attachments:
+  - {guardrail_id: no-codenames, scope_type: model, scope_id: voice-guarded}
 observability_exporters:
   - {name: otel, kind: otlp_http, endpoint: "${E2E_OTLP}", batch_size: 1, flush_interval_ms: 100}
 `
@@ -261,7 +266,8 @@ func fillerPrefix(n int) string {
 
 // TestRealtimeRefusalsE2E: upgrades refused before any upgrade, in
 // OpenAI's envelope: no key, a wrong key, a group, a provider without
-// Realtime, an unknown model, a plain GET.
+// Realtime, an unknown model, a guardrail that cannot judge the session and
+// does not fail open, a plain GET.
 func TestRealtimeRefusalsE2E(t *testing.T) {
 	t.Setenv("E2E_OTLP", "http://127.0.0.1:1")
 	startMock(t, "E2E_RT_MOCK", mock.Config{})
@@ -279,6 +285,7 @@ func TestRealtimeRefusalsE2E(t *testing.T) {
 		{"group", "voices", http.Header{"Authorization": {"Bearer caller-e2e"}}, 400, "model_group_not_supported"},
 		{"no realtime", "claude", http.Header{"Authorization": {"Bearer caller-e2e"}}, 501, "not_implemented"},
 		{"unknown model", "nope", http.Header{"Authorization": {"Bearer caller-e2e"}}, 404, "model_not_found"},
+		{"fail-closed guardrail", "voice-guarded", http.Header{"Authorization": {"Bearer caller-e2e"}}, 422, "guardrail_unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, resp, err := websocket.DefaultDialer.Dial(url+tc.model, tc.header)
