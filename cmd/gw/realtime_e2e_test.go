@@ -29,6 +29,7 @@ provider_keys:
   - {display_name: claude-key, provider: anthropic, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_RT_MOCK}/v1"}
 api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
+  - {display_name: one, key_env: E2E_RT_ONE_KEY, allowed_models: ["*"], rate_limit: {concurrency: 1}}
 models:
   - {display_name: voice, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt, cost: {input_per_1k: 1, output_per_1k: 2}}
   - {display_name: voice-broken, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-broken}
@@ -194,7 +195,7 @@ func TestRealtimeSDKE2E(t *testing.T) {
 	rcv := usagetest.StartOTLP(t)
 	t.Setenv("E2E_OTLP", rcv.URL)
 	m := startMock(t, "E2E_RT_MOCK", mock.Config{})
-	g := startGW(t, writeTemp(t, "realtime.yaml", realtimeFile))
+	g := startRealtimeGW(t)
 
 	for _, mode := range []string{"beta", "ga", "browser"} {
 		t.Run(mode, func(t *testing.T) {
@@ -259,6 +260,13 @@ func TestRealtimeSDKE2E(t *testing.T) {
 	}
 }
 
+// startRealtimeGW serves realtimeFile (E2E_RT_MOCK and E2E_OTLP set by the caller).
+func startRealtimeGW(t *testing.T) *proc {
+	t.Helper()
+	t.Setenv("E2E_RT_ONE_KEY", "one-session-key")
+	return startGW(t, writeTemp(t, "realtime.yaml", realtimeFile))
+}
+
 // fillerPrefix is the mock's first n content bytes.
 func fillerPrefix(n int) string {
 	return string(mock.Filler(0, n))
@@ -271,7 +279,7 @@ func fillerPrefix(n int) string {
 func TestRealtimeRefusalsE2E(t *testing.T) {
 	t.Setenv("E2E_OTLP", "http://127.0.0.1:1")
 	startMock(t, "E2E_RT_MOCK", mock.Config{})
-	g := startGW(t, writeTemp(t, "realtime.yaml", realtimeFile))
+	g := startRealtimeGW(t)
 	url := "ws://" + g.addr + "/v1/realtime?model="
 	for _, tc := range []struct {
 		name, model string
@@ -304,6 +312,36 @@ func TestRealtimeRefusalsE2E(t *testing.T) {
 			}
 		})
 	}
+	// A concurrency slot is held for the whole session.
+	one := http.Header{"Authorization": {"Bearer one-session-key"}}
+	c1, _, err := websocket.DefaultDialer.Dial(url+"voice", one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c1.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	if c, resp, err := websocket.DefaultDialer.Dial(url+"voice", one); err == nil || resp == nil || resp.StatusCode != 429 {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("second session of a concurrency-1 key: %v %v; want 429", err, resp)
+	}
+	_ = c1.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(1000, ""))
+	for {
+		if _, _, err := c1.ReadMessage(); err != nil {
+			break
+		}
+	}
+	c1.Close()
+	usagetest.Eventually(t, 5*time.Second, "the slot freed", func() bool {
+		c, _, err := websocket.DefaultDialer.Dial(url+"voice", one)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+
 	resp, err := http.Get("http://" + g.addr + "/v1/realtime?model=voice")
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +360,7 @@ func TestRealtimeUpstreamCloseE2E(t *testing.T) {
 	dir := realtimeNodeDir(t)
 	t.Setenv("E2E_OTLP", "http://127.0.0.1:1")
 	startMock(t, "E2E_RT_MOCK", mock.Config{})
-	g := startGW(t, writeTemp(t, "realtime.yaml", realtimeFile))
+	g := startRealtimeGW(t)
 
 	r := runRealtimeSDK(t, dir, g.addr, "beta", "voice-broken", 3)
 	if len(r.Usage) != 1 || r.Close.Code != 1011 || r.Close.Reason != "mock stream error" || len(r.Errors) == 0 {
