@@ -311,3 +311,34 @@ func TestRealtimeIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestRealtimeMaxSession: a busy session is still closed at max_session,
+// on both sides with 1001, between frames.
+func TestRealtimeMaxSession(t *testing.T) {
+	s, callerFar, upFar := relayPair(t)
+	s.addTimer(time.AfterFunc(150*time.Millisecond, func() { s.stop(endMaxSession) }))
+	done := make(chan struct{}, 2)
+	go func() { s.pump(&s.fromCaller, s.caller, s.up, true); done <- struct{}{} }()
+	go func() { s.pump(&s.fromUp, s.up, s.caller, false); done <- struct{}{} }()
+	frame := wsFrame(wsOpText, true, []byte(`{"type":"response.audio.delta","delta":"AAAA"}`), false, testKey)
+	go func() {
+		for i := 0; i < 1000; i++ {
+			if _, err := upFar.Write(frame); err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	<-done
+	<-done
+	if s.ended() != endMaxSession {
+		t.Fatalf("end %v; want max_session", s.ended())
+	}
+	_ = s.caller.Close() // the hijack handler's return closes it in gw
+	_ = callerFar.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.ReadAll(io.LimitReader(callerFar, 1<<20))
+	sc := wsScanner{}
+	if n, err := sc.feed(got); err != nil || !sc.closed || sc.closeCode != wsCloseGoingAway || n != len(got) {
+		t.Fatalf("caller stream ends with close %v/%d after %d of %d bytes (%v); want whole frames then 1001", sc.closed, sc.closeCode, n, len(got), err)
+	}
+}
