@@ -390,6 +390,7 @@ var (
 	endIdle           = &rtEnd{name: "idle_timeout", class: "session_idle_timeout", status: fasthttp.StatusSwitchingProtocols, toCaller: wsCloseGoingAway, toUp: wsCloseGoingAway, reason: "session idle timeout"}
 	endMaxSession     = &rtEnd{name: "max_session", class: "session_time_limit", status: fasthttp.StatusSwitchingProtocols, toCaller: wsCloseGoingAway, toUp: wsCloseGoingAway, reason: "session time limit"}
 	endHijackFailed   = &rtEnd{name: "hijack_failed", class: "client_gone", status: 499}
+	endShutdown       = &rtEnd{name: "shutdown", class: "shutdown", status: fasthttp.StatusSwitchingProtocols, toCaller: wsCloseGoingAway, toUp: wsCloseGoingAway, reason: "gateway shutting down"}
 )
 
 // rtLeg is one direction of a session.
@@ -443,6 +444,8 @@ func (s *rtSession) run(conn net.Conn) {
 		return
 	}
 	s.caller = conn
+	s.register()
+	defer s.unregister()
 	s.opened = time.Now()
 	s.last.Store(s.opened.UnixNano())
 	rtActiveN.Add(1)
@@ -702,6 +705,49 @@ func (s *rtSession) finish() {
 		p.emitUsage(c, true, int(s.fromCaller.sent), now)
 	}
 	releaseCall(c)
+}
+
+// rtSessions are the open sessions (hijacked connections the HTTP server
+// no longer tracks), for CloseRealtime.
+var rtSessions struct {
+	mu   sync.Mutex
+	open map[*rtSession]struct{}
+	wg   sync.WaitGroup
+}
+
+func (s *rtSession) register() {
+	rtSessions.mu.Lock()
+	if rtSessions.open == nil {
+		rtSessions.open = map[*rtSession]struct{}{}
+	}
+	rtSessions.open[s] = struct{}{}
+	rtSessions.wg.Add(1)
+	rtSessions.mu.Unlock()
+}
+
+func (s *rtSession) unregister() {
+	rtSessions.mu.Lock()
+	delete(rtSessions.open, s)
+	rtSessions.mu.Unlock()
+	rtSessions.wg.Done()
+}
+
+// CloseRealtime closes every open /v1/realtime session with 1001 on both
+// sides (gw is shutting down) and waits up to grace for them to finish
+// (usage records written). Sessions live on hijacked connections, which the
+// HTTP server's own shutdown does not see.
+func CloseRealtime(grace time.Duration) {
+	rtSessions.mu.Lock()
+	for s := range rtSessions.open {
+		s.stop(endShutdown)
+	}
+	rtSessions.mu.Unlock()
+	done := make(chan struct{})
+	go func() { rtSessions.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
 }
 
 // relayBufPool holds the legs' read buffers.

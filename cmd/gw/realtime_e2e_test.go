@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -355,7 +357,8 @@ func TestRealtimeRefusalsE2E(t *testing.T) {
 // TestRealtimeUpstreamCloseE2E: the upstream ends the session — with an
 // error event and close 1011 after one response, or by cutting its TCP
 // connection — and the caller sees that close code (1011 from gw for the
-// cut), through the SDK and through a plain client.
+// cut), through the SDK and through a plain client; gw's shutdown closes an
+// open session with 1001.
 func TestRealtimeUpstreamCloseE2E(t *testing.T) {
 	dir := realtimeNodeDir(t)
 	t.Setenv("E2E_OTLP", "http://127.0.0.1:1")
@@ -387,6 +390,29 @@ func TestRealtimeUpstreamCloseE2E(t *testing.T) {
 		}
 		if !websocket.IsCloseError(err, 1011) {
 			t.Fatalf("after the upstream cut: %v; want close 1011", err)
+		}
+		break
+	}
+
+	// Shutting gw down closes open sessions with 1001.
+	c2, _, err := websocket.DefaultDialer.Dial("ws://"+g.addr+"/v1/realtime?model=voice", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, _, err := c2.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	_ = c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, _, err := c2.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 1001 || ce.Text != "gateway shutting down" {
+			t.Fatalf("on shutdown: %v; want close 1001 gateway shutting down", err)
 		}
 		break
 	}

@@ -236,6 +236,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			}
 			log.Info("shutting down", "signal", sig.String(), "grace", cfg.ShutdownGrace.String())
 			code := 0
+			// Realtime sessions live on hijacked connections the server's
+			// shutdown does not see: close them (1001) and let their usage
+			// records out.
+			edge.CloseRealtime(cfg.ShutdownGrace)
 			if err := srv.Shutdown(cfg.ShutdownGrace); err != nil {
 				log.Warn("shutdown", "error", err.Error())
 				code = 1
