@@ -246,6 +246,11 @@ func realtimeTarget(c *call) (adapters.RealtimeTarget, bool) {
 func (p *Proxy) realtimeDialFailed(ctx *fasthttp.RequestCtx, c *call, err error) {
 	var se *upstreamStatusError
 	switch {
+	case errors.As(err, &se) && se.status < 400:
+		// Not a WebSocket server at that URL (200, a redirect, …).
+		c.errClass = "upstream_status"
+		WriteError(ctx, fasthttp.StatusBadGateway, "upstream_error", "upstream_not_websocket",
+			"the upstream answered the Realtime upgrade with "+strconv.Itoa(se.status)+" instead of 101")
 	case errors.As(err, &se):
 		c.errClass = "upstream_status"
 		ctx.Response.Reset()
@@ -504,6 +509,15 @@ func (s *rtSession) pump(l *rtLeg, src, dst net.Conn, toUp bool) {
 		if l.n > 0 {
 			frames := l.scan.frames
 			k, ferr := l.scan.feed(buf[:l.n])
+			if l.scan.closed {
+				// Known before the close frame leaves, so a peer that hangs
+				// up right after answering it is not taken for a failure.
+				if toUp {
+					s.callerClose.Store(uint32(l.scan.closeCode))
+				} else {
+					s.upClose.Store(uint32(l.scan.closeCode))
+				}
+			}
 			if k > 0 {
 				if _, err := dst.Write(buf[:k]); err != nil {
 					if s.peerClosed(toUp) {
@@ -523,11 +537,6 @@ func (s *rtSession) pump(l *rtLeg, src, dst net.Conn, toUp bool) {
 				l.n = copy(buf, buf[k:l.n])
 			}
 			if l.scan.closed {
-				if toUp {
-					s.callerClose.Store(uint32(l.scan.closeCode))
-				} else {
-					s.upClose.Store(uint32(l.scan.closeCode))
-				}
 				// This side closed; the other side answers with its own
 				// close frame (relayed by the other leg) within the grace.
 				s.addTimer(time.AfterFunc(realtimeCloseGrace, func() { s.stop(endCloseTimeout) }))

@@ -28,6 +28,8 @@ provider_keys:
   - {display_name: rt, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_RT_MOCK}/v1"}
   - {display_name: rt-broken, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_RT_MOCK}/knobs/stream_error_after=1/v1"}
   - {display_name: rt-cut, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_RT_MOCK}/knobs/fail_after=0/v1"}
+  - {display_name: rt-denied, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_RT_MOCK}/knobs/status=429/v1"}
+  - {display_name: rt-dead, api_key: "${E2E_OPENAI_KEY}", api_base: "http://127.0.0.1:1/v1"}
   - {display_name: claude-key, provider: anthropic, api_key: "${E2E_OPENAI_KEY}", api_base: "${E2E_RT_MOCK}/v1"}
 api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
@@ -37,6 +39,8 @@ models:
   - {display_name: voice-broken, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-broken}
   - {display_name: voice-cut, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-cut}
   - {display_name: claude, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: claude-key}
+  - {display_name: voice-denied, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-denied}
+  - {display_name: voice-dead, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt-dead}
   - {display_name: voice-guarded, provider: openai, model_name: gpt-4o-realtime-preview, provider_key: rt}
   - display_name: voices
     routing: {targets: [{model: voice}]}
@@ -276,7 +280,8 @@ func fillerPrefix(n int) string {
 
 // TestRealtimeRefusalsE2E: upgrades refused before any upgrade, in
 // OpenAI's envelope: no key, a wrong key, a group, a provider without
-// Realtime, an unknown model, a guardrail that cannot judge the session and
+// Realtime, an unknown model, an upstream that refuses the upgrade (its
+// answer relayed) or cannot be reached, a guardrail that cannot judge the session and
 // does not fail open, a plain GET.
 func TestRealtimeRefusalsE2E(t *testing.T) {
 	t.Setenv("E2E_OTLP", "http://127.0.0.1:1")
@@ -295,6 +300,8 @@ func TestRealtimeRefusalsE2E(t *testing.T) {
 		{"group", "voices", http.Header{"Authorization": {"Bearer caller-e2e"}}, 400, "model_group_not_supported"},
 		{"no realtime", "claude", http.Header{"Authorization": {"Bearer caller-e2e"}}, 501, "not_implemented"},
 		{"unknown model", "nope", http.Header{"Authorization": {"Bearer caller-e2e"}}, 404, "model_not_found"},
+		{"upstream refuses: its answer relayed", "voice-denied", http.Header{"Authorization": {"Bearer caller-e2e"}}, 429, "rate_limit_exceeded"},
+		{"upstream unreachable", "voice-dead", http.Header{"Authorization": {"Bearer caller-e2e"}}, 502, "upstream_unreachable"},
 		{"fail-closed guardrail", "voice-guarded", http.Header{"Authorization": {"Bearer caller-e2e"}}, 422, "guardrail_unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
