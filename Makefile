@@ -11,6 +11,7 @@ S3RVER_VERSION ?= 3.7.1
 S3RVER_DIR ?= $(HOME)/.cache/gw/s3rver
 FAKE_GCS_VERSION ?= v1.56.1
 TOOLS_BIN ?= $(HOME)/.cache/gw/bin
+OPENAI_NPM_DIR ?= $(HOME)/.cache/gw/openai-realtime
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Demo credentials used by `make run` with examples/gw.yaml (the mock upstream accepts any key).
@@ -72,6 +73,10 @@ deps:
 	@# $(TOOLS_BIN); a few minutes the first time, kept across runs).
 	@[ -x $(TOOLS_BIN)/fake-gcs-server ] || { echo "building fake-gcs-server@$(FAKE_GCS_VERSION) into $(TOOLS_BIN)"; \
 		GOBIN=$(TOOLS_BIN) GOFLAGS= $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_VERSION); }
+	@# The Realtime e2e test drives the official openai npm SDK (openai-go has no Realtime client).
+	@[ -f $(OPENAI_NPM_DIR)/node_modules/openai/realtime/ws.js ] || { \
+		echo "installing openai + ws (npm) into $(OPENAI_NPM_DIR)"; \
+		mkdir -p $(OPENAI_NPM_DIR) && npm install --prefix $(OPENAI_NPM_DIR) --no-audit --no-fund --silent openai@7.55.0 ws@8.23.0 >/dev/null; }
 
 test: deps lint unit fuzz-short
 

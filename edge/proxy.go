@@ -29,6 +29,8 @@ type Proxy struct {
 	// MaxResponseBytes is the upstream client's cap on a buffered answer
 	// (upstream.max_response_bytes), named in the error a larger one gets.
 	MaxResponseBytes int64
+	// Realtime holds the /v1/realtime session settings (realtime.go).
+	Realtime RealtimeOptions
 }
 
 var (
@@ -44,7 +46,7 @@ var (
 var notBuilt = map[string]bool{
 	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
 	"/v1/messages": true, "/v1/messages/count_tokens": true,
-	"/v1/responses": true, "/v1/realtime": true, "/a2a": true, "/mcp": true,
+	"/v1/responses": true, "/a2a": true, "/mcp": true,
 }
 
 // Handle serves ctx when its path is a proxy endpoint and reports whether it did.
@@ -119,6 +121,8 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 		} else {
 			serveModel(ctx, snap, c, string(path[len(pathModels)+1:]))
 		}
+	case string(path) == pathRealtime:
+		p.serveRealtime(ctx)
 	case notBuilt[string(path)]:
 		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			"gw does not serve "+string(path)+" in this build")

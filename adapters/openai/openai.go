@@ -47,6 +47,7 @@ type Adapter struct {
 	rules  *headers.Rules
 	native *native.Endpoints // nil on Azure (no native surfaces there)
 	ep     endpointURLs      // embeddings, completions, rerank (endpoints.go)
+	base   string            // api_base or DefaultBaseURL (not Azure): the Realtime surface's base
 
 	body *bodyrules.Rules // the key's body rules; nil when none
 	// renamesMaxCompletion: a param_renames source is max_completion_tokens.
@@ -146,7 +147,7 @@ func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure b
 		if a.uri, err = parseURI(u); err != nil {
 			return nil, err
 		}
-		a.authKey, a.authPrefix = strAuthorization, strBearer
+		a.authKey, a.authPrefix, a.base = strAuthorization, strBearer, base
 		if a.native, err = native.Compile(k, base, native.AuthBearer); err != nil {
 			return nil, err
 		}

@@ -350,6 +350,7 @@ func (l *loader) decodeRequestSettings(r *obj, rs *RequestSettings) {
 		}
 	}
 	rs.ForwardClientHeaders, _ = r.decodeForwardHeaders("forward_client_headers")
+	rejectHandshakeHeaders(r)
 	if m := r.sub("default_body_fields"); m != nil {
 		for i, k := range m.keys {
 			m.used[i] = true
@@ -412,4 +413,25 @@ func (o *obj) decodeForwardHeaders(name string) (hs []string, set bool) {
 		}
 	}
 	return normaliseHeaderList(hs), set
+}
+
+// handshakeHeaders are the WebSocket handshake's own slots: on /v1/realtime
+// gw writes them for each leg, so forward_client_headers may not name them
+// (spec: rejected even when named).
+var handshakeHeaders = map[string]bool{
+	"sec-websocket-key": true, "sec-websocket-version": true, "sec-websocket-protocol": true,
+	"sec-websocket-extensions": true, "sec-websocket-accept": true,
+}
+
+// rejectHandshakeHeaders reports forward_client_headers entries naming a
+// handshake slot exactly or by a sec-websocket-* pattern.
+func rejectHandshakeHeaders(r *obj) {
+	list, _ := r.strList("forward_client_headers")
+	for i, h := range list {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if handshakeHeaders[h] || (strings.Contains(h, "*") && strings.HasPrefix(h, "sec-websocket-")) {
+			r.d.errAt(r.e, indexPath(r.fieldPath("forward_client_headers"), i),
+				"header \""+h+"\" is a WebSocket handshake slot gw sets itself on /v1/realtime; remove it")
+		}
+	}
 }

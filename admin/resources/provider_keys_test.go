@@ -40,6 +40,8 @@ func TestProviderKeyErrors(t *testing.T) {
 	f("    request: {forward_client_headers: [\"x-*-*\"]}\n", at+"request.forward_client_headers[0]: at most one '*' wildcard")
 	f("    request: {forward_client_headers: [content-type]}\n", at+`request.forward_client_headers[0]: header "content-type" is never relayed`)
 	f("    request: {forward_client_headers: [x-stainless-lang]}\n", at+`request.forward_client_headers[0]: header "x-stainless-lang" is never relayed`)
+	f("    request: {forward_client_headers: [x-a, Sec-WebSocket-Protocol]}\n", at+`request.forward_client_headers[1]: header "sec-websocket-protocol" is a WebSocket handshake slot`)
+	f("    request: {forward_client_headers: [sec-websocket-*]}\n", at+`request.forward_client_headers[0]: header "sec-websocket-*" is a WebSocket handshake slot`)
 	f("    response: {stream_done_marker: maybe}\n", at+`response.stream_done_marker: unknown value "maybe"; allowed: required, optional, none`)
 	f("    response: {content_list_to_string: 1}\n", at+"response.content_list_to_string: must be a boolean, got an integer")
 	f("    request: {default_body_fields: {a: {<<: {b: 1}}}}\n", at+"request.default_body_fields.a.<<: unknown field")

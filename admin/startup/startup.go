@@ -32,6 +32,9 @@ type Config struct {
 	UpstreamIdleTimeout time.Duration
 	UpstreamMaxResponse int64 // largest buffered upstream answer, bytes
 
+	RealtimeIdleTimeout time.Duration // /v1/realtime: no data frame either way for this long closes the session; 0 disables
+	RealtimeMaxSession  time.Duration // /v1/realtime: a session's longest life; 0 disables
+
 	DebugListen  string // pprof; "" disables
 	StatusListen string // ops endpoints on their own listener; "" serves them on Listen
 
@@ -76,6 +79,8 @@ func Defaults() Config {
 		UpstreamIdleTimeout: 90 * time.Second,
 		DebugListen:         "127.0.0.1:9091",
 		UpstreamMaxResponse: 32 << 20,
+		RealtimeIdleTimeout: 10 * time.Minute,
+		RealtimeMaxSession:  time.Hour,
 		MaxBodyBytes:        32 << 20,
 		HeaderTimeout:       10 * time.Second,
 		BodyTimeout:         2 * time.Minute,
@@ -158,6 +163,8 @@ var Settings = []Setting{
 	{"upstream.max_conns_per_host", "GW_UPSTREAM_MAX_CONNS_PER_HOST", "upstream-max-conns-per-host", "keep-alive pool size per upstream host", integer(1, func(c *Config) *int64 { return &c.UpstreamMaxConns })},
 	{"upstream.idle_timeout", "GW_UPSTREAM_IDLE_TIMEOUT", "upstream-idle-timeout", "close idle upstream connections after this long", duration(func(c *Config) *time.Duration { return &c.UpstreamIdleTimeout })},
 	{"upstream.max_response_bytes", "GW_UPSTREAM_MAX_RESPONSE_BYTES", "upstream-max-response-bytes", "largest buffered (non-streaming) upstream answer; a larger one fails the attempt with 502 upstream_response_too_large", integer(1024, func(c *Config) *int64 { return &c.UpstreamMaxResponse })},
+	{"realtime.idle_timeout", "GW_REALTIME_IDLE_TIMEOUT", "realtime-idle-timeout", "close a /v1/realtime session that relays no data frame either way for this long (close 1001 to both sides); 0 disables", duration(func(c *Config) *time.Duration { return &c.RealtimeIdleTimeout })},
+	{"realtime.max_session", "GW_REALTIME_MAX_SESSION", "realtime-max-session", "close a /v1/realtime session this long after it opened (close 1001 to both sides); 0 disables", duration(func(c *Config) *time.Duration { return &c.RealtimeMaxSession })},
 	{"observability.debug", "GW_DEBUG_LISTEN", "debug-listen", "pprof listener (/debug/pprof/heap); empty disables; non-loopback warns", str(func(c *Config) *string { return &c.DebugListen })},
 	{"observability.access_log", "GW_ACCESS_LOG", "access-log", "write one access log line per request to stderr", boolean(func(c *Config) *bool { return &c.AccessLog })},
 	{"status.listen", "GW_STATUS_LISTEN", "status-listen", "separate listener for /status/config, /livez, /readyz, /metrics; empty serves them on listen", str(func(c *Config) *string { return &c.StatusListen })},

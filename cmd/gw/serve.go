@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"flag"
@@ -167,6 +168,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		defer adm.close()
 	}
 
+	rtTLS := realtimeTLS(cfg, caPEM)
 	// Bind every listener before serving any, so a bind failure leaves nothing half-up.
 	mainLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -207,6 +209,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health,
 		MaxResponseBytes: cfg.UpstreamMaxResponse}
+	proxy.Realtime = edge.RealtimeOptions{TLS: rtTLS, IdleTimeout: cfg.RealtimeIdleTimeout, MaxSession: cfg.RealtimeMaxSession}
 	// Rate limits: local counters, shared through Redis when configured
 	// (degraded to per-replica counting while Redis is unreachable).
 	lcfg := limiter.Config{Logger: log}
@@ -263,6 +266,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			}
 			log.Info("shutting down", "signal", sig.String(), "grace", cfg.ShutdownGrace.String())
 			code := 0
+			// Realtime sessions live on hijacked connections the server's
+			// shutdown does not see: close them (1001) and let their usage
+			// records out.
+			edge.CloseRealtime(cfg.ShutdownGrace)
 			if err := srv.Shutdown(cfg.ShutdownGrace); err != nil {
 				log.Warn("shutdown", "error", err.Error())
 				code = 1
@@ -312,6 +319,22 @@ func controlPlaneSink(cfg startup.Config) (*gwusage.SinkSpec, error) {
 	return controlplane.Spec(controlplane.Config{URL: cfg.ControlPlaneURL, ClientCert: cfg.ControlPlaneClientCert,
 		ClientKey: cfg.ControlPlaneClientKey, CACert: cfg.ControlPlaneCACert},
 		resources.DefaultExporterBatch, resources.DefaultExporterFlushMS*time.Millisecond)
+}
+
+// realtimeTLS is the TLS of /v1/realtime's wss upstreams: the deployment's
+// upstream.tls (provider keys' own tls blocks do not apply there); caPEM
+// is upstream.tls.ca_cert as upstreamCA read it.
+func realtimeTLS(cfg startup.Config, caPEM []byte) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !cfg.UpstreamTLSVerify} // #nosec G402 -- test-only setting, documented
+	if caPEM != nil {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pool.AppendCertsFromPEM(caPEM)
+		c.RootCAs = pool
+	}
+	return c
 }
 
 // upstreamCA reads upstream.tls.ca_cert: "" is none; a file without a PEM

@@ -99,7 +99,13 @@ func Authenticate(h *fasthttp.RequestHeader, snap *snapshot.Snapshot, now time.T
 // Authenticate resolves the caller of a request at time now, or says why
 // it cannot. Caller keys and cached tokens allocate nothing.
 func (a *Authenticator) Authenticate(h *fasthttp.RequestHeader, snap *snapshot.Snapshot, now time.Time) (*snapshot.Caller, *Failure) {
-	key := Credential(h)
+	return a.AuthenticateCredential(Credential(h), snap, now)
+}
+
+// AuthenticateCredential resolves the caller of a credential presented
+// elsewhere than the two headers (the Realtime WebSocket subprotocol form,
+// `openai-insecure-api-key.<key>`) exactly as Authenticate does.
+func (a *Authenticator) AuthenticateCredential(key []byte, snap *snapshot.Snapshot, now time.Time) (*snapshot.Caller, *Failure) {
 	if len(key) == 0 {
 		return fail(Missing)
 	}

@@ -166,6 +166,7 @@ var routes = []*route{
 	&openAIEmbeddingsRoute, &openAICompletionsRoute, &rerankRoute, // embeddings.go, completions.go
 	&openAIImagesRoute, &openAISpeechRoute, // images.go, audio.go
 	&openAIVideosCreateRoute, &openAIVideosGetRoute, &openAIVideosDeleteRoute, // videos.go
+	&openAIRealtimeRoute,
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
