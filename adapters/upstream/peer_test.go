@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -40,8 +41,11 @@ func serveRaw(t *testing.T, answer string, closeAfter bool) string {
 	return "http://" + ln.Addr().String()
 }
 
-// TestPeerClosedTellsCutFromEnd: fasthttp reports a chunked body cut off
-// between chunks as a clean io.EOF; PeerClosed tells it from a real end.
+// TestPeerClosedTellsCutFromEnd: a chunked body cut off between chunks is
+// never taken for a real end. fasthttp up to v1.74 reported the cut as a
+// clean io.EOF, which PeerClosed tells from a real end; later versions
+// report io.ErrUnexpectedEOF themselves. Either signal is enough for the
+// relays (edge/stream.go), which check both.
 func TestPeerClosedTellsCutFromEnd(t *testing.T) {
 	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
 	f := func(answer string, closeAfter, wantClosed bool) {
@@ -60,11 +64,11 @@ func TestPeerClosedTellsCutFromEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := io.ReadAll(resp.BodyStream())
-		if string(b) != "hello" || err != nil {
+		if string(b) != "hello" || (err != nil && !errors.Is(err, io.ErrUnexpectedEOF)) {
 			t.Fatalf("body %q err %v", b, err)
 		}
-		if got := PeerClosed(resp); got != wantClosed {
-			t.Fatalf("PeerClosed = %v; want %v", got, wantClosed)
+		if got := err != nil || PeerClosed(resp); got != wantClosed {
+			t.Fatalf("cut seen = %v (err %v, PeerClosed %v); want %v", got, err, PeerClosed(resp), wantClosed)
 		}
 		resp.CloseBodyStream()
 	}
