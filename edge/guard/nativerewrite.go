@@ -129,24 +129,14 @@ func (s *NativeStream) maskedChannel(key int64) *nchannel {
 // the text of its deltas: the .done events, content_part.done,
 // output_item.done and the final response object.
 func (s *NativeStream) rewriteDone(h *heldEvent) {
-	name := s.arena[h.name[0]:h.name[1]]
 	data := s.data(h)
-	typ := name
-	if len(typ) == 0 {
-		if t, tk, ok := rawjson.Get(data, "type"); ok && tk == rawjson.String {
-			typ = t[1 : len(t)-1]
-		}
-	}
+	typ := respType(s.arena[h.name[0]:h.name[1]], data)
 	start := len(s.obuf)
 	var err error
 	edited := false
 	switch {
 	case bytes.Equal(typ, respTextDone), bytes.Equal(typ, respRefusalDone), bytes.Equal(typ, respArgsDone):
-		oi, _, _ := rawjson.Get(data, "output_index")
-		ci, _, _ := rawjson.Get(data, "content_index")
-		o, _ := rawjson.ParseInt(oi)
-		c, _ := rawjson.ParseInt(ci)
-		ch := s.maskedChannel(o<<20 | c)
+		ch := s.maskedChannel(blockKey(data))
 		if ch == nil {
 			return
 		}
@@ -161,16 +151,13 @@ func (s *NativeStream) rewriteDone(h *heldEvent) {
 		s.obuf, err = rawjson.Set(s.obuf, data, field, s.qt)
 		edited = true
 	case bytes.Equal(typ, respPartDone):
-		oi, _, _ := rawjson.Get(data, "output_index")
-		ci, _, _ := rawjson.Get(data, "content_index")
-		o, _ := rawjson.ParseInt(oi)
-		c, _ := rawjson.ParseInt(ci)
+		key := blockKey(data)
 		part, pk, _ := rawjson.Get(data, "part")
-		if s.maskedChannel(o<<20|c) == nil || pk != rawjson.Object {
+		if s.maskedChannel(key) == nil || pk != rawjson.Object {
 			return
 		}
 		var ok bool
-		s.dt, ok = s.appendPart(s.dt[:0], part, o<<20|c)
+		s.dt, ok = s.appendPart(s.dt[:0], part, key)
 		if !ok {
 			return
 		}

@@ -54,6 +54,7 @@ type NativeStream struct {
 	qPos  int
 	rel   []byte
 	tmp   []byte
+	vt    []byte // scratch: a repeated text, unquoted
 	obuf  []byte // rewritten released events' data
 	qt    []byte // scratch: a quoted text
 	dt    []byte // scratch: a rewritten inner object
@@ -182,6 +183,13 @@ func (s *NativeStream) Push(name, data []byte) Decision {
 			// fail-open rules decide, as for chat chunks.
 			if d := s.e.Unreadable(Output, s.stages); d >= Blocked {
 				return d
+			}
+		}
+		if s.format == NativeResponses {
+			if typ := respType(name, data); repeatsText(typ) {
+				if d := s.checkRepeated(typ, data); d >= Blocked {
+					return d
+				}
 			}
 		}
 		s.hold(name, data, -1, 0)
@@ -418,12 +426,7 @@ func (s *NativeStream) textOf(name, data []byte) (key int64, part Part, text []b
 		}
 		return n, part, v, true
 	}
-	typ := name
-	if len(typ) == 0 {
-		if t, tk, ok := rawjson.Get(data, "type"); ok && tk == rawjson.String {
-			typ = t[1 : len(t)-1]
-		}
-	}
+	typ := respType(name, data)
 	switch {
 	case bytes.Equal(typ, respTextDelta), bytes.Equal(typ, respRefusalDelta):
 		part = PartContent
