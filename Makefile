@@ -80,8 +80,10 @@ deps:
 
 test: deps lint unit fuzz-short
 
+# cmd/gw's end-to-end tests take minutes under -race on 2 cores (the usage
+# outage test alone runs two); go test's default 10-minute limit is too tight.
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 # Run every Fuzz* target in fuzz/ for FUZZTIME each.
 fuzz:
