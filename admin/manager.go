@@ -163,7 +163,11 @@ func (m *Manager) Apply(trigger string) *resources.Result {
 			"trigger", trigger, "file", m.path, "errors", len(res.Errors), "report", err.Error())
 		return res
 	}
+	old := m.holder.Load()
 	m.holder.Store(snap)
+	if old != nil {
+		old.Retire()
+	}
 	if m.OnApply != nil {
 		m.OnApply(snap)
 	}

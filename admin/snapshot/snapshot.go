@@ -81,6 +81,9 @@ func DefaultOptions() Options {
 type Snapshot struct {
 	Resources *resources.Resources
 
+	// guards are the compiled guardrail chains, kept for Retire.
+	guards map[resources.GuardrailScope]any
+
 	// Plans maps a caller-facing alias to its dispatch plan.
 	Plans map[string]*Plan
 	// PlanList holds every plan in file order; Plan.Index indexes it.
@@ -322,6 +325,7 @@ func (s *Snapshot) compileGuardrails(gc GuardrailCompiler) error {
 	if err != nil {
 		return err
 	}
+	s.guards = compiled
 	for scope, ch := range compiled {
 		switch scope.Type {
 		case resources.GuardrailScopeModel:
@@ -515,6 +519,18 @@ func (h *Holder) Load() *Snapshot { return h.p.Load() }
 
 // Store swaps in s.
 func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
+
+// Retire tells what s compiled that s is no longer current (the holder
+// serves a newer snapshot): resources kept warm for it, such as the JS
+// runtimes of custom guardrails, are freed now rather than whenever the
+// collector finds s unreachable. Requests still running on s finish.
+func (s *Snapshot) Retire() {
+	for _, ch := range s.guards {
+		if r, ok := ch.(interface{ Retire() }); ok {
+			r.Retire()
+		}
+	}
+}
 
 func jsonString(s string) []byte {
 	b, _ := json.Marshal(s) // a string always marshals

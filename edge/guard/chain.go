@@ -59,6 +59,24 @@ type Chain struct {
 // Empty reports whether c runs nothing.
 func (c *Chain) Empty() bool { return c == nil || len(c.Input)+len(c.Output) == 0 }
 
+// Retirer is implemented by checkers holding resources worth freeing as
+// soon as the snapshot that compiled them is replaced (warm JS runtimes,
+// whose memory the collector does not see), not when the collector finds
+// them. A retired checker must keep working: requests that started on the
+// old snapshot finish through it.
+type Retirer interface{ Retire() }
+
+// Retire retires every checker of c that holds such resources.
+func (c *Chain) Retire() {
+	for _, list := range [2][]*Stage{c.Input, c.Output} {
+		for _, st := range list {
+			if r, ok := st.Checker.(Retirer); ok {
+				r.Retire()
+			}
+		}
+	}
+}
+
 // Compiled is what Compile returns per attached scope.
 type Compiled map[resources.GuardrailScope]*Chain
 

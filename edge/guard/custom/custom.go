@@ -177,6 +177,11 @@ func (c *Checker) Close() error {
 	return nil
 }
 
+// Retire frees the warm runtimes: the snapshot that compiled c was
+// replaced. Calls still made through c work, each on a runtime of its own
+// (a cold start), and keep nothing afterwards.
+func (c *Checker) Retire() { c.pool.retire() }
+
 // Started reports how many runtimes the checker has started (the first in
 // New included): a figure for tests and metrics of pool churn.
 func (c *Checker) Started() int64 { return c.pool.started.Load() }

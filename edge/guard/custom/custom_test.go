@@ -543,3 +543,27 @@ func TestSlowNativeLoopStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestRetireFreesWarmRuntimes: a retired checker (its snapshot replaced)
+// keeps no runtime warm, and still answers calls made through it.
+func TestRetireFreesWarmRuntimes(t *testing.T) {
+	c := newChecker(t, `export function checkInput(req) { return {action: "allow"}; }`)
+	var v guard.Verdict
+	for range 3 {
+		if err := c.Check(context.Background(), request(guard.Input, "x"), &v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Started(); n != 1 {
+		t.Fatalf("%d runtimes started before Retire; want 1 (warm reuse)", n)
+	}
+	c.Retire()
+	for i := range 2 {
+		if err := c.Check(context.Background(), request(guard.Input, "x"), &v); err != nil {
+			t.Fatalf("call after Retire: %v", err)
+		}
+		if n := c.Started(); n != int64(2+i) {
+			t.Fatalf("%d runtimes started after %d calls past Retire; want %d (none kept warm)", n, i+1, 2+i)
+		}
+	}
+}

@@ -18,8 +18,9 @@ type pool struct {
 	// slots holds one token per runtime that may still be started.
 	slots chan struct{}
 
-	mu     sync.Mutex // orders put and close
-	closed bool
+	mu      sync.Mutex // orders put, retire and close
+	closed  bool
+	retired bool // the snapshot that compiled it was replaced: keep nothing warm
 
 	started atomic.Int64 // runtimes started over the pool's life
 }
@@ -108,6 +109,12 @@ func (p *pool) put(r *jsRuntime, broken bool) {
 		r.close()
 		return
 	}
+	if p.retired {
+		p.mu.Unlock()
+		r.close()
+		p.slots <- struct{}{}
+		return
+	}
 	if !broken {
 		p.idle <- r
 		p.mu.Unlock()
@@ -120,7 +127,10 @@ func (p *pool) put(r *jsRuntime, broken bool) {
 
 // refill starts a runtime in the slot of a discarded one.
 func (p *pool) refill() {
-	if p.isClosed() {
+	p.mu.Lock()
+	stop := p.closed || p.retired
+	p.mu.Unlock()
+	if stop {
 		p.slots <- struct{}{}
 		return
 	}
@@ -145,6 +155,26 @@ func (p *pool) close() {
 		select {
 		case r := <-p.idle:
 			r.close()
+		default:
+			return
+		}
+	}
+}
+
+// retire frees the idle runtimes of a pool whose snapshot was replaced.
+// The pool keeps working for calls still made through that snapshot: each
+// starts a runtime in a free slot and closes it afterwards, so nothing stays
+// warm (each runtime may hold up to max_memory_bytes outside the Go heap,
+// which the collector does not see).
+func (p *pool) retire() {
+	p.mu.Lock()
+	p.retired = true
+	p.mu.Unlock()
+	for {
+		select {
+		case r := <-p.idle:
+			r.close()
+			p.slots <- struct{}{}
 		default:
 			return
 		}
