@@ -77,6 +77,9 @@ type obj struct {
 	keys []*yaml.Node
 	vals []*yaml.Node
 	used []bool
+	// asked are the field names the decoder looked up, present or not: the
+	// valid names an unknown field may be a misspelling of.
+	asked []string
 }
 
 func resolve(n *yaml.Node) *yaml.Node {
@@ -185,6 +188,7 @@ func (o *obj) warnf(name, msg string) { o.d.warnAt(o.e, o.fieldPath(name), msg) 
 // raw returns the value node of name (aliases resolved) and marks it read.
 // Absent and null both give nil.
 func (o *obj) raw(name string) *yaml.Node {
+	o.asked = append(o.asked, name)
 	for i, k := range o.keys {
 		if k.Value == name {
 			o.used[i] = true
@@ -203,6 +207,7 @@ func (o *obj) raw(name string) *yaml.Node {
 
 // has reports whether name is present with a non-null value, without marking it read.
 func (o *obj) has(name string) bool {
+	o.asked = append(o.asked, name)
 	for i, k := range o.keys {
 		if k.Value == name {
 			return !isNull(o.vals[i])
@@ -213,6 +218,7 @@ func (o *obj) has(name string) bool {
 
 // present reports whether name is written at all (even as null).
 func (o *obj) present(name string) bool {
+	o.asked = append(o.asked, name)
 	for _, k := range o.keys {
 		if k.Value == name {
 			return true
@@ -223,6 +229,7 @@ func (o *obj) present(name string) bool {
 
 // reject marks name read and reports it as not accepted here, when present.
 func (o *obj) reject(name, why string) {
+	o.asked = append(o.asked, name)
 	for i, k := range o.keys {
 		if k.Value == name {
 			o.used[i] = true
@@ -241,8 +248,19 @@ func (o *obj) finish() {
 			o.errf("<<", "unknown field (YAML merge keys are not expanded)")
 			continue
 		}
-		o.errf(k.Value, "unknown field")
+		o.errf(k.Value, o.unknownField(k.Value, ""))
 	}
+}
+
+// unknownField is the message for an unknown field name, with the nearest
+// valid name when it looks like a misspelling of one; what is appended to
+// "unknown field" (e.g. " for kind pii").
+func (o *obj) unknownField(name, what string) string {
+	msg := "unknown field" + what
+	if s := suggest(name, o.asked); s != "" {
+		msg += "; did you mean `" + s + "`?"
+	}
+	return msg
 }
 
 // keyNames returns the mapping's keys in file order.

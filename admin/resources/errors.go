@@ -15,6 +15,28 @@ type Error struct {
 	ID         string // identity value when known
 	Path       string // dotted field path inside the entry, e.g. "routing.targets[0].model"
 	Msg        string
+	// Line and Column locate the YAML node the error is about (1-based;
+	// 0 when unknown, e.g. an error about the file as a whole).
+	Line, Column int
+}
+
+// At renders the error prefixed with file:line:column (file:line when the
+// column is unknown, file alone when the line is), the form editors and
+// compilers use, so terminals and CI logs link to the spot.
+func (e Error) At(file string) string {
+	var b strings.Builder
+	b.WriteString(file)
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+		if e.Column > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(e.Column))
+		}
+	}
+	b.WriteString(": ")
+	b.WriteString(e.String())
+	return b.String()
 }
 
 // String renders the error on one line:
@@ -50,13 +72,18 @@ func (e Error) Error() string { return e.String() }
 
 // LoadError is the aggregated report of a rejected file.
 type LoadError struct {
+	File   string // the resource file, when loaded from one
 	Errors []Error
 }
 
 func (e *LoadError) Error() string {
 	lines := make([]string, len(e.Errors))
 	for i := range e.Errors {
-		lines[i] = e.Errors[i].String()
+		if e.File != "" {
+			lines[i] = e.Errors[i].At(e.File)
+		} else {
+			lines[i] = e.Errors[i].String()
+		}
 	}
 	return strings.Join(lines, "\n")
 }

@@ -265,7 +265,7 @@ func (o *obj) guardFinish(kind string) {
 			o.errf("<<", "unknown field (YAML merge keys are not expanded)")
 			continue
 		}
-		o.errf(k.Value, "unknown field for kind "+kind)
+		o.errf(k.Value, o.unknownField(k.Value, " for kind "+kind))
 	}
 }
 

@@ -122,6 +122,7 @@ type EntryID struct {
 
 // Result is the outcome of one load.
 type Result struct {
+	File      string     // the resource file (LoadFile); "" for Load
 	Resources *Resources // nil when Errors is non-empty
 	Errors    []Error
 	Warnings  []Error
@@ -133,7 +134,7 @@ func (r *Result) Err() error {
 	if len(r.Errors) == 0 {
 		return nil
 	}
-	return &LoadError{Errors: r.Errors}
+	return &LoadError{File: r.File, Errors: r.Errors}
 }
 
 // OSEnv reads the process environment.
@@ -143,9 +144,11 @@ func OSEnv(name string) (string, bool) { return os.LookupEnv(name) }
 func LoadFile(path string, env Env) *Result {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return &Result{Errors: []Error{{Index: -1, Msg: "cannot read resources file: " + err.Error()}}}
+		return &Result{File: path, Errors: []Error{{Index: -1, Msg: "cannot read resources file: " + err.Error()}}}
 	}
-	return Load(data, env)
+	r := Load(data, env)
+	r.File = path
+	return r
 }
 
 // Load runs the whole pipeline on data.
@@ -166,7 +169,7 @@ func Load(data []byte, env Env) *Result {
 	l := &loader{d: &decoder{env: recording}, res: &Resources{}}
 	root, err := parseDocument(data)
 	if err != nil {
-		return &Result{Errors: []Error{{Index: -1, Msg: err.Error()}}}
+		return &Result{Errors: []Error{{Index: -1, Msg: err.Error(), Line: yamlErrorLine(err.Error())}}}
 	}
 	l.top(root)
 	// Identity and reference checks run even after decode errors so that one
@@ -174,6 +177,11 @@ func Load(data []byte, env Env) *Result {
 	// are still present (partially filled), so references to them resolve.
 	l.checkIdentities()
 	l.resolveReferences()
+	for _, list := range [2][]Error{l.d.errs, l.d.warnings} {
+		for i := range list {
+			locate(root, &list[i])
+		}
+	}
 	out := &Result{Errors: scrub(l.d.errs, used), Warnings: scrub(l.d.warnings, used)}
 	if len(out.Errors) == 0 {
 		out.Resources = l.res
@@ -258,7 +266,11 @@ func (l *loader) top(root *yaml.Node) {
 			d.errAt(nil, "<<", "unknown collection (YAML merge keys are not expanded)")
 			continue
 		}
-		d.errAt(nil, k.Value, "unknown collection; known: _format_version, "+joinComma(Collections))
+		msg := "unknown collection"
+		if s := suggest(k.Value, append([]string{"_format_version"}, Collections...)); s != "" {
+			msg += "; did you mean `" + s + "`?"
+		}
+		d.errAt(nil, k.Value, msg+"; known: _format_version, "+joinComma(Collections))
 	}
 }
 

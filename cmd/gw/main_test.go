@@ -102,6 +102,7 @@ func TestValidateCLI(t *testing.T) {
 	report := stderr.String()
 	for _, want := range []string{
 		"models[2] (display_name=g3): colour: unknown field",
+		bad + ":", // every line is file:line:column: ...
 	} {
 		if !strings.Contains(report, want) {
 			t.Fatalf("report lacks %q:\n%s", want, report)
@@ -363,4 +364,43 @@ func startMock(t *testing.T, env string, cfg mock.Config) *mock.Server {
 	t.Cleanup(func() { m.Shutdown() })
 	t.Setenv(env, "http://"+ln.Addr().String())
 	return m
+}
+
+// TestValidateJSON: gw validate --format json writes one report on stdout
+// with each error's position and the nearest valid name of a misspelt
+// field; the exit status is the text format's.
+func TestValidateJSON(t *testing.T) {
+	bad := writeTemp(t, "bad.yaml", validFile+"  - display_name: g2\n    provider: openai\n    model_nmae: gpt-4o\n    provider_key: oa\n")
+	out, err := gwCmd("validate", "--format", "json", bad).Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1, got %v", err)
+	}
+	var rep struct {
+		Valid  bool
+		Errors []struct {
+			Message, Collection, Path string
+			Line, Column              int
+		}
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := strings.Count(validFile, "\n") + 3 // the line of model_nmae
+	if rep.Valid || len(rep.Errors) == 0 {
+		t.Fatalf("report: %s", out)
+	}
+	found := false
+	for _, e := range rep.Errors {
+		if e.Path == "model_nmae" && e.Line == want && e.Column == 5 && strings.Contains(e.Message, "did you mean `model_name`?") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no error at line %d col 5 for model_nmae with a suggestion: %s", want, out)
+	}
+	ok := writeTemp(t, "ok.yaml", validFile)
+	out, err = gwCmd("validate", "--format", "json", ok).Output()
+	if err != nil || !json.Valid(out) || !strings.Contains(string(out), `"valid": true`) {
+		t.Fatalf("valid file: %v\n%s", err, out)
+	}
 }
