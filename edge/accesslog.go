@@ -59,8 +59,17 @@ func (l *AccessLog) run() {
 			}
 		}
 		_, _ = l.w.Write(out)
+		// Linger before the next wait: lines queued meanwhile are taken in
+		// the next round without waking this goroutine per line, so at any
+		// load the log costs at most one wakeup and a few writes per
+		// linger instead of a wakeup (futex) and a write per request.
+		time.Sleep(accessLogLinger)
 	}
 }
+
+// accessLogLinger is how long the writer lets lines gather after a write:
+// the most a line waits beyond its request's end when the log is busy.
+const accessLogLinger = 5 * time.Millisecond
 
 // atomicWrite bounds one write of several lines: the log shares stderr
 // with other writers, and a pipe keeps a write whole only up to PIPE_BUF
