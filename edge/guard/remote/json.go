@@ -41,6 +41,9 @@ func AppendStringS(dst []byte, s string) []byte { return rawjson.AppendQuote(dst
 // AppendFloat appends f as a JSON number.
 func AppendFloat(dst []byte, f float64) []byte { return rawjson.AppendFloat(dst, f) }
 
+// Kind is the type of a JSON value (rawjson's), told by its first byte.
+type Kind = rawjson.Kind
+
 // JSON kinds, re-exported so kinds need not import rawjson for a switch.
 const (
 	KindString = rawjson.String
@@ -54,12 +57,12 @@ const (
 
 // Get returns the value at keys (nested objects) in the JSON document
 // data, its raw span and kind; ok false when absent or data malformed.
-func Get(data []byte, keys ...string) (val []byte, kind rawjson.Kind, ok bool) {
+func Get(data []byte, keys ...string) (val []byte, kind Kind, ok bool) {
 	return rawjson.GetPath(data, keys...)
 }
 
 // Bool reads a JSON boolean span.
-func Bool(raw []byte, kind rawjson.Kind) (v, ok bool) {
+func Bool(raw []byte, kind Kind) (v, ok bool) {
 	switch kind {
 	case rawjson.True:
 		return true, true
@@ -83,12 +86,12 @@ func StringEquals(raw []byte, s string) bool { return rawjson.StringEquals(raw, 
 
 // EachElem calls fn for each element of the JSON array arr; an error when
 // arr is not a well-formed array.
-func EachElem(arr []byte, fn func(i int, val []byte, kind rawjson.Kind) bool) error {
+func EachElem(arr []byte, fn func(i int, val []byte, kind Kind) bool) error {
 	return rawjson.ForEachElem(arr, fn)
 }
 
 // EachKey calls fn for each member of the JSON object obj (key raw, with
 // quotes); an error when obj is not a well-formed object.
-func EachKey(obj []byte, fn func(key, val []byte, kind rawjson.Kind) bool) error {
+func EachKey(obj []byte, fn func(key, val []byte, kind Kind) bool) error {
 	return rawjson.ForEachKey(obj, fn)
 }
