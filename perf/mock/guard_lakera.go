@@ -21,7 +21,10 @@ import (
 //	[flag:<detector_type>]          that detector fires (prompt_attack,
 //	                                moderated_content/hate, pii/email, ...)
 //	ignore previous instructions    prompt_attack fires (case-insensitive)
-//	[malformed]                     the answer is 200 and not JSON
+//	[malformed]                     the answer is 200 and not the documented shape
+//
+// and a /flag-on=<word>/ segment in the base URL fires prompt_attack on
+// every message containing <word>.
 var lakeraGuardRoute = route{
 	method:      fasthttp.MethodPost,
 	match:       func(path []byte) bool { return bytes.HasSuffix(path, strLakeraGuardPath) },
@@ -87,7 +90,8 @@ func (s *Server) serveLakeraGuard(ctx *fasthttp.RequestCtx, k *Knobs) {
 				fired[c] = i
 			}
 		}
-		if strings.Contains(strings.ToLower(m.Content), "ignore previous instructions") {
+		if w := guardFlagWord(ctx); (w != "" && strings.Contains(m.Content, w)) ||
+			strings.Contains(strings.ToLower(m.Content), "ignore previous instructions") {
 			if _, ok := fired["prompt_attack"]; !ok {
 				fired["prompt_attack"] = i
 			}

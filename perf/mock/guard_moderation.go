@@ -3,8 +3,10 @@ package mock
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 )
@@ -21,8 +23,10 @@ import (
 //	[flag:<category>=<score>] that category scores <score>; flagged when >= 0.5
 //	[malformed]              the answer is 200 with a body that is not JSON
 //
-// Every other category scores 0.0001. The knobs of every route (latency,
-// status, error_body, ...) apply as well.
+// Every other category scores 0.0001. A /flag-on=<word>/ segment in the
+// base URL (percent-decoded) flags every input containing <word> as
+// violence: the way to flag an upstream's fixed answer in a gateway test.
+// The knobs of every route (latency, status, error_body, ...) apply too.
 var openAIModerationRoute = route{
 	method:      fasthttp.MethodPost,
 	match:       func(path []byte) bool { return bytes.HasSuffix(path, strModerationsPath) },
@@ -41,6 +45,27 @@ var (
 	reGuardFlag      = regexp.MustCompile(`\[flag:([a-z_/\-]+)(?:=([0-9.]+))?\]`)
 	strMockMalformed = []byte("[malformed]")
 )
+
+var strFlagOn = []byte("/flag-on=")
+
+// guardFlagWord returns the word of a /flag-on=<word>/ segment of the raw
+// request path, "" when there is none.
+func guardFlagWord(ctx *fasthttp.RequestCtx) string {
+	raw := ctx.URI().PathOriginal()
+	i := bytes.Index(raw, strFlagOn)
+	if i < 0 {
+		return ""
+	}
+	seg := raw[i+len(strFlagOn):]
+	if j := bytes.IndexByte(seg, '/'); j >= 0 {
+		seg = seg[:j]
+	}
+	w, err := url.PathUnescape(string(seg))
+	if err != nil {
+		return ""
+	}
+	return w
+}
 
 // guardFlags reads the [flag:...] knobs of text: category → score.
 func guardFlags(text string) map[string]float64 {
@@ -100,6 +125,9 @@ func (s *Server) serveModeration(ctx *fasthttp.RequestCtx, k *Knobs) {
 			return
 		}
 		flags := guardFlags(in)
+		if w := guardFlagWord(ctx); w != "" && strings.Contains(in, w) {
+			flags["violence"] = 0.95
+		}
 		r := moderationResult{Categories: map[string]bool{}, Scores: map[string]float64{}, AppliedTypes: map[string][]string{}}
 		for _, c := range ModerationCategories {
 			score, ok := flags[c]

@@ -34,6 +34,10 @@ import (
 // sha512) hex, redact removes the entity. Overlapping results: the one
 // starting first wins (the higher score on a tie).
 //
+// A /flag-on=<word>/ segment in the analyzer's base URL reports every
+// occurrence of <word> as a PERSON (0.85): the way to find an entity in an
+// upstream's fixed answer in a gateway test.
+//
 // Verdict knob: a text containing [malformed] gets a 200 answer that is
 // not the documented shape. The route knobs (latency, status, ...) apply.
 var (
@@ -148,7 +152,21 @@ func (s *Server) servePresidioAnalyze(ctx *fasthttp.RequestCtx, k *Knobs) {
 		ctx.SetBodyString(`[{"entity_type": "EMAIL_ADDRESS", "start": "zero"}]`)
 		return
 	}
-	writeMockJSON(ctx, PresidioAnalyze(*req.Text, req.Entities, req.ScoreThreshold))
+	res := PresidioAnalyze(*req.Text, req.Entities, req.ScoreThreshold)
+	if w := guardFlagWord(ctx); w != "" && (len(req.Entities) == 0 || contains(req.Entities, "PERSON")) && 0.85 >= req.ScoreThreshold {
+		for off := 0; ; {
+			i := strings.Index((*req.Text)[off:], w)
+			if i < 0 {
+				break
+			}
+			s := off + i
+			res = append(res, PresidioResult{EntityType: "PERSON", Start: utf8.RuneCountInString((*req.Text)[:s]),
+				End: utf8.RuneCountInString((*req.Text)[:s+len(w)]), Score: 0.85, AnalysisExplanation: json.RawMessage("null")})
+			off = s + len(w)
+		}
+		sort.SliceStable(res, func(i, j int) bool { return res[i].Start < res[j].Start })
+	}
+	writeMockJSON(ctx, res)
 }
 
 type presidioOperator struct {
