@@ -107,10 +107,13 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 	if err != nil {
 		return err
 	}
-	return c.judge(buf.Resp, v)
+	return c.ReadAnswer(buf.Resp, v)
 }
 
-func (c *Checker) judge(resp []byte, v *guard.Verdict) error {
+// ReadAnswer reads a /v2/guard answer into v; an error (*remote.Error,
+// class malformed) when it is not the documented shape. Exported for the
+// fuzz target.
+func (c *Checker) ReadAnswer(resp []byte, v *guard.Verdict) error {
 	raw, kind, ok := remote.Get(resp, "flagged")
 	flagged, isBool := remote.Bool(raw, kind)
 	if !ok || !isBool {

@@ -58,7 +58,7 @@ func TestLakeraJudge(t *testing.T) {
 	f := func(resp string, action guard.Action, rule string, wantErr bool) {
 		t.Helper()
 		var v guard.Verdict
-		err := c.judge([]byte(resp), &v)
+		err := c.ReadAnswer([]byte(resp), &v)
 		if (err != nil) != wantErr || v.Action != action || v.Rule != rule {
 			t.Fatalf("judge(%s): %v %q %v", resp, v.Action, v.Rule, err)
 		}

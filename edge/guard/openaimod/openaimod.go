@@ -23,6 +23,9 @@ import (
 	"gw/edge/guard/remote"
 )
 
+// maxRule bounds a Rule taken from the answer (a category name).
+const maxRule = 64
+
 // DefaultEndpoint is OpenAI's API base when `endpoint` is unset.
 const DefaultEndpoint = "https://api.openai.com"
 
@@ -122,11 +125,13 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 	if err != nil {
 		return err
 	}
-	return c.judge(buf.Resp, len(req.Texts), v)
+	return c.ReadAnswer(buf.Resp, len(req.Texts), v)
 }
 
-// judge reads the moderation answer.
-func (c *Checker) judge(resp []byte, n int, v *guard.Verdict) error {
+// ReadAnswer reads a moderation answer to a request of inputs texts into
+// v; an error (*remote.Error, class malformed) when it is not the
+// documented shape. Exported for the fuzz target.
+func (c *Checker) ReadAnswer(resp []byte, n int, v *guard.Verdict) error {
 	results, kind, ok := remote.Get(resp, "results")
 	if !ok || kind != remote.KindArray {
 		return c.ep.Malformed("results is not an array")
@@ -181,7 +186,7 @@ func (c *Checker) result(r []byte) (rule, problem string) {
 		if ok && kind == remote.KindObject {
 			remote.EachKey(cats, func(key, val []byte, kind remote.Kind) bool {
 				if kind == remote.KindTrue {
-					if s, err := remote.Unquote(nil, key); err == nil {
+					if s, err := remote.Unquote(nil, key); err == nil && len(s) > 0 && len(s) <= maxRule {
 						rule = string(s)
 					}
 					return false

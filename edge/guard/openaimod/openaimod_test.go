@@ -81,7 +81,7 @@ func TestModerationJudge(t *testing.T) {
 	f := func(ck *Checker, resp string, n int, wantAction guard.Action, wantRule string, wantErr bool) {
 		t.Helper()
 		var v guard.Verdict
-		err := ck.judge([]byte(resp), n, &v)
+		err := ck.ReadAnswer([]byte(resp), n, &v)
 		if (err != nil) != wantErr || v.Action != wantAction || v.Rule != wantRule {
 			t.Fatalf("judge(%s): %v %q err %v; want %v %q err %v", resp, v.Action, v.Rule, err, wantAction, wantRule, wantErr)
 		}

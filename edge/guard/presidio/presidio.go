@@ -282,6 +282,17 @@ func (c *Checker) results(resp []byte, i int, sc *scratch, v *guard.Verdict) (bl
 	return false, nil
 }
 
+// ReadAnalysis reads one analyzer answer: a block sets v and returns
+// true; otherwise results are the mask-action results re-rendered for the
+// anonymizer (the inside of a JSON array). An error (*remote.Error, class
+// malformed) when the answer is not the documented shape. Exported for
+// the fuzz target.
+func (c *Checker) ReadAnalysis(answer []byte, v *guard.Verdict) (blocked bool, results []byte, err error) {
+	var sc scratch
+	blocked, err = c.results(answer, 0, &sc, v)
+	return blocked, sc.results, err
+}
+
 func unquoted(raw []byte) string {
 	s, err := remote.Unquote(nil, raw)
 	if err != nil || len(s) > 64 {
