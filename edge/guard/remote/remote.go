@@ -31,7 +31,9 @@
 // # Timeouts and concurrency
 //
 // `timeout_ms` is a limit per backend call (spec "guardrails"): Post
-// takes the earlier of now+Config.Timeout and ctx's deadline. A call first
+// takes the earlier of now+Config.Timeout and ctx's deadline. A context
+// canceled without a deadline stops a call waiting for a slot; a call
+// already on the wire runs to its deadline (fasthttp takes no context). A call first
 // takes a slot of the backend's semaphore (Config.MaxConcurrent, shared by
 // every Backend of the same base URL and limit, across snapshots); the
 // wait for a slot counts against the same deadline, so a saturated backend
@@ -198,6 +200,9 @@ func (e *Endpoint) PostHeaders(ctx context.Context, body, dst []byte, extra []He
 		deadline = d
 	}
 	if err := b.acquire(ctx, deadline); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return dst, e.fail(ClassTransport, 0, err)
+		}
 		return dst, e.fail(ClassTimeout, 0, err)
 	}
 	defer func() { <-b.sem }()
@@ -310,11 +315,14 @@ func (e *Error) Timeout() bool { return e.Class == ClassTimeout }
 
 func (e *Endpoint) fail(c Class, status int, cause error) *Error {
 	err := &Error{Backend: e.b.name, Path: e.path, Class: c, Status: status, cause: cause}
-	if cause != nil && c != ClassStatus {
+	switch {
+	case cause == nil || c == ClassStatus:
+	case cause == errSlotTimeout:
+		err.Detail = cause.Error()
+	case errors.Is(cause, context.Canceled):
+		err.Detail = "the request was canceled"
+	default:
 		err.Detail = upstream.Describe(cause)
-		if cause == errSlotTimeout {
-			err.Detail = cause.Error()
-		}
 	}
 	return err
 }
