@@ -64,3 +64,13 @@ func TestChunksAllocs(t *testing.T) {
 		t.Fatalf("got %v allocs; want 0", a)
 	}
 }
+
+func BenchmarkChunks(b *testing.B) {
+	text := []byte(strings.Repeat("Lorem ipsum dolor sit amet, 日本語のテキスト. ", 2000))
+	dst := make([][]byte, 0, 64)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = Chunks(dst[:0], text, 2000)
+	}
+}
