@@ -16,6 +16,7 @@ package lakera
 
 import (
 	"context"
+	"errors"
 
 	"gw/admin/resources"
 	"gw/edge/guard"
@@ -68,11 +69,7 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 	return c, nil
 }
 
-type constErr string
-
-func (e constErr) Error() string { return string(e) }
-
-const errOptions = constErr("lakera: options of another kind")
+var errOptions = errors.New("lakera: options of another kind")
 
 // CallDeadlines: timeout_ms bounds the one call.
 func (*Checker) CallDeadlines() {}

@@ -21,19 +21,8 @@ func TestLakera(t *testing.T) {
 	base := remotetest.Mock(t)
 	f := func(name, base, extra string, p guard.Phase, texts []string, want guard.Decision, enforced, bypass string) {
 		t.Helper()
-		d, _, e := remotetest.Judge(compile(t, base, extra), p, texts...)
-		if d != want {
-			t.Fatalf("%s: decision %d; want %d (err %v)", name, d, want, e.Err)
-		}
-		if h := remotetest.Hits(e.Outcome.Enforced); h != enforced {
-			t.Fatalf("%s: hits %q; want %q", name, h, enforced)
-		}
-		if e.Outcome.BypassedReason != bypass {
-			t.Fatalf("%s: bypass %q; want %q", name, e.Outcome.BypassedReason, bypass)
-		}
-		if e.Err != nil && (strings.Contains(e.Err.Error(), secret) || strings.Contains(e.Err.Error(), "malformed]")) {
-			t.Fatalf("%s: error leaks: %v", name, e.Err)
-		}
+		remotetest.Expect(t, name, compile(t, base, extra), p, texts,
+			remotetest.Want{Decision: want, Enforced: enforced, Bypass: bypass, NoLeak: []string{secret, "malformed]", "flag:"}})
 	}
 	f("allow", base, "", guard.Input, []string{"hello"}, guard.Pass, "", "")
 	f("allow with project", base, "    project_id: project-42\n", guard.Input, []string{"hello"}, guard.Pass, "", "")

@@ -16,6 +16,7 @@ package openaimod
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"gw/admin/resources"
@@ -93,11 +94,7 @@ func SplitEndpoint(u, version, op string) (base, path string) {
 	return u, version + op
 }
 
-type constErr string
-
-func (e constErr) Error() string { return string(e) }
-
-const errOptions = constErr("openai_moderation: options of another kind")
+var errOptions = errors.New("openai_moderation: options of another kind")
 
 // CallDeadlines: timeout_ms bounds the one call (remote.Endpoint).
 func (*Checker) CallDeadlines() {}

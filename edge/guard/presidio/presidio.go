@@ -23,6 +23,7 @@ package presidio
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"gw/admin/resources"
@@ -87,7 +88,7 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 	}
 	op, ok := operators[o.Operator]
 	if !ok {
-		return nil, constErr("`operator`: unknown operator")
+		return nil, errors.New("`operator`: unknown operator")
 	}
 	c := &Checker{analyze: an.Endpoint("/analyze"), anonymize: anon.Endpoint("/anonymize"),
 		entities: o.Entities, defaultBlock: o.DefaultAction == resources.ActionBlock, threshold: o.ScoreThreshold}
@@ -123,13 +124,9 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 	return c, nil
 }
 
-type constErr string
+var errOptions = errors.New("presidio: options of another kind")
 
-func (e constErr) Error() string { return string(e) }
-
-const errOptions = constErr("presidio: options of another kind")
-
-func errField(field string, err error) error { return constErr("`" + field + "`: " + err.Error()) }
+func errField(field string, err error) error { return errors.New("`" + field + "`: " + err.Error()) }
 
 // CallDeadlines: timeout_ms bounds each analyzer and anonymizer call.
 func (*Checker) CallDeadlines() {}

@@ -147,3 +147,36 @@ func Hits(hs []guard.Hit) string {
 	}
 	return b.String()
 }
+
+// Want is what one judged case must give.
+type Want struct {
+	Decision guard.Decision
+	Texts    string // the texts after the check, joined by "|"; "" is not checked
+	Enforced string // Hits of the enforced outcome
+	Bypass   string // the recorded bypass reason
+	NoLeak   []string
+}
+
+// Expect judges texts with one phase of chain and checks w; a check error
+// must carry none of w.NoLeak (credentials, judged text).
+func Expect(t testing.TB, name string, chain *guard.Chain, p guard.Phase, texts []string, w Want) {
+	t.Helper()
+	d, out, e := Judge(chain, p, texts...)
+	if d != w.Decision {
+		t.Fatalf("%s: decision %d; want %d (err %v)", name, d, w.Decision, e.Err)
+	}
+	if w.Texts != "" && strings.Join(out, "|") != w.Texts {
+		t.Fatalf("%s: texts %q; want %q", name, strings.Join(out, "|"), w.Texts)
+	}
+	if h := Hits(e.Outcome.Enforced); h != w.Enforced {
+		t.Fatalf("%s: hits %q; want %q", name, h, w.Enforced)
+	}
+	if e.Outcome.BypassedReason != w.Bypass {
+		t.Fatalf("%s: bypass %q; want %q", name, e.Outcome.BypassedReason, w.Bypass)
+	}
+	for _, s := range w.NoLeak {
+		if e.Err != nil && strings.Contains(e.Err.Error(), s) {
+			t.Fatalf("%s: error carries %q: %v", name, s, e.Err)
+		}
+	}
+}
