@@ -31,8 +31,8 @@ models:
 guardrails:
   - {name: mon, kind: keyword, enforcement_mode: monitor, hook_point: input, patterns: [{kind: literal, value: zebra}]}
   - {name: mail, kind: pii, hook_point: input}
-  - {name: remote, kind: lakera, api_key: x}
-  - {name: remote-open, kind: lakera, api_key: x, fail_open: true, hook_point: input}
+  - {name: remote, kind: azure_content_safety, endpoint: "https://cs.example.com", api_key: x}
+  - {name: remote-open, kind: azure_content_safety, endpoint: "https://cs.example.com", api_key: x, fail_open: true, hook_point: input}
 guardrail_attachments:
   - {guardrail_id: mon, scope_type: model, scope_id: m}
   - {guardrail_id: mail, scope_type: team, scope_id: t1}

@@ -32,9 +32,10 @@ models:
       judge: {model: gpt}
 guardrails:
   - name: words
-    kind: lakera
+    kind: azure_content_safety
     hook_point: input
-    api_key: lk-test
+    endpoint: https://cs.example.com
+    api_key: az-test
 guardrail_attachments:
   - guardrail_id: words
     scope_type: model
@@ -104,7 +105,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 		t.Fatalf("validate: %v\n%s", err, stderr.String())
 	}
 	for _, want := range []string{
-		"warning: guardrails (name=words): not enforced in this build: kind lakera is not built",
+		"warning: guardrails (name=words): not enforced in this build: kind azure_content_safety is not built",
 		"warning: models (display_name=panel): ensemble: not enforced in this build",
 	} {
 		if !strings.Contains(stderr.String(), want) {

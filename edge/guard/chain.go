@@ -26,6 +26,20 @@ type Table map[string]Constructor
 // run: its fail_open / output_fail_open settings decide, it is never skipped.
 var ErrKindNotBuilt = errors.New("guard: this guardrail kind is not built")
 
+// CallDeadlines is implemented by remote checkers that apply timeout_ms
+// to each backend call themselves (spec: "time limit per backend call, not
+// for the whole check"; presidio makes one analyzer call per text and the
+// chunked kinds one call per chunk): the engine then sets no deadline of
+// its own around their Check.
+type CallDeadlines interface{ CallDeadlines() }
+
+// Concurrent is implemented by checkers that may run at the same time as
+// adjacent Concurrent stages of a chain (Judge's ordering rule): they never
+// rewrite texts and spend their time waiting on a backend. Concurrent
+// returns false for a configuration that can rewrite (presidio with a mask
+// action).
+type Concurrent interface{ Concurrent() bool }
+
 // notBuilt is the checker of a kind missing from the Table.
 type notBuilt struct{}
 
@@ -41,7 +55,8 @@ type Stage struct {
 	rank    int
 	latest  bool // input_messages: latest_turn
 	monitor bool
-	timeout time.Duration // custom and remote kinds: the deadline of one call
+	conc    bool          // the checker is Concurrent: may run beside its Concurrent neighbours
+	timeout time.Duration // custom: the deadline of the whole check (remote kinds time each call themselves)
 	// hits counts gw_guardrail_hits_total{guardrail,action} per HitAction.
 	hits [numHitActions]*metrics.Counter
 }
@@ -114,6 +129,12 @@ func Compile(chains map[resources.GuardrailScope]*resources.GuardrailChain, t Ta
 			st.Checker = ck
 		} else {
 			st.Checker = notBuilt{}
+		}
+		if _, ok := st.Checker.(CallDeadlines); ok {
+			st.timeout = 0
+		}
+		if c, ok := st.Checker.(Concurrent); ok && c.Concurrent() {
+			st.conc = true
 		}
 		for a := HitAction(0); a < numHitActions; a++ {
 			st.hits[a] = metrics.GetOrCreateCounter(`gw_guardrail_hits_total{guardrail="` + escapeLabel(g.Name) + `",action="` + a.String() + `"}`)

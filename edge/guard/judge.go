@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -151,6 +152,10 @@ type Exec struct {
 	sub     []Text   // the latest-turn view
 	subReq  Request
 	subIdx  []int
+	// Concurrent groups (judgeGroup): per member verdict, error, request.
+	gv   []Verdict
+	gerr []error
+	greq []*Request
 }
 
 // Reset clears e for a new request, keeping capacity.
@@ -198,7 +203,17 @@ func (e *Exec) AddText(t Text, fixed, latest bool) {
 // that cannot complete is decided by the stage's fail-open setting
 // (fail_open on input, output_fail_open on output; keyword and pii carry
 // fail_open on both, resolved by the loader). ctx bounds the whole call;
-// stages with timeout_ms get their own deadline.
+// stages with timeout_ms get their own deadline (remote kinds: per call).
+//
+// Ordering rule: adjacent stages whose checkers are Concurrent (detection
+// only, waiting on a backend) run at the same time, since none of them
+// can change the texts another sees; their verdicts are then applied in
+// chain order exactly as a sequential run would apply them: the first
+// block or fail-closed error in chain order decides, and the stages after
+// it are neither recorded as applied nor counted (their backends may still
+// have been called). Any other stage is a barrier: it runs alone, after
+// every stage before it and before every stage after it, so a rewrite is
+// always seen by the stages that follow it.
 func (e *Exec) Judge(ctx context.Context, p Phase, model string, stages []*Stage) Decision {
 	if len(e.req.Texts) == 0 {
 		for _, st := range stages {
@@ -212,101 +227,202 @@ func (e *Exec) Judge(ctx context.Context, p Phase, model string, stages []*Stage
 		e.over = append(e.over, nil)
 	}
 	dec := Pass
-	for _, st := range stages {
+	for i := 0; i < len(stages); {
+		n := 1
+		for n < len(stages)-i && stages[i].conc && stages[i+n].conc {
+			n++
+		}
+		if n > 1 {
+			if d := e.judgeGroup(ctx, p, model, stages[i:i+n]); d == Blocked || d == Unavailable {
+				return d
+			} else if d == Masked {
+				dec = Masked
+			}
+			i += n
+			continue
+		}
+		st := stages[i]
+		i++
 		e.Outcome.applied(st.G.Name)
-		req := &e.req
-		view := false
-		if p == Input && st.latest {
-			view = true
-			e.sub, e.subIdx = e.sub[:0], e.subIdx[:0]
-			for i, t := range e.req.Texts {
-				if e.latest[i] && t.Role != RoleSystem {
-					e.sub = append(e.sub, t)
-					e.subIdx = append(e.subIdx, i)
-				}
-			}
-			if len(e.sub) == 0 {
-				continue
-			}
-			e.subReq.Texts = e.sub
-			req = &e.subReq
+		req, view := e.request(p, st)
+		if req == nil {
+			continue
 		}
 		req.Phase, req.Model = p, model
 		e.v.Reset()
-		err := check(ctx, st, req, &e.v)
-		if err != nil {
-			e.Err, e.ErrGuardrail = err, st.G.Name
-			failOpen := st.G.FailOpen
-			if p == Output {
-				failOpen = st.G.OutputFailOpen
-			}
-			reason := BypassCheckFailed
-			if errors.Is(err, ErrKindNotBuilt) {
-				reason = BypassKindNotBuilt
-			}
-			switch {
-			case failOpen:
-				e.Outcome.Bypass(reason)
-			case st.monitor: // monitor: a failure always passes; fail_open false records would_block
-				e.Outcome.hit(st, HitWouldBlock)
-			default:
-				e.Outcome.hit(st, HitBlockedFailClosed)
-				e.Outcome.BlockedFailClosed = true
-				return Unavailable
-			}
-			continue
-		}
-		switch e.v.Action {
-		case Block:
-			if st.monitor {
-				e.Outcome.hit(st, HitWouldBlock)
-				continue
-			}
-			e.Outcome.hit(st, HitBlock)
-			e.Message = e.v.Message
-			return Blocked
-		case Rewrite:
-			unsupported, applied := false, false
-			for _, m := range e.v.Masks {
-				i := m.Index
-				if view {
-					if i < 0 || i >= len(e.subIdx) {
-						continue
-					}
-					i = e.subIdx[i]
-				}
-				if i < 0 || i >= len(e.req.Texts) {
-					continue // a checker's bug must not crash the request
-				}
-				if e.fixed[i] {
-					unsupported = true
-					continue
-				}
-				if st.monitor {
-					continue
-				}
-				e.over[i] = append(e.over[i][:0], m.Data...)
-				e.req.Texts[i].Data = e.over[i]
-				e.changed[i] = true
-				applied = true
-			}
-			switch {
-			case st.monitor && unsupported:
-				e.Outcome.hit(st, HitWouldMaskUnsupported)
-			case st.monitor:
-				e.Outcome.hit(st, HitWouldMask)
-			default:
-				if unsupported {
-					e.Outcome.hit(st, HitMaskUnsupported)
-				}
-				if applied {
-					e.Outcome.hit(st, HitMask)
-					dec = Masked
-				}
-			}
+		switch d := e.apply(st, p, check(ctx, st, req, &e.v), &e.v, view); d {
+		case Blocked, Unavailable:
+			return d
+		case Masked:
+			dec = Masked
 		}
 	}
 	return dec
+}
+
+// request returns what st judges: every text, or for an input stage with
+// input_messages latest_turn the latest turn's non-system texts (nil when
+// there are none: the stage has nothing to judge). view reports the
+// latter (mask indexes are then into the view).
+func (e *Exec) request(p Phase, st *Stage) (req *Request, view bool) {
+	if p != Input || !st.latest {
+		return &e.req, false
+	}
+	e.sub, e.subIdx = e.sub[:0], e.subIdx[:0]
+	for i, t := range e.req.Texts {
+		if e.latest[i] && t.Role != RoleSystem {
+			e.sub = append(e.sub, t)
+			e.subIdx = append(e.subIdx, i)
+		}
+	}
+	if len(e.sub) == 0 {
+		return nil, true
+	}
+	e.subReq.Texts = e.sub
+	return &e.subReq, true
+}
+
+// judgeGroup runs adjacent Concurrent stages at once and applies their
+// verdicts in chain order (see Judge's ordering rule).
+func (e *Exec) judgeGroup(ctx context.Context, p Phase, model string, stages []*Stage) Decision {
+	n := len(stages)
+	for len(e.gv) < n {
+		e.gv = append(e.gv, Verdict{})
+	}
+	e.gerr, e.greq = e.gerr[:0], e.greq[:0]
+	// The texts do not change inside the group, so every latest_turn stage
+	// sees the same view: build it once, in e.subReq.
+	var latest *Request
+	for _, st := range stages {
+		var req *Request
+		if p == Input && st.latest {
+			if latest == nil {
+				latest, _ = e.request(p, st)
+				if latest == nil {
+					latest = &noTexts
+				}
+			}
+			req = latest
+		} else {
+			req = &e.req
+		}
+		if req != &noTexts {
+			req.Phase, req.Model = p, model
+		}
+		e.gerr = append(e.gerr, nil)
+		e.greq = append(e.greq, req)
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < n; k++ {
+		if e.greq[k] == &noTexts {
+			continue
+		}
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			e.gv[k].Reset()
+			e.gerr[k] = check(ctx, stages[k], e.greq[k], &e.gv[k])
+		}(k)
+	}
+	if e.greq[0] != &noTexts {
+		e.gv[0].Reset()
+		e.gerr[0] = check(ctx, stages[0], e.greq[0], &e.gv[0])
+	}
+	wg.Wait()
+	dec := Pass
+	for k, st := range stages {
+		e.Outcome.applied(st.G.Name)
+		if e.greq[k] == &noTexts {
+			continue
+		}
+		switch d := e.apply(st, p, e.gerr[k], &e.gv[k], e.greq[k] != &e.req); d {
+		case Blocked, Unavailable:
+			return d
+		case Masked:
+			dec = Masked
+		}
+	}
+	return dec
+}
+
+// noTexts marks a group member with nothing to judge.
+var noTexts Request
+
+// apply records st's result (err, or the verdict v) and returns Blocked or
+// Unavailable when it stops the chain, Masked when it rewrote texts.
+func (e *Exec) apply(st *Stage, p Phase, err error, v *Verdict, view bool) Decision {
+	if err != nil {
+		e.Err, e.ErrGuardrail = err, st.G.Name
+		failOpen := st.G.FailOpen
+		if p == Output {
+			failOpen = st.G.OutputFailOpen
+		}
+		reason := BypassCheckFailed
+		if errors.Is(err, ErrKindNotBuilt) {
+			reason = BypassKindNotBuilt
+		}
+		switch {
+		case failOpen:
+			e.Outcome.Bypass(reason)
+		case st.monitor: // monitor: a failure always passes; fail_open false records would_block
+			e.Outcome.hit(st, HitWouldBlock)
+		default:
+			e.Outcome.hit(st, HitBlockedFailClosed)
+			e.Outcome.BlockedFailClosed = true
+			return Unavailable
+		}
+		return Pass
+	}
+	switch v.Action {
+	case Block:
+		if st.monitor {
+			e.Outcome.hit(st, HitWouldBlock)
+			return Pass
+		}
+		e.Outcome.hit(st, HitBlock)
+		e.Message = v.Message
+		return Blocked
+	case Rewrite:
+		unsupported, applied := false, false
+		for _, m := range v.Masks {
+			i := m.Index
+			if view {
+				if i < 0 || i >= len(e.subIdx) {
+					continue
+				}
+				i = e.subIdx[i]
+			}
+			if i < 0 || i >= len(e.req.Texts) {
+				continue // a checker's bug must not crash the request
+			}
+			if e.fixed[i] {
+				unsupported = true
+				continue
+			}
+			if st.monitor {
+				continue
+			}
+			e.over[i] = append(e.over[i][:0], m.Data...)
+			e.req.Texts[i].Data = e.over[i]
+			e.changed[i] = true
+			applied = true
+		}
+		switch {
+		case st.monitor && unsupported:
+			e.Outcome.hit(st, HitWouldMaskUnsupported)
+		case st.monitor:
+			e.Outcome.hit(st, HitWouldMask)
+		default:
+			if unsupported {
+				e.Outcome.hit(st, HitMaskUnsupported)
+			}
+			if applied {
+				e.Outcome.hit(st, HitMask)
+				return Masked
+			}
+		}
+	}
+	return Pass
 }
 
 // Unreadable applies the fail-open rules of stages to content the engine

@@ -167,6 +167,9 @@ var routes = []*route{
 	&openAIImagesRoute, &openAISpeechRoute, // images.go, audio.go
 	&openAIVideosCreateRoute, &openAIVideosGetRoute, &openAIVideosDeleteRoute, // videos.go
 	&openAIRealtimeRoute,
+	&presidioAnalyzeRoute, &presidioAnonymizeRoute, // guard_presidio.go
+	&openAIModerationRoute, // guard_moderation.go
+	&lakeraGuardRoute,      // guard_lakera.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {

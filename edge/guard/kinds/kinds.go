@@ -8,15 +8,21 @@ import (
 	"gw/edge/guard"
 	"gw/edge/guard/custom"
 	"gw/edge/guard/keyword"
+	"gw/edge/guard/lakera"
+	"gw/edge/guard/openaimod"
 	"gw/edge/guard/pii"
+	"gw/edge/guard/presidio"
 )
 
 // Table returns the kinds this build runs. A kind missing here still loads;
 // attached, its checks fail and its fail-open settings decide.
 func Table() guard.Table {
 	return guard.Table{
-		resources.GuardrailKeyword: keyword.New,
-		resources.GuardrailCustom:  custom.New,
-		resources.GuardrailPII:     pii.New,
+		resources.GuardrailKeyword:          keyword.New,
+		resources.GuardrailCustom:           custom.New,
+		resources.GuardrailPII:              pii.New,
+		resources.GuardrailPresidio:         presidio.New,
+		resources.GuardrailOpenAIModeration: openaimod.New,
+		resources.GuardrailLakera:           lakera.New,
 	}
 }

@@ -74,11 +74,11 @@ guardrails:
 	if err == nil || !strings.Contains(err.Error(), "guardrails[0] (name=g)") {
 		t.Fatalf("compile error: %v", err)
 	}
-	s, err := snapshot.Compile(load(t, base+"  - {name: g, kind: lakera, api_key: k}\n"), opt)
+	s, err := snapshot.Compile(load(t, base+"  - {name: g, kind: azure_content_safety, endpoint: \"https://cs.example.com\", api_key: k}\n"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Unenforced) != 1 || !strings.Contains(s.Unenforced[0].Missing, "kind lakera is not built") {
+	if len(s.Unenforced) != 1 || !strings.Contains(s.Unenforced[0].Missing, "kind azure_content_safety is not built") {
 		t.Fatalf("unenforced: %v", s.Unenforced)
 	}
 	if guard.Of(s.Plans["gpt"].Guard).Empty() {
