@@ -234,6 +234,10 @@ func (e *Exec) Judge(ctx context.Context, p Phase, model string, stages []*Stage
 		req.Phase, req.Model = p, model
 		e.v.Reset()
 		err := check(ctx, st, req, &e.v)
+		if err != nil && errors.Is(err, ErrReleased) { // released.go: passes whatever fail_open says
+			e.Outcome.Bypass(BypassTimedRelease)
+			continue
+		}
 		if err != nil {
 			e.Err, e.ErrGuardrail = err, st.G.Name
 			failOpen := st.G.FailOpen

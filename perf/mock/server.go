@@ -167,6 +167,7 @@ var routes = []*route{
 	&openAIImagesRoute, &openAISpeechRoute, // images.go, audio.go
 	&openAIVideosCreateRoute, &openAIVideosGetRoute, &openAIVideosDeleteRoute, // videos.go
 	&openAIRealtimeRoute,
+	&azureTextRoute, &azureShieldRoute, &aliyunRoute, &bedrockGuardrailRoute, // guard_azure.go, guard_aliyun.go, guard_bedrock.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
