@@ -89,7 +89,7 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 		if err != nil {
 			return err
 		}
-		rule, err := judge(data)
+		rule, err := verdictOf(data)
 		if err != nil {
 			return c.api.Malformed(service, err.Error())
 		}
@@ -103,9 +103,9 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 
 var errDetail = errors.New("Data.Detail is not an array of objects")
 
-// judge returns the rule of a blocking Data ("" to pass). Its error is a
+// verdictOf returns the rule of a blocking Data ("" to pass). Its error is a
 // fixed phrase.
-func judge(data []byte) (string, error) {
+func verdictOf(data []byte) (string, error) {
 	rule, sawSuggestion := "", false
 	if s, k, ok := remote.Get(data, "Suggestion"); ok && k == remote.KindString {
 		sawSuggestion = true

@@ -167,23 +167,3 @@ func unreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~'
 }
 
-// ParseAuthorization splits an ACS3 Authorization value into its parts.
-// ok is false when it is not ACS3-HMAC-SHA256.
-func ParseAuthorization(v string) (keyID, signedHeaders, signature string, ok bool) {
-	rest, found := strings.CutPrefix(v, Algorithm+" ")
-	if !found {
-		return "", "", "", false
-	}
-	for _, part := range strings.Split(rest, ",") {
-		part = strings.TrimSpace(part)
-		switch {
-		case strings.HasPrefix(part, "Credential="):
-			keyID = part[len("Credential="):]
-		case strings.HasPrefix(part, "SignedHeaders="):
-			signedHeaders = part[len("SignedHeaders="):]
-		case strings.HasPrefix(part, "Signature="):
-			signature = part[len("Signature="):]
-		}
-	}
-	return keyID, signedHeaders, signature, keyID != "" && signedHeaders != "" && signature != ""
-}
