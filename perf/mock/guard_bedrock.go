@@ -37,7 +37,7 @@ func (s *Server) serveBedrockGuardrail(ctx *fasthttp.RequestCtx, _ *Knobs) {
 		s.bedrockError(ctx, fasthttp.StatusForbidden, typ, msg)
 		return
 	}
-	if !bedrockVersionPath.Match(ctx.Path()) {
+	if !bedrockVersionPath.Match(ctx.URI().PathOriginal()) {
 		s.bedrockError(ctx, fasthttp.StatusBadRequest, "ValidationException", "The guardrail version is invalid.")
 		return
 	}

@@ -62,6 +62,10 @@ type Checker struct {
 	now    func() time.Time
 }
 
+// serialTimeout bounds a serial call: the spec's default timeout_ms (a
+// variable for tests).
+var serialTimeout = remote.Timeout(0)
+
 // Env names the endpoint override variables, most specific first.
 var Env = []string{"AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"}
 
@@ -90,7 +94,7 @@ func NewChecker(name string, o *resources.BedrockGuardrailOptions, env func(stri
 			break
 		}
 	}
-	timeout := remote.Timeout(0) // serial: the spec's default timeout_ms
+	timeout := serialTimeout
 	timed := o.LatencyMode == resources.BedrockLatencyTimed
 	if timed {
 		timeout = time.Duration(o.LatencyTimeoutMS) * time.Millisecond
