@@ -252,7 +252,7 @@ func TestGuardCloudStreams(t *testing.T) {
 		if status != 200 || !strings.Contains(body, `"code":"content_filter"`) || strings.Contains(body, "gatew") || strings.Contains(body, "[DONE]") {
 			t.Fatalf("%s: %d\n%s", model, status, body)
 		}
-		if !strings.Contains(body, `"content":"Hello fr"`) {
+		if !strings.Contains(body, `"content":"Hello from the gw mock provider.`) {
 			t.Fatalf("%s: nothing was released before the block:\n%s", model, body)
 		}
 		// A short answer passes whole.

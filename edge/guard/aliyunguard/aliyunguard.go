@@ -89,7 +89,7 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 		if err != nil {
 			return err
 		}
-		rule, err := verdictOf(data)
+		rule, err := Verdict(data)
 		if err != nil {
 			return c.api.Malformed(service, err.Error())
 		}
@@ -103,9 +103,9 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 
 var errDetail = errors.New("Data.Detail is not an array of objects")
 
-// verdictOf returns the rule of a blocking Data ("" to pass). Its error is a
+// Verdict returns the rule of a blocking Data ("" to pass). Its error is a
 // fixed phrase.
-func verdictOf(data []byte) (string, error) {
+func Verdict(data []byte) (string, error) {
 	rule, sawSuggestion := "", false
 	if s, k, ok := remote.Get(data, "Suggestion"); ok && k == remote.KindString {
 		sawSuggestion = true

@@ -130,7 +130,7 @@ func TestVerdicts(t *testing.T) {
 func TestJudge(t *testing.T) {
 	f := func(data, wantRule string, wantErr bool) {
 		t.Helper()
-		rule, err := verdictOf([]byte(data))
+		rule, err := Verdict([]byte(data))
 		if (err != nil) != wantErr || rule != wantRule {
 			t.Fatalf("%s: got %q, %v; want %q, err %v", data, rule, err, wantRule, wantErr)
 		}

@@ -89,7 +89,7 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 			if buf.Resp, err = c.ep.Post(ctx, buf.Req, buf.Resp[:0]); err != nil {
 				return err
 			}
-			attack, err := c.judge(buf.Resp, doc)
+			attack, err := c.Judge(buf.Resp, doc)
 			if err != nil {
 				return err
 			}
@@ -134,8 +134,8 @@ func Join(dst []byte, req *guard.Request, doc bool) []byte {
 	return dst
 }
 
-// judge reads one shieldPrompt answer.
-func (c *Checker) judge(resp []byte, doc bool) (bool, error) {
+// Judge reads one shieldPrompt answer.
+func (c *Checker) Judge(resp []byte, doc bool) (bool, error) {
 	if !doc {
 		raw, kind, ok := remote.Get(resp, "userPromptAnalysis", "attackDetected")
 		a, isBool := remote.Bool(raw, kind)

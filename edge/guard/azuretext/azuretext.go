@@ -120,7 +120,7 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 		if buf.Resp, err = c.ep.Post(ctx, buf.Req, buf.Resp[:0]); err != nil {
 			return err
 		}
-		rule, err := c.judge(buf.Resp)
+		rule, err := c.Judge(buf.Resp)
 		if err != nil {
 			return err
 		}
@@ -164,9 +164,9 @@ func categoryIndex(raw []byte) int {
 	return -1
 }
 
-// judge reads one analyze answer: the rule that blocks ("" for none), or
+// Judge reads one analyze answer: the rule that blocks ("" for none), or
 // an error when the answer is not the documented shape.
-func (c *Checker) judge(resp []byte) (string, error) {
+func (c *Checker) Judge(resp []byte) (string, error) {
 	cats, kind, ok := remote.Get(resp, "categoriesAnalysis")
 	if !ok || kind != remote.KindArray {
 		return "", c.ep.Malformed("categoriesAnalysis is not an array")

@@ -161,7 +161,7 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 		}
 		return err
 	}
-	return c.judge(buf.Resp, req, idx, v)
+	return c.Judge(buf.Resp, req, idx, v)
 }
 
 // sign returns the SigV4 Authorization and X-Amz-Date of a POST of body.
@@ -182,8 +182,8 @@ type actions struct {
 	rule                       string // the first BLOCKED's policy
 }
 
-// judge reads an ApplyGuardrail answer into v.
-func (c *Checker) judge(resp []byte, req *guard.Request, idx []int, v *guard.Verdict) error {
+// Judge reads an ApplyGuardrail answer into v.
+func (c *Checker) Judge(resp []byte, req *guard.Request, idx []int, v *guard.Verdict) error {
 	act, kind, ok := remote.Get(resp, "action")
 	if !ok || kind != remote.KindString {
 		return c.ep.Malformed("action is not a string")

@@ -172,7 +172,7 @@ func TestJudge(t *testing.T) {
 	f := func(resp string, want guard.Action, rule string, wantErr bool) {
 		t.Helper()
 		var v guard.Verdict
-		err := c.judge([]byte(resp), req, []int{0}, &v)
+		err := c.Judge([]byte(resp), req, []int{0}, &v)
 		if (err != nil) != wantErr || v.Action != want || v.Rule != rule {
 			t.Fatalf("%s: got %v %q %v", resp, v.Action, v.Rule, err)
 		}
