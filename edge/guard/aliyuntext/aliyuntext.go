@@ -67,8 +67,9 @@ func NewChecker(name string, o *resources.AliyunTextModerationOptions, timeoutMS
 // API is the client (tests).
 func (c *Checker) API() *aliyunapi.Client { return c.api }
 
-// CallDeadlines reports that timeout_ms bounds each call, not the check.
-func (c *Checker) CallDeadlines() bool { return true }
+// CallDeadlines (guard.CallDeadlines, from the remote layer's branch):
+// timeout_ms bounds each chunk's call, not the whole check.
+func (*Checker) CallDeadlines() {}
 
 // Check judges req's texts chunk by chunk.
 func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdict) error {

@@ -65,8 +65,9 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 	return &Checker{ep: b.Endpoint(Path)}, nil
 }
 
-// CallDeadlines reports that timeout_ms bounds each call, not the check.
-func (c *Checker) CallDeadlines() bool { return true }
+// CallDeadlines (guard.CallDeadlines, from the remote layer's branch):
+// timeout_ms bounds each chunk's call, not the whole check.
+func (*Checker) CallDeadlines() {}
 
 // Check sends the user prompt's chunks, then the documents' chunks.
 func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdict) error {

@@ -100,8 +100,9 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 	return c, nil
 }
 
-// CallDeadlines reports that timeout_ms bounds each call, not the check.
-func (c *Checker) CallDeadlines() bool { return true }
+// CallDeadlines (guard.CallDeadlines, from the remote layer's branch):
+// timeout_ms bounds each chunk's call, not the whole check.
+func (*Checker) CallDeadlines() {}
 
 // Check judges the texts of req, one call per chunk.
 func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdict) error {

@@ -13,7 +13,7 @@ import (
 	"gw/perf/mock"
 )
 
-func startMock(t *testing.T) (string, *mock.Server) {
+func startMock(t testing.TB) (string, *mock.Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
