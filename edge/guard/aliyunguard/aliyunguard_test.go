@@ -79,7 +79,9 @@ func TestVerdicts(t *testing.T) {
 		{name: "output basic", phase: guard.Output, texts: []guard.Text{{Role: guard.RoleAssistant, Data: []byte("ok")}}, want: guard.Pass,
 			service: "response_security_check", mut: basic},
 		{name: "5xx fail closed", texts: u("x"), want: guard.Unavailable,
-			mut: func(_ *resources.Guardrail, o *resources.AliyunAIGuardrailOptions) { o.Endpoint += "/knobs/status=503/aliyun" }},
+			mut: func(_ *resources.Guardrail, o *resources.AliyunAIGuardrailOptions) {
+				o.Endpoint += "/knobs/status=503/aliyun"
+			}},
 		{name: "5xx fail open", texts: u("x"), want: guard.Pass,
 			mut: func(g *resources.Guardrail, o *resources.AliyunAIGuardrailOptions) {
 				o.Endpoint += "/knobs/status=503/aliyun"
@@ -97,7 +99,9 @@ func TestVerdicts(t *testing.T) {
 			}},
 		{name: "malformed", texts: u("mock:malformed"), want: guard.Unavailable},
 		{name: "bad signature", texts: u("x"), want: guard.Unavailable,
-			mut: func(_ *resources.Guardrail, o *resources.AliyunAIGuardrailOptions) { o.AccessKeySecret = resources.NewSecret("nope-nope") }},
+			mut: func(_ *resources.Guardrail, o *resources.AliyunAIGuardrailOptions) {
+				o.AccessKeySecret = resources.NewSecret("nope-nope")
+			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv.ClearRequests()
@@ -147,7 +151,6 @@ func TestJudge(t *testing.T) {
 	f(`{"Detail":[1]}`, "", true)
 	f(`{}`, "", true)
 }
-
 
 func TestChunking(t *testing.T) {
 	base, srv := startMock(t)

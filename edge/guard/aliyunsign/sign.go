@@ -166,4 +166,3 @@ func AppendEncode(dst, b []byte) []byte {
 func unreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~'
 }
-

@@ -78,7 +78,9 @@ func TestVerdicts(t *testing.T) {
 		{name: "none passes at low", texts: u("fine"), want: guard.Pass, mut: threshold("low")},
 		{name: "output service", phase: guard.Output, texts: []guard.Text{{Role: guard.RoleAssistant, Data: []byte("risk:high")}}, want: guard.Blocked, service: ServiceOutput},
 		{name: "5xx fail closed", texts: u("x"), want: guard.Unavailable,
-			mut: func(_ *resources.Guardrail, o *resources.AliyunTextModerationOptions) { o.Endpoint += "/knobs/status=500/aliyun" }},
+			mut: func(_ *resources.Guardrail, o *resources.AliyunTextModerationOptions) {
+				o.Endpoint += "/knobs/status=500/aliyun"
+			}},
 		{name: "5xx fail open", texts: u("x"), want: guard.Pass,
 			mut: func(g *resources.Guardrail, o *resources.AliyunTextModerationOptions) {
 				o.Endpoint += "/knobs/status=500/aliyun"
@@ -102,7 +104,9 @@ func TestVerdicts(t *testing.T) {
 		{name: "unknown key", texts: u("x"), want: guard.Unavailable,
 			mut: func(_ *resources.Guardrail, o *resources.AliyunTextModerationOptions) { o.AccessKeyID = "LTAIother" }},
 		{name: "signed through a path prefix", texts: u("risk:high"), want: guard.Blocked,
-			mut: func(_ *resources.Guardrail, o *resources.AliyunTextModerationOptions) { o.Endpoint += "/guardmock/x=y/aliyun" }},
+			mut: func(_ *resources.Guardrail, o *resources.AliyunTextModerationOptions) {
+				o.Endpoint += "/guardmock/x=y/aliyun"
+			}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv.ClearRequests()

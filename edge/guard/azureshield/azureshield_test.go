@@ -74,11 +74,19 @@ func TestVerdicts(t *testing.T) {
 		{name: "system text not sent", texts: []guard.Text{{Role: guard.RoleSystem, Data: []byte(attack)}, u("hi")}, want: guard.Pass},
 		{name: "output is a document", phase: guard.Output, texts: []guard.Text{{Role: guard.RoleAssistant, Data: []byte(attack)}}, want: guard.Blocked, rule: RuleDocument},
 		{name: "5xx fail closed", texts: []guard.Text{u("hi")}, want: guard.Unavailable,
-			mut: func(_ *resources.Guardrail, o *resources.AzureContentSafetyOptions) { o.Endpoint += "/knobs/status=502" }},
+			mut: func(_ *resources.Guardrail, o *resources.AzureContentSafetyOptions) {
+				o.Endpoint += "/knobs/status=502"
+			}},
 		{name: "5xx fail open", texts: []guard.Text{u("hi")}, want: guard.Pass,
-			mut: func(g *resources.Guardrail, o *resources.AzureContentSafetyOptions) { o.Endpoint += "/knobs/status=502"; g.FailOpen = true }},
+			mut: func(g *resources.Guardrail, o *resources.AzureContentSafetyOptions) {
+				o.Endpoint += "/knobs/status=502"
+				g.FailOpen = true
+			}},
 		{name: "timeout fail closed", texts: []guard.Text{u("hi")}, want: guard.Unavailable,
-			mut: func(g *resources.Guardrail, o *resources.AzureContentSafetyOptions) { o.Endpoint += "/knobs/latency=400ms"; g.TimeoutMS = 40 }},
+			mut: func(g *resources.Guardrail, o *resources.AzureContentSafetyOptions) {
+				o.Endpoint += "/knobs/latency=400ms"
+				g.TimeoutMS = 40
+			}},
 		{name: "timeout fail open", texts: []guard.Text{u("hi")}, want: guard.Pass,
 			mut: func(g *resources.Guardrail, o *resources.AzureContentSafetyOptions) {
 				o.Endpoint += "/knobs/latency=400ms"

@@ -76,9 +76,13 @@ func TestVerdicts(t *testing.T) {
 		{name: "block at threshold", texts: []guard.Text{user("Violence:2")}, want: guard.Blocked, rule: "Violence"},
 		{name: "below threshold", texts: []guard.Text{user("Violence:1")}, want: guard.Pass},
 		{name: "per-category threshold passes", texts: []guard.Text{user("Hate:4")}, want: guard.Pass,
-			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) { o.SeverityThresholdByCategory["Hate"] = 6 }},
+			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) {
+				o.SeverityThresholdByCategory["Hate"] = 6
+			}},
 		{name: "per-category threshold blocks", texts: []guard.Text{user("Hate:6")}, want: guard.Blocked, rule: "Hate",
-			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) { o.SeverityThresholdByCategory["Hate"] = 6 }},
+			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) {
+				o.SeverityThresholdByCategory["Hate"] = 6
+			}},
 		{name: "eight levels", texts: []guard.Text{user("SelfHarm:3")}, want: guard.Blocked, rule: "SelfHarm",
 			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) {
 				o.OutputType, o.SeverityThreshold = "EightSeverityLevels", 3
@@ -94,12 +98,19 @@ func TestVerdicts(t *testing.T) {
 		{name: "no blocklist configured", texts: []guard.Text{user("a blocklisted word")}, want: guard.Pass},
 		{name: "user content only skips system", texts: []guard.Text{{Role: guard.RoleSystem, Data: []byte("Violence:6")}, user("hi")}, want: guard.Pass},
 		{name: "all content judges system", texts: []guard.Text{{Role: guard.RoleSystem, Data: []byte("Violence:6")}, user("hi")}, want: guard.Blocked, rule: "Violence",
-			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) { o.TextSource = "concatenate_all_content" }},
+			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) {
+				o.TextSource = "concatenate_all_content"
+			}},
 		{name: "output", phase: guard.Output, texts: []guard.Text{{Role: guard.RoleAssistant, Data: []byte("Sexual:4")}}, want: guard.Blocked, rule: "Sexual"},
 		{name: "5xx fail closed", texts: []guard.Text{user("hi")}, want: guard.Unavailable,
-			mut: func(g *resources.Guardrail, o *resources.AzureTextModerationOptions) { o.Endpoint += "/knobs/status=503" }},
+			mut: func(g *resources.Guardrail, o *resources.AzureTextModerationOptions) {
+				o.Endpoint += "/knobs/status=503"
+			}},
 		{name: "5xx fail open", texts: []guard.Text{user("hi")}, want: guard.Pass,
-			mut: func(g *resources.Guardrail, o *resources.AzureTextModerationOptions) { o.Endpoint += "/knobs/status=500"; g.FailOpen = true }},
+			mut: func(g *resources.Guardrail, o *resources.AzureTextModerationOptions) {
+				o.Endpoint += "/knobs/status=500"
+				g.FailOpen = true
+			}},
 		{name: "timeout fail closed", texts: []guard.Text{user("hi")}, want: guard.Unavailable,
 			mut: func(g *resources.Guardrail, o *resources.AzureTextModerationOptions) {
 				o.Endpoint += "/knobs/latency=400ms"
@@ -117,7 +128,9 @@ func TestVerdicts(t *testing.T) {
 			}},
 		{name: "malformed answer", texts: []guard.Text{user("mock:malformed")}, want: guard.Unavailable},
 		{name: "wrong key", texts: []guard.Text{user("hi")}, want: guard.Unavailable,
-			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) { o.APIKey = resources.NewSecret("wrong-key-value") }},
+			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) {
+				o.APIKey = resources.NewSecret("wrong-key-value")
+			}},
 		{name: "alias marks the filler", phase: guard.Output, texts: []guard.Text{{Role: guard.RoleAssistant, Data: []byte("deterministic filler")}}, want: guard.Blocked, rule: "Violence",
 			mut: func(_ *resources.Guardrail, o *resources.AzureTextModerationOptions) {
 				o.Endpoint += "/guardmock/deterministic=Violence:6"
