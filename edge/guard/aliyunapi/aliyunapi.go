@@ -73,9 +73,6 @@ func New(guardrail string, c *resources.AliyunCredentials, timeoutMS int64, acti
 	return cl, nil
 }
 
-// SetNow replaces the clock of the signature date (tests).
-func (c *Client) SetNow(now func() time.Time) { c.now = now }
-
 var ctForm = "application/x-www-form-urlencoded"
 
 // Call sends content to service and returns the answer's Data object

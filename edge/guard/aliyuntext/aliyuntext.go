@@ -51,7 +51,7 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 	return c, nil
 }
 
-// NewChecker is New with the concrete type (tests set the clock).
+// NewChecker is New with the concrete type.
 func NewChecker(name string, o *resources.AliyunTextModerationOptions, timeoutMS int64) (*Checker, error) {
 	api, err := aliyunapi.New(name, &o.AliyunCredentials, timeoutMS, Action, ServiceInput, ServiceOutput)
 	if err != nil {

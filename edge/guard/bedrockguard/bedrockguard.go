@@ -115,9 +115,6 @@ func NewChecker(name string, o *resources.BedrockGuardrailOptions, env func(stri
 	return c, nil
 }
 
-// SetNow replaces the signature clock (tests).
-func (c *Checker) SetNow(now func() time.Time) { c.now = now }
-
 // escape percent-encodes a path label as the AWS SDKs do: a guardrail ARN's
 // ':' and '/' become %3A and %2F.
 func escape(s string) string { return strings.ReplaceAll(url.PathEscape(s), ":", "%3A") }
