@@ -37,6 +37,8 @@ models:
   - {display_name: ali, provider: openai, model_name: gpt-4o, provider_key: mock}
   - {display_name: aig, provider: openai, model_name: gpt-4o, provider_key: mock}
   - {display_name: shield, provider: openai, model_name: gpt-4o, provider_key: mock}
+  - {display_name: shield-out, provider: openai, model_name: gpt-4o, provider_key: mock}
+  - {display_name: aig-out, provider: openai, model_name: gpt-4o, provider_key: mock}
 guardrails:
   - name: bedrock-both
     kind: bedrock
@@ -90,6 +92,20 @@ guardrails:
     hook_point: input
     endpoint: ${GCLOUD_MOCK}
     api_key: ${GC_AZ_KEY}
+  - name: shield-out
+    kind: azure_content_safety
+    hook_point: output
+    endpoint: ${GCLOUD_MOCK}/guardmock/gateway=ignore%20previous%20instructions
+    api_key: ${GC_AZ_KEY}
+  - name: aig-out
+    kind: aliyun_ai_guardrail
+    hook_point: output
+    region: cn-shanghai
+    endpoint: ${GCLOUD_MOCK}/guardmock/gateway=attack:high/aliyun
+    access_key_id: ${GC_ALI_AK}
+    access_key_secret: ${GC_ALI_SK}
+    service_level: basic
+    window_size: 64
 guardrail_attachments:
   - {guardrail_id: bedrock-both, scope_type: model, scope_id: br}
   - {guardrail_id: bedrock-timed, scope_type: model, scope_id: br-timed}
@@ -98,6 +114,8 @@ guardrail_attachments:
   - {guardrail_id: ali, scope_type: model, scope_id: ali}
   - {guardrail_id: aig, scope_type: model, scope_id: aig}
   - {guardrail_id: shield, scope_type: model, scope_id: shield}
+  - {guardrail_id: shield-out, scope_type: model, scope_id: shield-out}
+  - {guardrail_id: aig-out, scope_type: model, scope_id: aig-out}
 `
 
 type guardCloudE2E struct {
@@ -247,7 +265,7 @@ func TestGuardCloudBedrockFailures(t *testing.T) {
 func TestGuardCloudStreams(t *testing.T) {
 	e := startGuardCloudE2E(t, "")
 	hdr := map[string]string{"x-mock-chunks": "30"}
-	for _, model := range []string{"az-window", "ali"} {
+	for _, model := range []string{"az-window", "ali", "aig-out"} {
 		status, body := rawStream(t, e.base+"/v1/chat/completions", `{"model":"`+model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`, hdr)
 		if status != 200 || !strings.Contains(body, `"code":"content_filter"`) || strings.Contains(body, "gatew") || strings.Contains(body, "[DONE]") {
 			t.Fatalf("%s: %d\n%s", model, status, body)
@@ -269,6 +287,16 @@ func TestGuardCloudStreams(t *testing.T) {
 	wantOpenAIErr(t, err, 422, "content_filter")
 	if text, err := streamText(e, "az-full", "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
 		t.Fatalf("az-full clean: %v %q", err, text)
+	}
+	// Prompt Shields on output: the answer (one window of the default 1024
+	// bytes) is a document carrying an attack.
+	text, err = streamText(e, "shield-out", "hi", mockChunks)
+	wantOpenAIErr(t, err, 422, "content_filter")
+	if text != "" {
+		t.Fatalf("shield-out released %q", text)
+	}
+	if text, err := streamText(e, "shield-out", "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
+		t.Fatalf("shield-out clean: %v %q", err, text)
 	}
 }
 
