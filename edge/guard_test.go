@@ -45,7 +45,11 @@ guardrail_attachments:
 	}
 	opt := snapshot.DefaultOptions()
 	opt.Pool = upstream.NewPool(upstream.Options{})
-	opt.Guardrails = kinds.Table()
+	// azure_content_safety stands for a kind this build lacks: attached, it
+	// must answer per its fail-open settings.
+	table := kinds.Table()
+	delete(table, resources.GuardrailAzureContentSafety)
+	opt.Guardrails = table
 	s, err := snapshot.Compile(r.Resources, opt)
 	if err != nil {
 		t.Fatal(err)

@@ -351,6 +351,10 @@ var noTexts Request
 // apply records st's result (err, or the verdict v) and returns Blocked or
 // Unavailable when it stops the chain, Masked when it rewrote texts.
 func (e *Exec) apply(st *Stage, p Phase, err error, v *Verdict, view bool) Decision {
+	if err != nil && errors.Is(err, ErrReleased) { // released.go: passes whatever fail_open says
+		e.Outcome.Bypass(BypassTimedRelease)
+		return Pass
+	}
 	if err != nil {
 		e.Err, e.ErrGuardrail = err, st.G.Name
 		failOpen := st.G.FailOpen

@@ -170,6 +170,7 @@ var routes = []*route{
 	&presidioAnalyzeRoute, &presidioAnonymizeRoute, // guard_presidio.go
 	&openAIModerationRoute, // guard_moderation.go
 	&lakeraGuardRoute,      // guard_lakera.go
+	&azureTextRoute, &azureShieldRoute, &aliyunRoute, &bedrockGuardrailRoute, // guard_azure.go, guard_aliyun.go, guard_bedrock.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {

@@ -528,7 +528,7 @@ func TestSlowNativeLoopStopped(t *testing.T) {
 		`const a = Array.from({length: 4e5}, (_, i) => (i * 7919) % 400000); while (true) a.slice().sort();`,
 		`const a = Array.from({length: 1e5}, (_, i) => "k" + i); while (true) JSON.parse(JSON.stringify(a));`,
 	} {
-		c := newCheckerWith(t, guardrail("export function checkInput() { "+body+" }", timeout.Milliseconds(), 16<<20, nil))
+		c := newCheckerWith(t, guardrail("export function checkInput() { "+body+" }", timeout.Milliseconds(), 256<<20, nil)) // room for a second of garbage: the timeout must be what stops it
 		var v guard.Verdict
 		start := time.Now()
 		err := c.Check(context.Background(), request(guard.Input, "x"), &v)

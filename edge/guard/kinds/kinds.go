@@ -6,6 +6,11 @@ package kinds
 import (
 	"gw/admin/resources"
 	"gw/edge/guard"
+	"gw/edge/guard/aliyunguard"
+	"gw/edge/guard/aliyuntext"
+	"gw/edge/guard/azureshield"
+	"gw/edge/guard/azuretext"
+	"gw/edge/guard/bedrockguard"
 	"gw/edge/guard/custom"
 	"gw/edge/guard/keyword"
 	"gw/edge/guard/lakera"
@@ -24,5 +29,11 @@ func Table() guard.Table {
 		resources.GuardrailPresidio:         presidio.New,
 		resources.GuardrailOpenAIModeration: openaimod.New,
 		resources.GuardrailLakera:           lakera.New,
+		// Cloud kinds (docs/GUARDRAILS_CLOUD.md).
+		resources.GuardrailAzureContentSafety:               azureshield.New,
+		resources.GuardrailAzureContentSafetyTextModeration: azuretext.New,
+		resources.GuardrailAliyunTextModeration:             aliyuntext.New,
+		resources.GuardrailAliyunAIGuardrail:                aliyunguard.New,
+		resources.GuardrailBedrock:                          bedrockguard.New,
 	}
 }
