@@ -9,14 +9,16 @@ import (
 	"gw/edge/guard/custom"
 	"gw/edge/guard/keyword"
 	"gw/edge/guard/pii"
+	"gw/edge/guard/semantic"
 )
 
 // Table returns the kinds this build runs. A kind missing here still loads;
 // attached, its checks fail and its fail-open settings decide.
 func Table() guard.Table {
 	return guard.Table{
-		resources.GuardrailKeyword: keyword.New,
-		resources.GuardrailCustom:  custom.New,
-		resources.GuardrailPII:     pii.New,
+		resources.GuardrailKeyword:  keyword.New,
+		resources.GuardrailCustom:   custom.New,
+		resources.GuardrailPII:      pii.New,
+		resources.GuardrailSemantic: semantic.New,
 	}
 }
