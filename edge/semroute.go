@@ -128,7 +128,9 @@ func compileRouter(ctx context.Context, s *snapshot.Snapshot, p *snapshot.Plan, 
 			groups = append(groups, i)
 		}
 	}
-	vecs, err := sess.Vectors(ctx, ep, texts, time.Duration(sem.EmbeddingTimeoutMS)*time.Millisecond)
+	// embedding_timeout_ms bounds the request path; a load waits for the
+	// embedding model's own timeout.
+	vecs, err := sess.Vectors(ctx, ep, texts, 0)
 	if err != nil {
 		return nil, err
 	}

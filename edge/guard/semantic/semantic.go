@@ -81,7 +81,9 @@ func (c *Checker) Prepare(ctx context.Context, s *snapshot.Snapshot, sess *embed
 		if len(list) == 0 {
 			return nil, nil
 		}
-		vecs, err := sess.Vectors(ctx, p, list, c.timeout)
+		// timeout_ms bounds a check's request; a load waits for the
+		// embedding model's own timeout.
+		vecs, err := sess.Vectors(ctx, p, list, 0)
 		if err != nil {
 			return nil, errors.New("cannot embed the examples: " + err.Error())
 		}
