@@ -104,7 +104,7 @@ func Embed(ctx context.Context, p *snapshot.Plan, texts [][]byte, timeout time.D
 			fasthttp.ReleaseResponse(resp)
 			return errors.New("embed: the upstream of model " + p.Alias + " answered " + strconv.Itoa(status))
 		default:
-			err = r.parse(resp.Body(), !emb.Normalize)
+			err = r.Parse(resp.Body(), r.N, r.Dims, !emb.Normalize)
 			fasthttp.ReleaseResponse(resp)
 			if err != nil {
 				return errors.New("embed: model " + p.Alias + ": " + err.Error())
@@ -133,9 +133,13 @@ func appendRequest(dst, model []byte, texts [][]byte) []byte {
 	return append(dst, `],"encoding_format":"float"}`...)
 }
 
-// parse reads an OpenAI embeddings answer into r: data[].index places each
-// vector; every index 0..N-1 must be present once with Dims numbers.
-func (r *Result) parse(body []byte, normalize bool) error {
+// Parse reads an OpenAI embeddings answer for n inputs of dims numbers each
+// into r: data[].index places each vector (position when absent); every
+// index 0..n-1 must be present once with exactly dims numbers. normalize
+// scales each vector to unit length. The error names the field at fault,
+// never a value.
+func (r *Result) Parse(body []byte, n, dims int, normalize bool) error {
+	r.N, r.Dims, r.Tokens = n, dims, 0
 	if !rawjson.Valid(body) {
 		return errors.New("the embeddings answer is not JSON")
 	}

@@ -160,8 +160,9 @@ func (x *Index) GroupScores(q []float32, dst []float32) []float32 {
 
 // Pick returns the group with the highest best score among the groups whose
 // best score reaches their threshold (thresholds[g]), with that score; -1
-// and -1 when none does. q must be a unit vector of length Dims(). Ties go
-// to the lower group number. The result is exact: a vector is abandoned
+// and -1 when none does; a score within Epsilon below a threshold reaches
+// it. q must be a unit vector of length Dims(). Ties go to the lower group
+// number. The result is exact: a vector is abandoned
 // part-way only when no completion of its dot product could reach the
 // score it needs to change the answer (its group's threshold, its group's
 // best so far, and the winner so far).
@@ -178,7 +179,7 @@ func (x *Index) Pick(q []float32, thresholds []float32) (group int, score float3
 		best := float32(-1)
 		for i := x.start[g]; i < x.start[g+1]; i++ {
 			// A vector matters only if it beats all three.
-			need := max(thresholds[g], best, score)
+			need := max(thresholds[g]-Epsilon, best, score)
 			v := x.data[i*x.dims : (i+1)*x.dims]
 			if x.nb == 0 {
 				if s := Dot(q, v); s > best {
@@ -190,7 +191,7 @@ func (x *Index) Pick(q []float32, thresholds []float32) (group int, score float3
 				best = s
 			}
 		}
-		if best >= thresholds[g] && (group < 0 || best > score) {
+		if best >= thresholds[g]-Epsilon && (group < 0 || best > score) {
 			group, score = g, best
 		}
 	}
@@ -212,6 +213,11 @@ func (x *Index) partial(q, v, qt, vt []float32, need float32) (float32, bool) {
 	}
 	return s, true
 }
+
+// Epsilon is the float32 rounding a score may carry: a score within it of a
+// threshold reaches the threshold (a text identical to an example scores
+// 0.99999994, and must reach a threshold of 1).
+const Epsilon = 1e-6
 
 // boundSlack covers float32 rounding in the running sum and the norms.
 const boundSlack = 1e-4
