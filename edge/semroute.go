@@ -187,7 +187,7 @@ var (
 // when the embedding failed and the router fails the request.
 func (p *Proxy) pickRoute(c *call, r *semRouter) (int, []byte, bool) {
 	def := len(r.names)
-	text := latestUserText(c.semText[:0], c.body)
+	text := LatestUserText(c.semText[:0], c.body)
 	c.semText = text
 	if len(text) == 0 {
 		return def, nameDefault, true // nothing to compare: no route can match
@@ -226,9 +226,9 @@ func (p *Proxy) pickRoute(c *call, r *semRouter) (int, []byte, bool) {
 	return g, r.names[g], true
 }
 
-// latestUserText appends the text of the last user message of a chat body
+// LatestUserText appends the text of the last user message of a chat body
 // to dst: a string content, or its text parts joined by newlines.
-func latestUserText(dst, body []byte) []byte {
+func LatestUserText(dst, body []byte) []byte {
 	msgs, kind, ok := rawjson.Get(body, "messages")
 	if !ok || kind != rawjson.Array {
 		return dst
