@@ -74,6 +74,8 @@ func TestUnenforcedExample(t *testing.T) {
 		"guardrails|name=no-codenames|",
 		"guardrails|name=pii-mask|",
 		"guardrails|name=no-shouting|",
+		"guardrails|name=no-weapons|",
+		"guardrail_attachments|identity=no-weapons/model/smart-router|",
 		"guardrail_attachments|identity=no-codenames/model/gpt-4o|",
 		"guardrail_attachments|identity=pii-mask/team/team-a|",
 		"guardrail_attachments|identity=no-shouting/api_key/demo|",
