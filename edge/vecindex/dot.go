@@ -1,11 +1,11 @@
 package vecindex
 
-// Dot returns the dot product of a and b (len(b) ≥ len(a)). Eight
+// dotGeneric returns the dot product of a and b (len(b) ≥ len(a)). Eight
 // independent accumulators over an eight-wide unrolled body keep the
 // floating-point adders busy (a single running sum waits on each add's
 // latency), and the slice re-slicing up front lets the compiler drop the
 // bounds checks inside the loop.
-func Dot(a, b []float32) float32 {
+func dotGeneric(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
