@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	aoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -18,6 +19,7 @@ import (
 	"github.com/openai/openai-go/option"
 	"github.com/openai/openai-go/responses"
 
+	"gw/edge/usage/usagetest"
 	"gw/perf/mock"
 )
 
@@ -468,5 +470,44 @@ func TestSemanticGuardrail(t *testing.T) {
 	}
 	if content != "" || st.Err() == nil {
 		t.Fatalf("output deny on a stream: released %q, err %v", content, st.Err())
+	}
+}
+
+// TestSemanticUsage: the usage record of a routed request names the
+// router as its model and the route's target as target_model; a request
+// failed by on_embedding_failure: fail is recorded as embedding_failed.
+func TestSemanticUsage(t *testing.T) {
+	rcv := usagetest.StartOTLP(t)
+	m := startMock(t, "SEM_MOCK", mock.Config{})
+	q, s := edgePair(semExampleEdge)
+	file := semFile(s-0.002, s+0.002, mockAnswer(t)) + `observability_exporters:
+  - {name: otel, kind: otlp_http, endpoint: "` + rcv.URL + `", batch_size: 1, flush_interval_ms: 100}
+`
+	g := startGW(t, writeTemp(t, "semantic-usage.yaml", file))
+	e := &semEnv{m: m, g: g, edge: q, oa: openai.NewClient(option.WithBaseURL("http://"+g.addr+"/v1"), option.WithAPIKey("caller-e2e"), option.WithMaxRetries(0))}
+	if route, _, err := e.chatRoute(t, "router", "my laptop will not boot"); err != nil || route != "tech" {
+		t.Fatalf("route: %v %q", err, route)
+	}
+	if _, _, err := e.chatRoute(t, "slow-fail", "billing question"); err == nil {
+		t.Fatal("slow-fail answered")
+	}
+	usagetest.Eventually(t, 10*time.Second, "two spans", func() bool { return len(rcv.Spans()) >= 2 })
+	spans := rcv.Spans()
+	got := map[string]bool{}
+	for _, sp := range spans {
+		got[usagetest.Attr(sp, "gen_ai.request.model").(string)] = true
+		switch usagetest.Attr(sp, "gen_ai.request.model") {
+		case "router":
+			if usagetest.Attr(sp, "gw.usage.target_model") != "tech-model" || usagetest.Attr(sp, "gen_ai.response.model") != "gpt-tech" {
+				t.Errorf("routed record: target %v upstream %v", usagetest.Attr(sp, "gw.usage.target_model"), usagetest.Attr(sp, "gen_ai.response.model"))
+			}
+		case "slow-fail":
+			if usagetest.Attr(sp, "error.type") != "embedding_failed" || usagetest.Attr(sp, "http.response.status_code") != int64(503) || usagetest.Attr(sp, "gw.usage.target_model") != nil {
+				t.Errorf("failed record: %v %v %v", usagetest.Attr(sp, "error.type"), usagetest.Attr(sp, "http.response.status_code"), usagetest.Attr(sp, "gw.usage.target_model"))
+			}
+		}
+	}
+	if !got["router"] || !got["slow-fail"] {
+		t.Fatalf("records for %v", got)
 	}
 }
