@@ -59,6 +59,9 @@ func (p *Proxy) run(ctx *fasthttp.RequestCtx, c *call) {
 	if !p.inputPolicy(ctx, c) || !p.cacheLookup(ctx, c) {
 		return
 	}
+	if c.plan.Kind == resources.KindSemantic && !p.semanticRoute(ctx, c) { // semroute.go
+		return
+	}
 	// dispatch runs the output policy stage where the answer is written:
 	// guardAnswer on a buffered answer, the relay's guarded next on a
 	// stream (guard_output.go).
@@ -203,7 +206,7 @@ func (p *Proxy) plan(ctx *fasthttp.RequestCtx, c *call) bool {
 		return false
 	}
 	switch c.plan.Kind {
-	case resources.KindEnsemble, resources.KindSemantic:
+	case resources.KindEnsemble:
 		c.surf.writeError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			c.plan.Kind.String()+" models are not served by this build")
 		return false

@@ -180,6 +180,8 @@ type call struct {
 	nFailures   int
 	g           guardState // guardrails (input and output policy)
 	noUsage     bool       // video task calls: metrics and access log, no usage record
+	semText     []byte     // semantic router: the latest user message (scratch)
+	semBatch    [1][]byte  // semantic router: the texts of its embedding call
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -200,6 +202,7 @@ func releaseCall(c *call) {
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
 	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
+	c.semText = c.semText[:0]
 	c.breq.Reset()
 	c.g.reset()
 	callPool.Put(c)

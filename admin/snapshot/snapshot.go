@@ -42,6 +42,12 @@ type Options struct {
 	// fails the load. nil leaves guardrails uncompiled and on the
 	// unenforced list.
 	Guardrails GuardrailCompiler
+	// Prepare runs on a compiled snapshot before it is published: work that
+	// needs the compiled upstreams and may call them (the example vectors
+	// of semantic routers and semantic guardrails, edge.SemanticPreparer,
+	// injected by cmd/gw). An error fails the load, so the previous
+	// snapshot keeps serving. nil, or a nil Pool, skips it.
+	Prepare func(*Snapshot) error
 }
 
 // GuardrailCompiler compiles per-scope guardrail chains; the values are the
@@ -169,6 +175,15 @@ type Plan struct {
 	// Guard is the compiled guardrail chain attached to this alias (see
 	// Options.Guardrails); nil when none.
 	Guard any
+
+	// Semantic routers: Routes holds one target per semantic.routes entry
+	// in declared order, then `default`, then the on_embedding_failure
+	// target when one is set; timeouts and retries resolve through the
+	// target's own value, then the router's slot, then the deployment
+	// default. Semantic is the edge's compiled router (vectors and all),
+	// set by Options.Prepare; until then the alias is not servable.
+	Routes   []Target
+	Semantic any
 }
 
 // Target is one resolved routing target.
@@ -292,6 +307,11 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 		}
 	}
 	for _, p := range s.PlanList {
+		if p.Kind == resources.KindSemantic {
+			compileRoutes(p, byModel, opt.UpstreamTimeout)
+		}
+	}
+	for _, p := range s.PlanList {
 		compileAttempts(p)
 		if p.Kind == resources.KindRouting {
 			if err := compileGroup(p, reg); err != nil {
@@ -315,7 +335,40 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	s.OIDC = res.OIDCVerifiers()
 	s.compileJWT(res)
 	s.Unenforced = unenforced(res, s.PlanList, opt.Guardrails)
+	if opt.Prepare != nil && opt.Pool != nil {
+		if err := opt.Prepare(s); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// compileRoutes fills the Routes of a semantic router plan.
+func compileRoutes(p *Plan, byModel map[*resources.Model]*Plan, deployment time.Duration) {
+	m, sem := p.Model, p.Model.Semantic
+	add := func(tm *resources.Model) {
+		tp := byModel[tm]
+		if tp == nil {
+			panic("BUG: snapshot: semantic target of " + p.Alias + " has no plan")
+		}
+		t := Target{Plan: tp, Weight: 1}
+		t.Timeout = resolveTimeout(tm.Timeout, m.Timeout, deployment)
+		t.StreamTimeout = resolveStreamTimeout(tm.StreamTimeout, m.StreamTimeout, tm.Timeout, m.Timeout, deployment)
+		switch {
+		case tm.Retries != nil:
+			t.Retries = int(*tm.Retries)
+		case m.Retries != nil:
+			t.Retries = int(*m.Retries)
+		}
+		p.Routes = append(p.Routes, t)
+	}
+	for i := range sem.Routes {
+		add(sem.Routes[i].Target)
+	}
+	add(sem.Default)
+	if sem.FailureTarget != nil {
+		add(sem.FailureTarget)
+	}
 }
 
 // compileGuardrails compiles the chains and hangs each on what its scope

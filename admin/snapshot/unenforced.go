@@ -90,12 +90,14 @@ var fieldRules = map[string]map[string]string{
 		"background_model_check": "", "cooldown": "", "auto_prompt_caching": "", "effort_mapping": "",
 		"routing":   "",
 		"embedding": "",
-		// The block enables /v1/embeddings; its values are for the vector
-		// consumers inside gw, none of which is built yet.
-		"embedding.dimensions": "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
-		"embedding.normalize":  "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		// The block enables /v1/embeddings; its values are read by the
+		// vector consumers inside gw (semantic routers and guardrails,
+		// edge/embed: vectors of another length are refused, and
+		// normalize: false has gw normalise them).
+		"embedding.dimensions": "",
+		"embedding.normalize":  "",
 		"ensemble":             "ensemble models are not built: the alias is not served and is left out of /v1/models",
-		"semantic":             "semantic routing is not built: the alias is not served and is left out of /v1/models",
+		"semantic":             "",
 	},
 	resources.CollAPIKeys: {
 		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",

@@ -27,6 +27,7 @@ import (
 	"gw/balancer"
 	"gw/edge"
 	"gw/edge/authn"
+	"gw/edge/embed"
 	"gw/edge/guard/kinds"
 	gwusage "gw/edge/usage"
 	"gw/edge/usage/controlplane"
@@ -91,6 +92,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	opt := snapshot.DefaultOptions()
 	opt.Guardrails = kinds.Table() // guardrail chains compile with every snapshot
+	// Semantic routers' and guardrails' example vectors, cached across reloads.
+	opt.Prepare = edge.SemanticPreparer(embed.NewCache())
 	opt.UpstreamTimeout = time.Duration(cfg.UpstreamTimeoutMS) * time.Millisecond
 	// Per-model routing state (cooldown, latency EWMA, in-flight) lives for
 	// the process, keyed by derived ID, so it survives reloads.

@@ -45,6 +45,9 @@ func Policy(stages []*Stage) StreamPolicy {
 		}
 		g := st.G
 		size, overlap := int64(DefaultWindowSize), int64(DefaultWindowOverlap)
+		if b, ok := st.Checker.(Buffered); ok && b.BuffersFull() {
+			p.Full = true // kind semantic: always the whole answer
+		}
 		if sc := g.Stream; sc != nil {
 			if sc.Mode == resources.StreamModeBufferFull {
 				p.Full = true

@@ -125,3 +125,10 @@ type Checker interface {
 type Hooks interface {
 	Runs(p Phase) bool
 }
+
+// Buffered is implemented by checkers that judge a streamed answer only
+// whole (kind semantic): an output chain holding one streams in
+// buffer_full mode, whatever the other stages ask.
+type Buffered interface {
+	BuffersFull() bool
+}

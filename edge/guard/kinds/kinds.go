@@ -17,6 +17,7 @@ import (
 	"gw/edge/guard/openaimod"
 	"gw/edge/guard/pii"
 	"gw/edge/guard/presidio"
+	"gw/edge/guard/semantic"
 )
 
 // Table returns the kinds this build runs. A kind missing here still loads;
@@ -35,5 +36,6 @@ func Table() guard.Table {
 		resources.GuardrailAliyunTextModeration:             aliyuntext.New,
 		resources.GuardrailAliyunAIGuardrail:                aliyunguard.New,
 		resources.GuardrailBedrock:                          bedrockguard.New,
+		resources.GuardrailSemantic:                         semantic.New,
 	}
 }
