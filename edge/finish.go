@@ -167,6 +167,14 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 			e.CostUSD = usage.Cost(u.Prompt, u.Completion, u.Reasoning, u.Total, cost.InputPer1K, cost.OutputPer1K)
 		}
 	}
+	if a := &c.addUsage; a.Total > 0 || c.addCost > 0 { // ensemble members (ensemble.go)
+		e.PromptTokens += a.Prompt
+		e.CompletionTokens += a.Completion
+		e.ReasoningTokens += a.Reasoning
+		e.CachedPromptTokens += a.Cached
+		e.TotalTokens += a.Total
+		e.CostUSD += c.addCost
+	}
 	p.Usage.Emit(e)
 }
 

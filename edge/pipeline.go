@@ -203,7 +203,9 @@ func (p *Proxy) plan(ctx *fasthttp.RequestCtx, c *call) bool {
 		return false
 	}
 	switch c.plan.Kind {
-	case resources.KindEnsemble, resources.KindSemantic:
+	case resources.KindEnsemble:
+		return p.ensembleServable(ctx, c) // ensemble.go
+	case resources.KindSemantic:
 		c.surf.writeError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			c.plan.Kind.String()+" models are not served by this build")
 		return false
@@ -228,6 +230,10 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	if c.surf.dispatch != nil {
 		c.surf.dispatch(p, ctx, c) // speech, videos
+		return
+	}
+	if c.plan.Ensemble != nil {
+		p.ensemble(ctx, c) // ensemble.go: members, then the judge through this stage
 		return
 	}
 	if c.cr.Stream {

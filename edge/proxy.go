@@ -180,6 +180,18 @@ type call struct {
 	nFailures   int
 	g           guardState // guardrails (input and output policy)
 	noUsage     bool       // video task calls: metrics and access log, no usage record
+
+	// Ensemble calls (ensemble.go). route is the plan whose attempts
+	// dispatch walks when it is not c.plan (the judge of an ensemble
+	// alias: c.plan still names the answer); deadline bounds every
+	// attempt (ensemble.timeout_ms); chatOnly keeps gw's own chat body
+	// from going upstream natively; addUsage and addCost are the members'
+	// tokens and cost, added to the final record and the token limits.
+	route    *snapshot.Plan
+	deadline time.Time
+	chatOnly bool
+	addUsage adapters.Usage
+	addCost  float64
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -199,6 +211,7 @@ func releaseCall(c *call) {
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
 	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
+	c.route, c.deadline, c.chatOnly, c.addUsage, c.addCost = nil, time.Time{}, false, adapters.Usage{}, 0
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()

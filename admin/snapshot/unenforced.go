@@ -92,10 +92,11 @@ var fieldRules = map[string]map[string]string{
 		"embedding": "",
 		// The block enables /v1/embeddings; its values are for the vector
 		// consumers inside gw, none of which is built yet.
-		"embedding.dimensions": "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
-		"embedding.normalize":  "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
-		"ensemble":             "ensemble models are not built: the alias is not served and is left out of /v1/models",
-		"semantic":             "semantic routing is not built: the alias is not served and is left out of /v1/models",
+		"embedding.dimensions":    "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		"embedding.normalize":     "read by semantic routing, semantic caching and semantic guardrails, which are not built: /v1/embeddings relays the upstream's vectors as they are",
+		"ensemble":                "",
+		"ensemble.panel[].weight": "accepted but ignored (spec): every member's answer counts the same for the judge",
+		"semantic":                "semantic routing is not built: the alias is not served and is left out of /v1/models",
 	},
 	resources.CollAPIKeys: {
 		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",
@@ -236,6 +237,9 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		case p.Kind == resources.KindRouting:
 			out = append(out, Unenforced{Collection: resources.CollModels, Entry: "display_name=" + p.Alias,
 				Missing: "no target of this group can be served in this build: the alias is left out of /v1/models"})
+		case p.Kind == resources.KindEnsemble:
+			out = append(out, Unenforced{Collection: resources.CollModels, Entry: "display_name=" + p.Alias,
+				Missing: "the judge or fewer than min_responses panel members can be served in this build: the alias answers 501 and is left out of /v1/models"})
 		}
 	}
 	return out

@@ -64,7 +64,6 @@ func TestUnenforcedExample(t *testing.T) {
 	}
 	want := []string{
 		"models|display_name=text-embedding|embedding.dimensions",
-		"models|display_name=panel|ensemble",
 		"models|display_name=smart-router|semantic",
 		"api_keys|display_name=demo|mcp_access",
 		"api_keys|display_name=demo|allowed_agents",
@@ -89,7 +88,7 @@ func TestUnenforcedExample(t *testing.T) {
 		t.Fatalf("unenforced list of examples/gw.yaml:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Aliases that cannot be served are not servable; the rest are.
-	for alias, want := range map[string]bool{"gpt-4o": true, "fast": true, "claude-sonnet": true, "panel": false, "smart-router": false} {
+	for alias, want := range map[string]bool{"gpt-4o": true, "fast": true, "claude-sonnet": true, "panel": true, "smart-router": false} {
 		if s.Plans[alias].Servable != want {
 			t.Errorf("%s: servable %v; want %v", alias, !want, want)
 		}
