@@ -1,0 +1,118 @@
+package edge
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"gw/admin/snapshot"
+)
+
+func TestEnsembleMemberBody(t *testing.T) {
+	f := func(body string, temp, seed string, want string) {
+		t.Helper()
+		em := &snapshot.EnsembleMember{}
+		if temp != "" {
+			em.Temperature = []byte(temp)
+		}
+		if seed != "" {
+			em.Seed = []byte(seed)
+		}
+		got := string(memberBody(nil, []byte(body), em))
+		if got != want {
+			t.Fatalf("memberBody(%s, %q, %q)\ngot  %s\nwant %s", body, temp, seed, got, want)
+		}
+	}
+	f(`{"model":"p","messages":[]}`, "", "", `{"model":"p","messages":[]}`)
+	f(`{"model":"p","stream":true,"stream_options":{"include_usage":true},"messages":[]}`, "", "", `{"model":"p","messages":[]}`)
+	f(`{"model":"p","messages":[],"temperature":1}`, "0.3", "", `{"model":"p","messages":[],"temperature":0.3}`)
+	f(`{"model":"p","messages":[]}`, "0.3", "7", `{"model":"p","messages":[],"temperature":0.3,"seed":7}`)
+	f(`{"stream":false,"model":"p","seed":1,"messages":[]}`, "", "42", `{"model":"p","seed":42,"messages":[]}`)
+}
+
+func TestEnsembleJudgeBody(t *testing.T) {
+	body := []byte(`{"model":"panel","stream":true,"max_tokens":50,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi \"there\""}]}`)
+	ms := []member{{text: []byte("Hello!"), ok: true}, {ok: false, text: []byte("never shown")}, {text: []byte("Hi, \"you\".\nBye"), ok: true}}
+	f := func(prompt, wantPrompt string) {
+		t.Helper()
+		out, err := judgeBody(nil, body, prompt, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Model     string `json:"model"`
+			Stream    bool   `json:"stream"`
+			MaxTokens int    `json:"max_tokens"`
+			Messages  []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("judge body is not JSON: %v\n%s", err, out)
+		}
+		if got.Model != "panel" || !got.Stream || got.MaxTokens != 50 || len(got.Messages) != 4 {
+			t.Fatalf("judge body: %s", out)
+		}
+		if got.Messages[0].Role != "system" || got.Messages[0].Content != wantPrompt || got.Messages[2].Content != `Hi "there"` {
+			t.Fatalf("judge messages: %+v", got.Messages)
+		}
+		last := got.Messages[3]
+		want := "Candidate answers to the last request:\n\n### Answer 1\n\nHello!\n\n### Answer 2\n\nHi, \"you\".\nBye"
+		if last.Role != "user" || last.Content != want {
+			t.Fatalf("answers message: got %q; want %q", last.Content, want)
+		}
+	}
+	f("", defaultSynthesisPrompt)
+	f("Merge them.", "Merge them.")
+
+	out, err := judgeBody(nil, []byte(`{"model":"p","messages":[]}`), "x", ms[:1])
+	if err != nil || !json.Valid(out) || !strings.Contains(string(out), `"messages":[{"role":"system","content":"x"},{"role":"user"`) {
+		t.Fatalf("empty conversation: %s %v", out, err)
+	}
+}
+
+func TestEnsembleAnswerText(t *testing.T) {
+	f := func(body, want string, wantOK bool) {
+		t.Helper()
+		got, ok := answerText(nil, []byte(body))
+		if string(got) != want || ok != wantOK {
+			t.Fatalf("answerText(%s) = %q, %v; want %q, %v", body, got, ok, want, wantOK)
+		}
+	}
+	f(`{"choices":[{"index":0,"message":{"role":"assistant","content":"Hi \u00e9\n"}}]}`, "Hi é\n", true)
+	f(`{"choices":[{"message":{"content":"first"}},{"message":{"content":"second"}}]}`, "first", true)
+	f(`{"choices":[{"message":{"content":null,"tool_calls":[]}}]}`, "", false)
+	f(`{"choices":[{"message":{"content":""}}]}`, "", false)
+	f(`{"choices":[]}`, "", false)
+	f(`{"error":{"message":"x"}}`, "", false)
+	f(`not json`, "", false)
+}
+
+func TestEnsembleDeadline(t *testing.T) {
+	var c call
+	if c.capTimeout(5*time.Second) != 5*time.Second || c.capTimeout(0) != 0 || c.pastDeadline() || !c.readDeadline(0).IsZero() {
+		t.Fatal("no deadline must leave timeouts alone")
+	}
+	c.deadline = time.Now().Add(time.Second)
+	if d := c.capTimeout(5 * time.Second); d > time.Second || d < 900*time.Millisecond {
+		t.Fatalf("capTimeout(5s) = %v; want about 1s", d)
+	}
+	if d := c.capTimeout(0); d > time.Second || d <= 0 {
+		t.Fatalf("capTimeout(0) = %v; want about 1s (0 means no timeout, the deadline still applies)", d)
+	}
+	if d := c.capTimeout(time.Millisecond); d != time.Millisecond {
+		t.Fatalf("capTimeout(1ms) = %v", d)
+	}
+	if dl := c.readDeadline(time.Hour); !dl.Equal(c.deadline) {
+		t.Fatalf("readDeadline(1h) = %v; want the deadline", dl)
+	}
+	if dl := c.readDeadline(time.Millisecond); !dl.Before(c.deadline) {
+		t.Fatal("readDeadline(1ms) must be the gap")
+	}
+	c.deadline = time.Now().Add(-time.Second)
+	if !c.pastDeadline() || c.capTimeout(time.Hour) != time.Nanosecond {
+		t.Fatal("a spent deadline must time attempts out at once")
+	}
+}
