@@ -87,6 +87,7 @@ func (p *Proxy) ensembleServable(ctx *fasthttp.RequestCtx, c *call) bool {
 type member struct {
 	ctx      fasthttp.RequestCtx // private: the member's answer lands here
 	body     []byte              // the member's chat body
+	scratch  [2][]byte           // memberBody's edits
 	text     []byte              // the answer's text
 	ok       bool
 	usage    adapters.Usage
@@ -201,7 +202,7 @@ func (p *Proxy) memberCall(c *call, em *snapshot.EnsembleMember, m *member, dead
 	mc := acquireCall()
 	mc.surf, mc.start, mc.snap, mc.caller, mc.plan = surfChat, time.Now(), c.snap, c.caller, em.Plan
 	mc.ip, mc.ipOK, mc.deadline, mc.chatOnly = c.ip, c.ipOK, deadline, true
-	m.body = memberBody(m.body[:0], c.body, em)
+	m.body = memberBody(m.body[:0], &m.scratch, c.body, em)
 	mc.body = m.body
 	mc.cr.Model = append(mc.cr.modelBuf[:0], em.Plan.Alias...)
 	mc.in.Body = m.body
@@ -320,32 +321,27 @@ func (p *Proxy) ensembleFailed(ctx *fasthttp.RequestCtx, c *call, r *ensembleRun
 
 // memberBody appends the member's chat body: the caller's, buffered
 // (stream and stream_options removed), with the member's temperature and
-// seed when the panel entry sets them.
-func memberBody(dst, body []byte, em *snapshot.EnsembleMember) []byte {
-	var tmp [2][]byte
-	cur := body
-	edit := func(i int, f func(dst, src []byte) ([]byte, error)) {
-		out, err := f(tmp[i][:0], cur)
+// seed when the panel entry sets them. Each edit copies into one of the
+// two scratch buffers, which are kept for the next request.
+func memberBody(dst []byte, scratch *[2][]byte, body []byte, em *snapshot.EnsembleMember) []byte {
+	cur, step := body, 0
+	apply := func(out []byte, err error) {
 		if err == nil {
-			tmp[i], cur = out, out
+			scratch[step&1], cur = out, out
+			step++
 		}
 	}
-	step := 0
-	next := func(f func(dst, src []byte) ([]byte, error)) {
-		edit(step&1, f)
-		step++
-	}
 	if _, _, ok := rawjson.Get(body, "stream"); ok {
-		next(func(d, s []byte) ([]byte, error) { return rawjson.Delete(d, s, "stream") })
+		apply(rawjson.Delete(scratch[step&1][:0], cur, "stream"))
 	}
 	if _, _, ok := rawjson.Get(body, "stream_options"); ok {
-		next(func(d, s []byte) ([]byte, error) { return rawjson.Delete(d, s, "stream_options") })
+		apply(rawjson.Delete(scratch[step&1][:0], cur, "stream_options"))
 	}
 	if em.Temperature != nil {
-		next(func(d, s []byte) ([]byte, error) { return rawjson.Set(d, s, "temperature", em.Temperature) })
+		apply(rawjson.Set(scratch[step&1][:0], cur, "temperature", em.Temperature))
 	}
 	if em.Seed != nil {
-		next(func(d, s []byte) ([]byte, error) { return rawjson.Set(d, s, "seed", em.Seed) })
+		apply(rawjson.Set(scratch[step&1][:0], cur, "seed", em.Seed))
 	}
 	return append(dst, cur...)
 }

@@ -9,7 +9,8 @@ import "gw/admin/snapshot"
 // functions directly.
 func EnsembleBodies(body, temperature, seed []byte, answers [][]byte) (memberB, judgeB []byte, err error) {
 	em := &snapshot.EnsembleMember{Temperature: temperature, Seed: seed}
-	memberB = memberBody(nil, body, em)
+	var scratch [2][]byte
+	memberB = memberBody(nil, &scratch, body, em)
 	ms := make([]member, len(answers))
 	for i, a := range answers {
 		ms[i].text, ms[i].ok = a, true

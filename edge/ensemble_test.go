@@ -19,7 +19,8 @@ func TestEnsembleMemberBody(t *testing.T) {
 		if seed != "" {
 			em.Seed = []byte(seed)
 		}
-		got := string(memberBody(nil, []byte(body), em))
+		var scratch [2][]byte
+		got := string(memberBody(nil, &scratch, []byte(body), em))
 		if got != want {
 			t.Fatalf("memberBody(%s, %q, %q)\ngot  %s\nwant %s", body, temp, seed, got, want)
 		}
