@@ -36,10 +36,9 @@ api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
 models:
   - {display_name: claude, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: claude-rules}
-  - display_name: panel
-    ensemble:
-      panel: [{model: claude}, {model: claude}]
-      judge: {model: claude}
+  - {display_name: emb, provider: anthropic, model_name: claude-embed, provider_key: claude-rules, embedding: {dimensions: 8}}
+  - display_name: router
+    semantic: {embedding_model: emb, default: claude, match: {threshold: 0.5}, routes: [{name: r, target: claude, examples: [hi]}]}
 `
 
 // TestKeysetAnthropicBodyRules: a chat caller at temperature 1.5 on a key
@@ -142,9 +141,9 @@ func TestKeyset501(t *testing.T) {
 	startMock(t, "KEYSET_MOCK", mock.Config{})
 	g := startGW(t, writeTemp(t, "keyset.yaml", keysetFile))
 	for _, c := range []struct{ path, body string }{
-		{"/v1/chat/completions", `{"model":"panel","messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/messages", `{"model":"panel","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/responses", `{"model":"panel","input":"hi"}`},
+		{"/v1/chat/completions", `{"model":"router","messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"router","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/responses", `{"model":"router","input":"hi"}`},
 	} {
 		req, _ := http.NewRequest("POST", "http://"+g.addr+c.path, strings.NewReader(c.body))
 		req.Header.Set("Authorization", "Bearer caller-e2e")

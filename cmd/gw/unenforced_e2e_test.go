@@ -11,7 +11,8 @@ import (
 
 // unenforcedFile configures things this build cannot act on: a guardrail
 // of a kind not built (attached, it answers per fail_open), an ensemble
-// alias, a JWT binding.
+// alias whose panel weight is ignored (spec) and that can be served, a JWT
+// binding.
 const unenforcedFile = `_format_version: "1"
 provider_keys:
   - display_name: oa
@@ -28,7 +29,7 @@ models:
     provider_key: oa
   - display_name: panel
     ensemble:
-      panel: [{model: gpt}, {model: gpt}]
+      panel: [{model: gpt, weight: 2}, {model: gpt}]
       judge: {model: gpt}
 guardrails:
   - name: words
@@ -50,7 +51,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	logs := g.stderr.String()
 	for _, want := range []string{
 		`"msg":"configured but not enforced","collection":"guardrails","entry":"name=words"`,
-		`"collection":"models","entry":"display_name=panel","field":"ensemble"`,
+		`"collection":"models","entry":"display_name=panel","field":"ensemble.panel[].weight"`,
 		`"collection":"startup","entry":"","field":"admin.listen"`,
 	} {
 		if !strings.Contains(logs, want) {
@@ -68,7 +69,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 			t.Errorf("%+v: no reason", u)
 		}
 	}
-	want := "startup||admin.listen models|display_name=panel|ensemble guardrails|name=words|"
+	want := "startup||admin.listen models|display_name=panel|ensemble.panel[].weight guardrails|name=words|"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("/status/config unenforced: %v; want %s", got, want)
 	}
@@ -92,8 +93,8 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&models)
 	resp.Body.Close()
-	if err != nil || len(models.Data) != 1 || models.Data[0].ID != "gpt" {
-		t.Fatalf("/v1/models lists %+v; want only gpt (panel cannot be served)", models.Data)
+	if err != nil || len(models.Data) != 2 || models.Data[0].ID != "gpt" || models.Data[1].ID != "panel" {
+		t.Fatalf("/v1/models lists %+v; want gpt and panel", models.Data)
 	}
 
 	// gw validate: warnings on stderr, exit 0.
@@ -105,7 +106,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	for _, want := range []string{
 		"warning: guardrails (name=words): not enforced in this build: kind lakera is not built",
-		"warning: models (display_name=panel): ensemble: not enforced in this build",
+		"warning: models (display_name=panel): ensemble.panel[].weight: not enforced in this build",
 	} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("validate output lacks %q:\n%s", want, stderr.String())
