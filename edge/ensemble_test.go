@@ -117,3 +117,51 @@ func TestEnsembleDeadline(t *testing.T) {
 		t.Fatal("a spent deadline must time attempts out at once")
 	}
 }
+
+// TestEnsembleHandler runs ensemble requests through the proxy handler
+// against the mock (under -race: the members' concurrent calls): all
+// members answering, one failing and one past timeout_ms with
+// min_responses 1, and min_responses not reached.
+func TestEnsembleHandler(t *testing.T) {
+	base := startMock(t)
+	env := map[string]string{"K": "sk-upstream", "CALLER": "caller-key", "BASE": base}
+	src := `_format_version: "1"
+provider_keys:
+  - {display_name: oa, api_key: "${K}", api_base: "${BASE}/v1"}
+  - {display_name: slow, api_key: "${K}", api_base: "${BASE}/knobs/latency=2s/v1"}
+  - {display_name: broken, api_key: "${K}", api_base: "${BASE}/knobs/status=500/v1"}
+api_keys:
+  - {display_name: caller, key_env: CALLER, allowed_models: ["*"]}
+models:
+  - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: oa, cost: {input_per_1k: 1, output_per_1k: 1}}
+  - {display_name: slow, provider: openai, model_name: gpt-4o, provider_key: slow, retries: 0}
+  - {display_name: broken, provider: openai, model_name: gpt-4o, provider_key: broken, retries: 0}
+  - display_name: all
+    ensemble: {panel: [{model: gpt}, {model: gpt, seed: 1}, {model: gpt, temperature: 0}], judge: {model: gpt}}
+  - display_name: some
+    ensemble: {panel: [{model: gpt}, {model: slow}, {model: broken}], judge: {model: gpt}, min_responses: 1, timeout_ms: 200}
+  - display_name: few
+    ensemble: {panel: [{model: gpt}, {model: slow}, {model: broken}], judge: {model: gpt}, timeout_ms: 200}
+`
+	h := &snapshot.Holder{}
+	h.Store(compileFile(t, src, env))
+	p := &Proxy{Holder: h}
+	f := func(alias string, status int, members, inBody string) {
+		t.Helper()
+		ctx := newChatCtx([]byte(`{"model":"` + alias + `","messages":[{"role":"user","content":"hi"}]}`))
+		start := time.Now()
+		if !p.Handle(ctx) {
+			t.Fatal("not handled")
+		}
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Fatalf("%s took %v: timeout_ms not applied", alias, took)
+		}
+		body := string(ctx.Response.Body())
+		if ctx.Response.StatusCode() != status || string(ctx.Response.Header.Peek("x-gw-ensemble-members")) != members || !strings.Contains(body, inBody) {
+			t.Fatalf("%s: %d members %q %s", alias, ctx.Response.StatusCode(), ctx.Response.Header.Peek("x-gw-ensemble-members"), body)
+		}
+	}
+	f("all", 200, "gpt,gpt,gpt", `"model":"all"`)
+	f("some", 200, "gpt", `"model":"some"`)
+	f("few", 502, "", "1 of 3 panel members answered, 2 required: slow: upstream timeout; broken: upstream returned 500")
+}

@@ -56,6 +56,17 @@ models:
       judge: {model: judge}
       min_responses: 9
       timeout_ms: 400
+  - display_name: guarded
+    ensemble:
+      panel: [{model: a}, {model: b}]
+      judge: {model: judge}
+guardrails:
+  - name: words
+    kind: keyword
+    hook_point: both
+    patterns: [{kind: literal, value: PROJECT-ZEUS}, {kind: literal, value: mock provider}]
+guardrail_attachments:
+  - {guardrail_id: words, scope_type: model, scope_id: guarded}
 observability_exporters:
   - name: archive
     kind: object_store
@@ -226,6 +237,23 @@ func TestEnsembleE2E(t *testing.T) {
 		t.Fatalf("responses: %+v", rr)
 	}
 
+	// Guardrails run once on the caller's input (a block asks no member)
+	// and once on the final answer: the members' answers carry the
+	// output pattern too, yet they reach the judge (no 502), and the
+	// judge's answer is blocked.
+	m.ClearRequests()
+	zeus := chatParams("guarded")
+	zeus.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Tell me about PROJECT-ZEUS")}
+	_, err = sdk.Chat.Completions.New(ctx, zeus)
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 422 || apiErr.Code != "content_filter" || len(m.Requests()) != 0 {
+		t.Fatalf("input guardrail: %v, %d upstream requests", err, len(m.Requests()))
+	}
+	_, err = sdk.Chat.Completions.New(ctx, chatParams("guarded"), option.WithMiddleware(headerGrab(&hdr)))
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 422 || apiErr.Code != "content_filter" || len(m.Requests()) != 3 ||
+		hdr.Get("x-gw-ensemble-members") != "a,b" {
+		t.Fatalf("output guardrail: %v, %d upstream requests, members %q", err, len(m.Requests()), hdr.Get("x-gw-ensemble-members"))
+	}
+
 	// Usage records: one final record per request (model = the ensemble,
 	// target = the judge), one zero-token failed_attempt record per failed
 	// member; the final record's tokens and cost cover members and judge.
@@ -241,7 +269,7 @@ func TestEnsembleE2E(t *testing.T) {
 				}
 			}
 		}
-		return len(recs) >= 14 // 8 final records, 2 failed members each for trio and the two stricts
+		return len(recs) >= 16 // 10 final records, 2 failed members each for trio and the two stricts
 	})
 	byReq := map[string][]map[string]any{}
 	for _, r := range recs {
@@ -283,6 +311,11 @@ func TestEnsembleE2E(t *testing.T) {
 				t.Fatalf("trio member records: %v", failed)
 			}
 			sawTrio = true
+		case "guarded":
+			hits, _ := final["guardrail_enforced_hits"].([]any)
+			if final["status_code"].(float64) != 422 || len(hits) != 1 || len(failed) != 0 {
+				t.Fatalf("guarded final: %v", final)
+			}
 		case "strict":
 			if final["status_code"].(float64) != 502 || final["error_class"] != "ensemble_insufficient_responses" || final["target_model"] != nil ||
 				failed["slow"] == nil || failed["broken"] == nil || p == 0 {
