@@ -164,12 +164,16 @@ func (p *Proxy) ensemble(ctx *fasthttp.RequestCtx, c *call) {
 	// event_id is <request_id>.<attempt>: the final record's attempt
 	// number follows every member failure record's.
 	c.attempts = max(c.attempts, c.nFailures)
+	c.memberFs = c.nFailures // a member's failure is never the final record
+	r.hdr = appendMemberNames(r.hdr[:0], ep, r.members)
 	if answered < ep.MinResponses {
 		c.attempts++
 		p.ensembleFailed(ctx, c, r, answered)
+		if len(r.hdr) > 0 {
+			ctx.Response.Header.SetBytesKV(hdrEnsembleMembers, r.hdr)
+		}
 		return
 	}
-	r.hdr = appendMemberNames(r.hdr[:0], ep, r.members)
 	ctx.Response.Header.SetBytesKV(hdrEnsembleMembers, r.hdr)
 
 	body, err := judgeBody(r.judge[:0], c.body, ep.Prompt, r.members)
@@ -179,7 +183,11 @@ func (p *Proxy) ensemble(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	r.judge = body
 	// The judge runs on the caller's call: c.plan names the answer,
-	// c.route walks the judge's attempts; the attempt count restarts.
+	// c.route walks the judge's attempts. r.judge goes back to the pool
+	// on return: c.body is the caller's again then (nothing reads it
+	// after the upstream request is built, a committed stream neither).
+	callerBody := c.body
+	defer func() { c.body, c.in.Body = callerBody, nil }()
 	c.route, c.chatOnly, c.body, c.in.Body = ep.Judge, true, body, body
 	c.deadline = time.Time{}
 	if ep.Timeout > 0 {

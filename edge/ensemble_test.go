@@ -163,5 +163,5 @@ models:
 	}
 	f("all", 200, "gpt,gpt,gpt", `"model":"all"`)
 	f("some", 200, "gpt", `"model":"some"`)
-	f("few", 502, "", "1 of 3 panel members answered, 2 required: slow: upstream timeout; broken: upstream returned 500")
+	f("few", 502, "gpt", "1 of 3 panel members answered, 2 required: slow: upstream timeout; broken: upstream returned 500")
 }

@@ -131,7 +131,7 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 	}
 	n := c.nFailures
 	finalMsg := ""
-	if n > 0 && c.status >= 400 && c.failures[n-1].target == c.target {
+	if n > c.memberFs && c.status >= 400 && c.failures[n-1].target == c.target {
 		n-- // the last failure is the final outcome
 		finalMsg = c.failures[n].msg
 	}

@@ -188,6 +188,7 @@ type call struct {
 	// from going upstream natively; addUsage and addCost are the members'
 	// tokens and cost, added to the final record and the token limits.
 	route    *snapshot.Plan
+	memberFs int // failures[:memberFs] are the members' (never the final record)
 	deadline time.Time
 	chatOnly bool
 	addUsage adapters.Usage
@@ -211,7 +212,7 @@ func releaseCall(c *call) {
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
 	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
-	c.route, c.deadline, c.chatOnly, c.addUsage, c.addCost = nil, time.Time{}, false, adapters.Usage{}, 0
+	c.route, c.memberFs, c.deadline, c.chatOnly, c.addUsage, c.addCost = nil, 0, time.Time{}, false, adapters.Usage{}, 0
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()
