@@ -233,15 +233,19 @@ func (p *Proxy) collectMember(c *call, em *snapshot.EnsembleMember, m *member) {
 	mc := m.mc
 	defer releaseCall(mc)
 	m.status = m.ctx.Response.StatusCode()
-	if m.status == fasthttp.StatusOK {
+	answered := m.status == fasthttp.StatusOK
+	if answered {
 		if text, ok := answerText(m.text[:0], m.ctx.Response.Body()); ok {
 			m.text, m.ok = text, true
 		} else {
+			// Only tool calls, or an empty text: nothing for the judge,
+			// but the tokens were generated and are billed below.
 			m.msg = "the answer has no text"
 			m.status = fasthttp.StatusBadGateway
+			mc.errClass = "empty_answer"
 		}
 	}
-	if m.ok {
+	if answered {
 		u := mc.usage
 		if u.Total == 0 {
 			u.Total = u.Prompt + u.Completion
@@ -253,12 +257,12 @@ func (p *Proxy) collectMember(c *call, em *snapshot.EnsembleMember, m *member) {
 		a := &c.addUsage
 		a.Prompt, a.Completion, a.Reasoning, a.Cached, a.Total = a.Prompt+u.Prompt, a.Completion+u.Completion, a.Reasoning+u.Reasoning, a.Cached+u.Cached, a.Total+u.Total
 		c.addCost += m.cost
-		c.attempts += mc.attempts
 	}
 	// Every failed attempt of the member, and its final failure when no
 	// attempt record says it already (a non-retryable status, a member
 	// that answered without text, the deadline before any attempt),
 	// becomes a zero-token record of the caller's request.
+	c.attempts += mc.attempts
 	n := mc.nFailures
 	for i := 0; i < n; i++ {
 		c.addFailure(mc.failures[i])
@@ -284,7 +288,6 @@ func (p *Proxy) collectMember(c *call, em *snapshot.EnsembleMember, m *member) {
 			m.msg = "upstream returned " + strconv.Itoa(m.status)
 		}
 	}
-	c.attempts += mc.attempts
 }
 
 // addFailure records a member's failed attempt on the caller's call.

@@ -121,7 +121,8 @@ func TestEnsembleDeadline(t *testing.T) {
 // TestEnsembleHandler runs ensemble requests through the proxy handler
 // against the mock (under -race: the members' concurrent calls): all
 // members answering, one failing and one past timeout_ms with
-// min_responses 1, and min_responses not reached.
+// min_responses 1, and min_responses not reached (a member answering with
+// tool calls only has no text for the judge).
 func TestEnsembleHandler(t *testing.T) {
 	base := startMock(t)
 	env := map[string]string{"K": "sk-upstream", "CALLER": "caller-key", "BASE": base}
@@ -130,12 +131,16 @@ provider_keys:
   - {display_name: oa, api_key: "${K}", api_base: "${BASE}/v1"}
   - {display_name: slow, api_key: "${K}", api_base: "${BASE}/knobs/latency=2s/v1"}
   - {display_name: broken, api_key: "${K}", api_base: "${BASE}/knobs/status=500/v1"}
+  - {display_name: tools, api_key: "${K}", api_base: "${BASE}/knobs/tool_calls=1/v1"}
 api_keys:
   - {display_name: caller, key_env: CALLER, allowed_models: ["*"]}
 models:
   - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: oa, cost: {input_per_1k: 1, output_per_1k: 1}}
   - {display_name: slow, provider: openai, model_name: gpt-4o, provider_key: slow, retries: 0}
   - {display_name: broken, provider: openai, model_name: gpt-4o, provider_key: broken, retries: 0}
+  - {display_name: toolsonly, provider: openai, model_name: gpt-4o, provider_key: tools}
+  - display_name: notext
+    ensemble: {panel: [{model: gpt}, {model: toolsonly}], judge: {model: gpt}}
   - display_name: all
     ensemble: {panel: [{model: gpt}, {model: gpt, seed: 1}, {model: gpt, temperature: 0}], judge: {model: gpt}}
   - display_name: some
@@ -163,5 +168,6 @@ models:
 	}
 	f("all", 200, "gpt,gpt,gpt", `"model":"all"`)
 	f("some", 200, "gpt", `"model":"some"`)
+	f("notext", 502, "gpt", "1 of 2 panel members answered, 2 required: toolsonly: the answer has no text")
 	f("few", 502, "gpt", "1 of 3 panel members answered, 2 required: slow: upstream timeout; broken: upstream returned 500")
 }
