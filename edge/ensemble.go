@@ -103,8 +103,9 @@ type member struct {
 type ensembleRun struct {
 	members []member
 	wg      sync.WaitGroup
-	judge   []byte // the judge's chat body
-	hdr     []byte // x-gw-ensemble-members
+	judge   []byte    // the judge's chat body
+	jtmp    [2][]byte // judgeBody's scratch
+	hdr     []byte    // x-gw-ensemble-members
 }
 
 var ensemblePool = sync.Pool{New: func() any { return new(ensembleRun) }}
@@ -176,7 +177,7 @@ func (p *Proxy) ensemble(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	ctx.Response.Header.SetBytesKV(hdrEnsembleMembers, r.hdr)
 
-	body, err := judgeBody(r.judge[:0], c.body, ep.Prompt, r.members)
+	body, err := judgeBody(r.judge[:0], &r.jtmp, c.body, ep.Prompt, r.members)
 	if err != nil {
 		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
 		return
@@ -384,7 +385,8 @@ func answerText(dst, body []byte) ([]byte, bool) {
 // parameters and stream settings kept) whose messages are the synthesis
 // prompt as a system message, the caller's conversation, and a last user
 // message holding the members' answers.
-func judgeBody(dst, body []byte, prompt string, members []member) ([]byte, error) {
+// scratch holds the messages and the answers text between requests.
+func judgeBody(dst []byte, scratch *[2][]byte, body []byte, prompt string, members []member) ([]byte, error) {
 	msgs, kind, ok := rawjson.Get(body, "messages")
 	if !ok || kind != rawjson.Array {
 		return dst, errNoMessages
@@ -392,8 +394,7 @@ func judgeBody(dst, body []byte, prompt string, members []member) ([]byte, error
 	if prompt == "" {
 		prompt = defaultSynthesisPrompt
 	}
-	var mb []byte
-	mb = append(mb, `[{"role":"system","content":`...)
+	mb := append(scratch[0][:0], `[{"role":"system","content":`...)
 	mb = rawjson.AppendQuote(mb, prompt)
 	mb = append(mb, '}')
 	inner := trimArray(msgs)
@@ -402,8 +403,7 @@ func judgeBody(dst, body []byte, prompt string, members []member) ([]byte, error
 		mb = append(mb, inner...)
 	}
 	mb = append(mb, `,{"role":"user","content":`...)
-	var text []byte
-	text = append(text, "Candidate answers to the last request:"...)
+	text := append(scratch[1][:0], "Candidate answers to the last request:"...)
 	n := 0
 	for i := range members {
 		m := &members[i]
@@ -418,6 +418,7 @@ func judgeBody(dst, body []byte, prompt string, members []member) ([]byte, error
 	}
 	mb = rawjson.AppendQuoteBytes(mb, text)
 	mb = append(mb, "}]"...)
+	scratch[0], scratch[1] = mb, text
 	return rawjson.Set(dst, body, "messages", mb)
 }
 

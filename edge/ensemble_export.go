@@ -15,7 +15,7 @@ func EnsembleBodies(body, temperature, seed []byte, answers [][]byte) (memberB, 
 	for i, a := range answers {
 		ms[i].text, ms[i].ok = a, true
 	}
-	judgeB, err = judgeBody(nil, body, "", ms)
+	judgeB, err = judgeBody(nil, &scratch, body, "", ms)
 	return memberB, judgeB, err
 }
 

@@ -37,7 +37,8 @@ func TestEnsembleJudgeBody(t *testing.T) {
 	ms := []member{{text: []byte("Hello!"), ok: true}, {ok: false, text: []byte("never shown")}, {text: []byte("Hi, \"you\".\nBye"), ok: true}}
 	f := func(prompt, wantPrompt string) {
 		t.Helper()
-		out, err := judgeBody(nil, body, prompt, ms)
+		var scratch [2][]byte
+		out, err := judgeBody(nil, &scratch, body, prompt, ms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,8 @@ func TestEnsembleJudgeBody(t *testing.T) {
 	f("", defaultSynthesisPrompt)
 	f("Merge them.", "Merge them.")
 
-	out, err := judgeBody(nil, []byte(`{"model":"p","messages":[]}`), "x", ms[:1])
+	var scratch [2][]byte
+	out, err := judgeBody(nil, &scratch, []byte(`{"model":"p","messages":[]}`), "x", ms[:1])
 	if err != nil || !json.Valid(out) || !strings.Contains(string(out), `"messages":[{"role":"system","content":"x"},{"role":"user"`) {
 		t.Fatalf("empty conversation: %s %v", out, err)
 	}
