@@ -33,7 +33,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 			if st != nil {
 				st.Acquire() // in-flight count for least_busy
 			}
-			err := client.Do(req, resp, t.Timeout)
+			err := client.Do(req, resp, c.capTimeout(t.Timeout))
 			if st != nil {
 				st.Release()
 			}
@@ -56,7 +56,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 				fasthttp.ReleaseResponse(resp)
 				return
 			}
-			if err == nil && !retryable(c.plan, status) {
+			if err == nil && !retryable(c.dispatchPlan(), status) {
 				c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: string(resp.Header.Peek("Retry-After"))}, 0)
 				relayError(ctx, c.surf, status, resp.Body(), resp.Header.ContentType(), appendBackoff(nil, &resp.Header))
 				fasthttp.ReleaseResponse(resp)

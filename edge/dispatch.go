@@ -227,19 +227,20 @@ const (
 )
 
 func (p *Proxy) newAttemptIter(c *call, ctx *fasthttp.RequestCtx) attemptIter {
-	a := attemptIter{c: c, plan: c.plan, ip: c.ip, ipOK: c.ipOK, last: -1, health: p.Health}
-	g := c.plan.Group
+	plan := c.dispatchPlan()
+	a := attemptIter{c: c, plan: plan, ip: c.ip, ipOK: c.ipOK, last: -1, health: p.Health}
+	g := plan.Group
 	if g == nil {
 		return a
 	}
 	a.mode = iterGroup
 	r := &c.breq
 	r.Tags = ctx.Request.Header.Peek(balancer.TagsHeader)
-	if c.plan.Model.Routing.Strategy == resources.StrategyConsistentHash {
-		r.Key = balancer.HashKey(c.plan.HashOn, keySource{ctx: ctx, c: c, ip: c.ip, ipOK: c.ipOK})
+	if plan.Model.Routing.Strategy == resources.StrategyConsistentHash {
+		r.Key = balancer.HashKey(plan.HashOn, keySource{ctx: ctx, c: c, ip: c.ip, ipOK: c.ipOK})
 	}
-	for i := range c.plan.Targets {
-		t := &c.plan.Targets[i]
+	for i := range plan.Targets {
+		t := &plan.Targets[i]
 		if !eligible(t, c.ip, c.ipOK) {
 			r.Skip = r.Skip.Add(i)
 			a.cidrs++
@@ -392,6 +393,11 @@ func (c *call) observe(t *snapshot.Target, f *lastFailure, ttfb time.Duration) {
 // itself (count_tokens on an upstream without a counting endpoint), it
 // answers the caller and returns nil.
 func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Target, up *snapshot.Upstream) (*fasthttp.Request, *upstream.Client) {
+	if c.pastDeadline() { // ensemble.timeout_ms spent: no further attempt
+		c.surf.writeError(ctx, fasthttp.StatusGatewayTimeout, "server_error", "upstream_timeout", "the upstream did not answer in time")
+		c.errClass = "timeout"
+		return nil, nil
+	}
 	c.target = t.Plan
 	c.attempts++
 	c.in.UpstreamModel = t.Plan.UpstreamModel
@@ -403,7 +409,7 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 	if c.surf.endpoint != adapters.EndpointNone {
 		return p.buildEndpoint(ctx, c, up) // endpoints.go
 	}
-	c.native = c.surf.native != adapters.SurfaceChat && up.Native[c.surf.native] != nil
+	c.native = c.surf.native != adapters.SurfaceChat && up.Native[c.surf.native] != nil && !c.chatOnly
 	if !c.native && c.surf == surfCount {
 		p.countLocally(ctx, c)
 		return nil, nil

@@ -131,7 +131,7 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 	}
 	n := c.nFailures
 	finalMsg := ""
-	if n > 0 && c.status >= 400 && c.failures[n-1].target == c.target {
+	if n > c.memberFs && c.status >= 400 && c.failures[n-1].target == c.target {
 		n-- // the last failure is the final outcome
 		finalMsg = c.failures[n].msg
 	}
@@ -166,6 +166,14 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 			cost := c.target.Model.Cost
 			e.CostUSD = usage.Cost(u.Prompt, u.Completion, u.Reasoning, u.Total, cost.InputPer1K, cost.OutputPer1K)
 		}
+	}
+	if a := &c.addUsage; a.Total > 0 || c.addCost > 0 { // ensemble members (ensemble.go)
+		e.PromptTokens += a.Prompt
+		e.CompletionTokens += a.Completion
+		e.ReasoningTokens += a.Reasoning
+		e.CachedPromptTokens += a.Cached
+		e.TotalTokens += a.Total
+		e.CostUSD += c.addCost
 	}
 	p.Usage.Emit(e)
 }

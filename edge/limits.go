@@ -121,6 +121,7 @@ func (p *Proxy) settleLimits(c *call) {
 				used = c.usage.Prompt + c.usage.Completion
 			}
 		}
+		used += c.addUsage.Total // ensemble members (ensemble.go)
 		p.Limiter.Settle(&c.res, used)
 	}
 	c.keySlot.Release()

@@ -207,9 +207,7 @@ func (p *Proxy) plan(ctx *fasthttp.RequestCtx, c *call) bool {
 	}
 	switch c.plan.Kind {
 	case resources.KindEnsemble:
-		c.surf.writeError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
-			c.plan.Kind.String()+" models are not served by this build")
-		return false
+		return p.ensembleServable(ctx, c) // ensemble.go
 	}
 	if c.surf.endpoint != adapters.EndpointNone {
 		return p.servesEndpoint(ctx, c) // endpoints.go
@@ -231,6 +229,10 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 	}
 	if c.surf.dispatch != nil {
 		c.surf.dispatch(p, ctx, c) // speech, videos
+		return
+	}
+	if c.plan.Ensemble != nil {
+		p.ensemble(ctx, c) // ensemble.go: members, then the judge through this stage
 		return
 	}
 	if c.cr.Stream {

@@ -182,6 +182,19 @@ type call struct {
 	noUsage     bool       // video task calls: metrics and access log, no usage record
 	semText     []byte     // semantic router: the latest user message (scratch)
 	semBatch    [1][]byte  // semantic router: the texts of its embedding call
+
+	// Ensemble calls (ensemble.go). route is the plan whose attempts
+	// dispatch walks when it is not c.plan (the judge of an ensemble
+	// alias: c.plan still names the answer); deadline bounds every
+	// attempt (ensemble.timeout_ms); chatOnly keeps gw's own chat body
+	// from going upstream natively; addUsage and addCost are the members'
+	// tokens and cost, added to the final record and the token limits.
+	route    *snapshot.Plan
+	memberFs int // failures[:memberFs] are the members' (never the final record)
+	deadline time.Time
+	chatOnly bool
+	addUsage adapters.Usage
+	addCost  float64
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -201,6 +214,7 @@ func releaseCall(c *call) {
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
 	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
+	c.route, c.memberFs, c.deadline, c.chatOnly, c.addUsage, c.addCost = nil, 0, time.Time{}, false, adapters.Usage{}, 0
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.semText = c.semText[:0]
 	c.breq.Reset()

@@ -211,7 +211,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			resp := fasthttp.AcquireResponse()
 			sent := time.Now()
 			c.holdBusy(t.Plan.State) // in-flight until the stream ends (least_busy)
-			err := client.DoStream(req, resp, t.StreamTimeout)
+			err := client.DoStream(req, resp, c.capTimeout(t.StreamTimeout))
 			fasthttp.ReleaseRequest(req)
 			if err != nil {
 				c.upstreamDur += time.Since(sent)
@@ -232,7 +232,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 				backoff := appendBackoff(nil, &resp.Header)
 				upstream.CloseStream(resp)
 				fasthttp.ReleaseResponse(resp)
-				if !retryable(c.plan, status) {
+				if !retryable(c.dispatchPlan(), status) {
 					c.observe(t, &lastFailure{kind: upstream.KindStatus, status: status, retryAfter: retryAfter}, 0)
 					relayError(ctx, c.surf, status, body, ctype, backoff)
 					c.errClass = "upstream_status"
@@ -293,7 +293,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			default:
 				if ferr.status != 0 {
 					fail = lastFailure{kind: upstream.KindStatus, status: ferr.status, body: ferr.body, ctype: []byte("application/json")}
-					if !retryable(c.plan, ferr.status) {
+					if !retryable(c.dispatchPlan(), ferr.status) {
 						// An in-band error with a status (errStatus) follows the
 						// rules of that status as an HTTP answer: a 429 fails
 						// over only with retry_on_429.
@@ -326,8 +326,8 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 		return p.prefetchNative(c, s)
 	}
 	for {
-		if s.gap > 0 {
-			upstream.SetReadDeadline(s.resp, time.Now().Add(s.gap))
+		if dl := c.readDeadline(s.gap); !dl.IsZero() {
+			upstream.SetReadDeadline(s.resp, dl)
 		}
 		data, err := s.next()
 		if err != nil {

@@ -524,10 +524,12 @@ func decodeEnsemble(o *obj) *Ensemble {
 	n := int64(len(en.Panel))
 	en.MinResponses = min(2, n)
 	if v, ok := o.intMin("min_responses", 1); ok {
-		if n > 0 && v > n {
-			o.errf("min_responses", "must not exceed the panel size")
-		}
+		// Above the panel size the value is capped, not rejected (spec):
+		// every member answering is the most an ensemble can ask for.
 		en.MinResponses = v
+		if n > 0 && v > n {
+			en.MinResponses = n
+		}
 	}
 	if en.MinResponses < 1 {
 		en.MinResponses = 1

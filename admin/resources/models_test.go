@@ -87,7 +87,6 @@ func TestModelErrors(t *testing.T) {
 	// Ensemble.
 	f("  - display_name: x\n    ensemble: {panel: [], judge: {model: gpt}}\n", at+"ensemble.panel: must hold at least one member")
 	f("  - display_name: x\n    ensemble: {panel: [{model: gpt}]}\n", at+"ensemble.judge: required")
-	f("  - display_name: x\n    ensemble: {panel: [{model: gpt}], judge: {model: gpt}, min_responses: 2}\n", at+"ensemble.min_responses: must not exceed the panel size")
 	f("  - display_name: x\n    ensemble: {panel: [{model: nope}], judge: {model: gpt}}\n", at+`ensemble.panel[0].model: unknown model "nope"`)
 	// Semantic.
 	sem := "  - display_name: x\n    semantic:\n      embedding_model: %s\n      default: gpt\n      match: {threshold: %s}\n      routes: [{name: r, target: mini, examples: [hi]}]\n"
@@ -120,6 +119,10 @@ func TestModelShapes(t *testing.T) {
       panel: [{model: gpt, temperature: 0.2, seed: 7, weight: 3}, {model: mini}, {model: gpt}]
       judge: {model: gpt, synthesis_prompt: "merge"}
       timeout_ms: 3000
+  - display_name: capped
+    ensemble: {panel: [{model: gpt}, {model: mini}], judge: {model: gpt}, min_responses: 5}
+  - display_name: solo
+    ensemble: {panel: [{model: gpt}], judge: {model: gpt}}
   - display_name: router
     retries: 1
     semantic:
@@ -157,6 +160,14 @@ func TestModelShapes(t *testing.T) {
 	en := byName["panel"].Ensemble
 	if en.MinResponses != 2 || en.Judge != byName["gpt"] || *en.Panel[0].Seed != 7 || en.TimeoutMS != 3000 {
 		t.Fatalf("ensemble: %+v", en)
+	}
+	// min_responses above the panel size is capped (spec), and the default
+	// is min(2, panel size).
+	if got := byName["capped"].Ensemble.MinResponses; got != 2 {
+		t.Fatalf("capped min_responses = %d; want 2", got)
+	}
+	if got := byName["solo"].Ensemble.MinResponses; got != 1 {
+		t.Fatalf("solo min_responses = %d; want 1", got)
 	}
 	s := byName["router"].Semantic
 	if s.Routes[0].Threshold != 0.9 || s.Routes[1].Threshold != 0.8 || s.FailureTarget != byName["mini"] || s.EmbeddingModel != byName["emb"] {

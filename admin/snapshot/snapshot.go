@@ -125,8 +125,8 @@ type Plan struct {
 	ID         string
 	Model      *resources.Model
 	Kind       resources.ModelKind
-	// Servable is false for aliases this build cannot answer (ensemble and
-	// semantic models, adapters not built); /v1/models leaves them out.
+	// Servable is false for aliases this build cannot answer (semantic
+	// models, adapters not built); /v1/models leaves them out.
 	Servable bool
 
 	// Direct models: the upstream model name and its JSON literal, and the
@@ -171,6 +171,10 @@ type Plan struct {
 	// Endpoints are the caller endpoints beyond chat the alias serves
 	// (compileEndpoints).
 	Endpoints adapters.Caps
+
+	// Ensemble is the compiled panel and judge of an ensemble model; nil
+	// for the other kinds (ensemble.go).
+	Ensemble *EnsemblePlan
 
 	// Guard is the compiled guardrail chain attached to this alias (see
 	// Options.Guardrails); nil when none.
@@ -312,6 +316,9 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 		}
 	}
 	for _, p := range s.PlanList {
+		if p.Kind == resources.KindEnsemble {
+			p.Ensemble = compileEnsemble(p.Model.Ensemble, byModel)
+		}
 		compileAttempts(p)
 		if p.Kind == resources.KindRouting {
 			if err := compileGroup(p, reg); err != nil {
@@ -402,9 +409,12 @@ func (s *Snapshot) compileGuardrails(gc GuardrailCompiler) error {
 
 // servable reports whether this build can answer requests for p: a direct
 // model whose adapter exists, or a routing group with such a target.
-// Ensemble and semantic models are not built.
+// An ensemble needs its judge and min_responses members servable.
+// Semantic models are not built.
 func servable(p *Plan) bool {
 	switch p.Kind {
+	case resources.KindEnsemble:
+		return servableEnsemble(p)
 	case resources.KindDirect:
 		return p.Model.ProviderKey != nil && registry.Built(p.Model.ProviderKey.Adapter)
 	case resources.KindRouting:

@@ -94,10 +94,11 @@ var fieldRules = map[string]map[string]string{
 		// vector consumers inside gw (semantic routers and guardrails,
 		// edge/embed: vectors of another length are refused, and
 		// normalize: false has gw normalise them).
-		"embedding.dimensions": "",
-		"embedding.normalize":  "",
-		"ensemble":             "ensemble models are not built: the alias is not served and is left out of /v1/models",
-		"semantic":             "",
+		"embedding.dimensions":    "",
+		"embedding.normalize":     "",
+		"ensemble":                "",
+		"ensemble.panel[].weight": "accepted but ignored (spec): every member's answer counts the same for the judge",
+		"semantic":                "",
 	},
 	resources.CollAPIKeys: {
 		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",
@@ -238,6 +239,9 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		case p.Kind == resources.KindRouting:
 			out = append(out, Unenforced{Collection: resources.CollModels, Entry: "display_name=" + p.Alias,
 				Missing: "no target of this group can be served in this build: the alias is left out of /v1/models"})
+		case p.Kind == resources.KindEnsemble:
+			out = append(out, Unenforced{Collection: resources.CollModels, Entry: "display_name=" + p.Alias,
+				Missing: "the judge or fewer than min_responses panel members can be served in this build: the alias answers 501 and is left out of /v1/models"})
 		}
 	}
 	return out

@@ -63,7 +63,6 @@ func TestUnenforcedExample(t *testing.T) {
 		}
 	}
 	want := []string{
-		"models|display_name=panel|ensemble",
 		"api_keys|display_name=demo|mcp_access",
 		"api_keys|display_name=demo|allowed_agents",
 		"api_keys|display_name=demo|allowed_routes",
@@ -97,7 +96,7 @@ func TestUnenforcedExample(t *testing.T) {
 	// Aliases that cannot be served are not servable; the rest are. A
 	// semantic router is servable once its examples are embedded
 	// (Options.Prepare), which a validation-only compile never does.
-	for alias, want := range map[string]bool{"gpt-4o": true, "fast": true, "claude-sonnet": true, "panel": false, "smart-router": false} {
+	for alias, want := range map[string]bool{"gpt-4o": true, "fast": true, "claude-sonnet": true, "panel": true, "smart-router": false} {
 		if s.Plans[alias].Servable != want {
 			t.Errorf("%s: servable %v; want %v", alias, !want, want)
 		}

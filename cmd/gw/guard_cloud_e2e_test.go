@@ -176,16 +176,9 @@ func (e *guardCloudE2E) count(suffix string) int {
 	return n
 }
 
-// streamText reads a chat stream through openai-go: its text and error.
-func streamText(e *guardCloudE2E, model, user string, opts ...option.RequestOption) (string, error) {
-	st := e.oa.Chat.Completions.NewStreaming(context.Background(), userChat(model, user), opts...)
-	text := ""
-	for st.Next() {
-		if len(st.Current().Choices) > 0 {
-			text += st.Current().Choices[0].Delta.Content
-		}
-	}
-	return text, st.Err()
+// cloudStream reads a chat stream through openai-go: its text and error.
+func cloudStream(e *guardCloudE2E, model, user string, opts ...option.RequestOption) (string, error) {
+	return streamText(nil, e.oa.Chat.Completions.NewStreaming(context.Background(), userChat(model, user), opts...))
 }
 
 // TestGuardCloudBedrock: ApplyGuardrail on input and output, SigV4-signed
@@ -224,12 +217,12 @@ func TestGuardCloudBedrock(t *testing.T) {
 	// Output block: buffered, then streamed (window mode, the default).
 	_, err = e.oa.Chat.Completions.New(ctx, userChat("br", "hi"), mockChunks)
 	wantOpenAIErr(t, err, 422, "content_filter")
-	text, err := streamText(e, "br", "hi", mockChunks)
+	text, err := cloudStream(e, "br", "hi", mockChunks)
 	wantOpenAIErr(t, err, 422, "content_filter")
 	if strings.Contains(text, "gatew") {
 		t.Fatalf("leaked %q", text)
 	}
-	text, err = streamText(e, "br", "hi")
+	text, err = cloudStream(e, "br", "hi")
 	if err != nil || text != "Hello from the gw mock provider. This re" {
 		t.Fatalf("clean stream: %v %q", err, text)
 	}
@@ -274,28 +267,28 @@ func TestGuardCloudStreams(t *testing.T) {
 			t.Fatalf("%s: nothing was released before the block:\n%s", model, body)
 		}
 		// A short answer passes whole.
-		if text, err := streamText(e, model, "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
+		if text, err := cloudStream(e, model, "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
 			t.Fatalf("%s clean: %v %q", model, err, text)
 		}
 	}
-	text, err := streamText(e, "az-full", "hi", mockChunks)
+	text, err := cloudStream(e, "az-full", "hi", mockChunks)
 	wantOpenAIErr(t, err, 422, "content_filter")
 	if text != "" {
 		t.Fatalf("buffer_full released %q", text)
 	}
 	_, err = e.oa.Chat.Completions.New(context.Background(), userChat("az-full", "hi"), mockChunks)
 	wantOpenAIErr(t, err, 422, "content_filter")
-	if text, err := streamText(e, "az-full", "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
+	if text, err := cloudStream(e, "az-full", "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
 		t.Fatalf("az-full clean: %v %q", err, text)
 	}
 	// Prompt Shields on output: the answer (one window of the default 1024
 	// bytes) is a document carrying an attack.
-	text, err = streamText(e, "shield-out", "hi", mockChunks)
+	text, err = cloudStream(e, "shield-out", "hi", mockChunks)
 	wantOpenAIErr(t, err, 422, "content_filter")
 	if text != "" {
 		t.Fatalf("shield-out released %q", text)
 	}
-	if text, err := streamText(e, "shield-out", "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
+	if text, err := cloudStream(e, "shield-out", "hi"); err != nil || text != "Hello from the gw mock provider. This re" {
 		t.Fatalf("shield-out clean: %v %q", err, text)
 	}
 }

@@ -36,10 +36,6 @@ api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
 models:
   - {display_name: claude, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: claude-rules}
-  - display_name: panel
-    ensemble:
-      panel: [{model: claude}, {model: claude}]
-      judge: {model: claude}
 `
 
 // TestKeysetAnthropicBodyRules: a chat caller at temperature 1.5 on a key
@@ -132,35 +128,6 @@ func TestUpstreamCAFile(t *testing.T) {
 	}
 	if _, err := upstreamCA(writeTemp(t, "empty.pem", "not a certificate")); err == nil {
 		t.Fatal("a file without a certificate was accepted")
-	}
-}
-
-// TestKeyset501: an alias this build cannot serve answers 501 with the same
-// error.type on every surface: invalid_request_error (it was api_error on
-// Messages).
-func TestKeyset501(t *testing.T) {
-	startMock(t, "KEYSET_MOCK", mock.Config{})
-	g := startGW(t, writeTemp(t, "keyset.yaml", keysetFile))
-	for _, c := range []struct{ path, body string }{
-		{"/v1/chat/completions", `{"model":"panel","messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/messages", `{"model":"panel","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`},
-		{"/v1/responses", `{"model":"panel","input":"hi"}`},
-	} {
-		req, _ := http.NewRequest("POST", "http://"+g.addr+c.path, strings.NewReader(c.body))
-		req.Header.Set("Authorization", "Bearer caller-e2e")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e struct {
-			Error struct{ Type, Code string }
-		}
-		err = json.NewDecoder(resp.Body).Decode(&e)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != 501 || e.Error.Type != "invalid_request_error" {
-			t.Fatalf("%s: %d %+v (%v)", c.path, resp.StatusCode, e, err)
-		}
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 )
 
-// unenforcedFile configures things this build cannot act on: a guardrail
-// of a kind not built (attached, it answers per fail_open), an ensemble
-// alias, a JWT binding.
+// unenforcedFile configures things this build cannot act on: an A2A agent
+// (/a2a is not built), an ensemble alias whose panel weight is ignored
+// (spec) and that can be served.
 const unenforcedFile = `_format_version: "1"
 provider_keys:
   - display_name: oa
@@ -28,18 +28,11 @@ models:
     provider_key: oa
   - display_name: panel
     ensemble:
-      panel: [{model: gpt}, {model: gpt}]
+      panel: [{model: gpt, weight: 2}, {model: gpt}]
       judge: {model: gpt}
-guardrails:
-  - name: words
-    kind: azure_content_safety
-    hook_point: input
-    endpoint: https://cs.example.com
-    api_key: az-test
-guardrail_attachments:
-  - guardrail_id: words
-    scope_type: model
-    scope_id: gpt
+a2a_agents:
+  - name: planner
+    url: https://agents.example.com/planner
 `
 
 // TestUnenforcedIsLoud: what loads but has no effect is warned about at
@@ -50,8 +43,8 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	g := startGW(t, path, "--admin-listen=127.0.0.1:0", "--admin-key=e2e-admin-key-not-used", "--data-dir="+t.TempDir())
 	logs := g.stderr.String()
 	for _, want := range []string{
-		`"msg":"configured but not enforced","collection":"guardrails","entry":"name=words"`,
-		`"collection":"models","entry":"display_name=panel","field":"ensemble"`,
+		`"msg":"configured but not enforced","collection":"a2a_agents","entry":"name=planner"`,
+		`"collection":"models","entry":"display_name=panel","field":"ensemble.panel[].weight"`,
 		`"collection":"startup","entry":"","field":"admin.listen"`,
 	} {
 		if !strings.Contains(logs, want) {
@@ -69,7 +62,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 			t.Errorf("%+v: no reason", u)
 		}
 	}
-	want := "startup||admin.listen models|display_name=panel|ensemble guardrails|name=words|"
+	want := "startup||admin.listen models|display_name=panel|ensemble.panel[].weight a2a_agents|name=planner|"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("/status/config unenforced: %v; want %s", got, want)
 	}
@@ -79,7 +72,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	m, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, series := range []string{`gw_config_unenforced_resources{collection="guardrails"} 1`, `gw_config_unenforced_resources{collection="startup"} 1`, `gw_config_unenforced_resources{collection="models"} 1`} {
+	for _, series := range []string{`gw_config_unenforced_resources{collection="a2a_agents"} 1`, `gw_config_unenforced_resources{collection="startup"} 1`, `gw_config_unenforced_resources{collection="models"} 1`} {
 		if !bytes.Contains(m, []byte(series)) {
 			t.Errorf("/metrics lacks %s", series)
 		}
@@ -93,8 +86,8 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&models)
 	resp.Body.Close()
-	if err != nil || len(models.Data) != 1 || models.Data[0].ID != "gpt" {
-		t.Fatalf("/v1/models lists %+v; want only gpt (panel cannot be served)", models.Data)
+	if err != nil || len(models.Data) != 2 || models.Data[0].ID != "gpt" || models.Data[1].ID != "panel" {
+		t.Fatalf("/v1/models lists %+v; want gpt and panel", models.Data)
 	}
 
 	// gw validate: warnings on stderr, exit 0.
@@ -105,8 +98,8 @@ func TestUnenforcedIsLoud(t *testing.T) {
 		t.Fatalf("validate: %v\n%s", err, stderr.String())
 	}
 	for _, want := range []string{
-		"warning: guardrails (name=words): not enforced in this build: kind azure_content_safety is not built",
-		"warning: models (display_name=panel): ensemble: not enforced in this build",
+		"warning: models (display_name=panel): ensemble.panel[].weight: not enforced in this build",
+		"warning: a2a_agents (name=planner): not enforced in this build",
 	} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("validate output lacks %q:\n%s", want, stderr.String())
