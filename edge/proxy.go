@@ -31,6 +31,9 @@ type Proxy struct {
 	MaxResponseBytes int64
 	// Realtime holds the /v1/realtime session settings (realtime.go).
 	Realtime RealtimeOptions
+	// Cache holds the response cache's stores; nil disables caching
+	// (cache_stage.go).
+	Cache *Caches
 }
 
 var (
@@ -180,6 +183,7 @@ type call struct {
 	nFailures   int
 	g           guardState // guardrails (input and output policy)
 	noUsage     bool       // video task calls: metrics and access log, no usage record
+	cache       cacheCall  // the response cache stage (cache_stage.go)
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -202,5 +206,6 @@ func releaseCall(c *call) {
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()
+	c.cache.reset()
 	callPool.Put(c)
 }

@@ -166,6 +166,10 @@ type Plan struct {
 	// Guard is the compiled guardrail chain attached to this alias (see
 	// Options.Guardrails); nil when none.
 	Guard any
+
+	// Cache is the response cache policy covering this alias (cache.go);
+	// nil when none.
+	Cache *CacheRule
 }
 
 // Target is one resolved routing target.
@@ -302,6 +306,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	if err := compileEndpoints(s.PlanList); err != nil {
 		return nil, err
 	}
+	compileCache(res, s.PlanList)
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
 	if opt.Guardrails != nil {

@@ -1,0 +1,40 @@
+package snapshot
+
+import (
+	"time"
+
+	"gw/admin/resources"
+)
+
+// CacheRule is a cache policy compiled for the aliases it covers.
+type CacheRule struct {
+	Name          string
+	Namespace     string
+	Backend       string // resources.CacheBackendMemory or CacheBackendRedis
+	TTL           time.Duration
+	MaxEntryBytes int
+}
+
+// compileCache hangs on each plan the first enabled exact-match policy (in
+// file order) whose models cover its alias. Semantic policies are not
+// built: they stay on the unenforced list and cover nothing.
+func compileCache(res *resources.Resources, plans []*Plan) {
+	var rules []*CacheRule
+	var pols []*resources.CachePolicy
+	for _, c := range res.CachePolicies {
+		if !c.Enabled || c.Match != resources.CacheMatchExact {
+			continue
+		}
+		rules = append(rules, &CacheRule{Name: c.Name, Namespace: c.Namespace, Backend: c.Backend, TTL: c.TTL(),
+			MaxEntryBytes: int(min(c.MaxEntryBytes, int64(1)<<40))})
+		pols = append(pols, c)
+	}
+	for _, p := range plans {
+		for i, c := range pols {
+			if c.AppliesTo(p.Alias) {
+				p.Cache = rules[i]
+				break
+			}
+		}
+	}
+}
