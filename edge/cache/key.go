@@ -55,7 +55,7 @@ func AppendCanonical(dst []byte, format, alias string, body []byte) ([]byte, boo
 	n := 0
 	var c rawjson.Cursor
 	c.Reset(body)
-	if !c.Begin() {
+	if c.Kind() != rawjson.Object || !c.Begin() {
 		return dst, false
 	}
 	for c.More() {
@@ -108,23 +108,36 @@ func isIgnored(k []byte) bool {
 }
 
 // appendCompact appends v without whitespace outside strings. v is a
-// value the cursor has scanned; strings are copied as they are.
+// value the cursor has scanned; strings are copied as they are, found by
+// their closing quote with bytes.IndexByte (most of a request is text).
 func appendCompact(dst, v []byte) []byte {
-	start, inStr := 0, false
-	for i := 0; i < len(v); i++ {
-		b := v[i]
-		switch {
-		case inStr:
-			if b == '\\' {
-				i++
-			} else if b == '"' {
-				inStr = false
+	start := 0
+	for i := 0; i < len(v); {
+		switch v[i] {
+		case '"':
+			j := i + 1
+			for {
+				q := bytes.IndexByte(v[j:], '"')
+				if q < 0 {
+					return append(dst, v[start:]...) // unterminated: the cursor rejects it anyway
+				}
+				j += q
+				n := 0 // backslashes before the quote: odd escapes it
+				for k := j - 1; k > i && v[k] == '\\'; k-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+				j++
 			}
-		case b == '"':
-			inStr = true
-		case b == ' ' || b == '\t' || b == '\n' || b == '\r':
+			i = j + 1
+		case ' ', '\t', '\n', '\r':
 			dst = append(dst, v[start:i]...)
-			start = i + 1
+			i++
+			start = i
+		default:
+			i++
 		}
 	}
 	return append(dst, v[start:]...)
