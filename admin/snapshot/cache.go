@@ -15,6 +15,8 @@ type CacheRule struct {
 	MaxEntryBytes int
 }
 
+const maxCacheTTL = 100 * 365 * 24 * time.Hour
+
 // compileCache hangs on each plan the first enabled exact-match policy (in
 // file order) whose models cover its alias. Semantic policies are not
 // built: they stay on the unenforced list and cover nothing.
@@ -25,7 +27,13 @@ func compileCache(res *resources.Resources, plans []*Plan) {
 		if !c.Enabled || c.Match != resources.CacheMatchExact {
 			continue
 		}
-		rules = append(rules, &CacheRule{Name: c.Name, Namespace: c.Namespace, Backend: c.Backend, TTL: c.TTL(),
+		// ttl_seconds has no upper bound in the file: a century stands for
+		// anything longer (and keeps expiry times from overflowing).
+		ttl := maxCacheTTL
+		if c.TTLSeconds < int64(maxCacheTTL/time.Second) {
+			ttl = c.TTL()
+		}
+		rules = append(rules, &CacheRule{Name: c.Name, Namespace: c.Namespace, Backend: c.Backend, TTL: ttl,
 			MaxEntryBytes: int(min(c.MaxEntryBytes, int64(1)<<40))})
 		pols = append(pols, c)
 	}

@@ -33,11 +33,14 @@ func TestCompileCache(t *testing.T) {
 		{Name: "off", Match: resources.CacheMatchExact, Enabled: false},
 		{Name: "sem", Match: resources.CacheMatchSemantic, Enabled: true},
 		{Name: "first", Match: resources.CacheMatchExact, Enabled: true, Models: []string{"a*"}, Namespace: "first"},
-		{Name: "all", Match: resources.CacheMatchExact, Enabled: true, Namespace: "all"},
+		{Name: "all", Match: resources.CacheMatchExact, Enabled: true, Namespace: "all", TTLSeconds: 1 << 62},
 	}}
 	plans := []*Plan{{Alias: "abc"}, {Alias: "xyz"}}
 	compileCache(res, plans)
 	if plans[0].Cache.Name != "first" || plans[1].Cache.Name != "all" {
 		t.Fatalf("got %q, %q; want first, all", plans[0].Cache.Name, plans[1].Cache.Name)
+	}
+	if plans[1].Cache.TTL != maxCacheTTL {
+		t.Fatalf("a huge ttl_seconds compiles to %v; want the century cap", plans[1].Cache.TTL)
 	}
 }
