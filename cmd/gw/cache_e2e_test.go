@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -342,4 +345,47 @@ func TestCacheRedisOutage(t *testing.T) {
 		t.Fatal("no outage warning in the log")
 	}
 	t.Logf("x-gw-cache over %d requests: %v", total.Load(), seen)
+}
+
+// TestCacheInputGuardrailFirst: the input policy runs before the lookup.
+// An answer cached before a reload attached a blocking guardrail is not
+// served to a request the guardrail now blocks; the entries survive the
+// reload for the requests it lets through.
+func TestCacheInputGuardrailFirst(t *testing.T) {
+	e := newCacheEnv(t, "memory")
+	g := startGW(t, e.file)
+	c := sdkFor(g)
+	blocked := askParams("gpt", "Tell me about PROJECT-ZEUS")
+	if _, st := cachedChat(t, c, blocked); st != "miss" {
+		t.Fatalf("first: %q", st)
+	}
+	if _, st := cachedChat(t, c, askParams("gpt", "Harmless")); st != "miss" {
+		t.Fatalf("harmless: %q", st)
+	}
+	if _, st := cachedChat(t, c, blocked); st != "hit" {
+		t.Fatalf("second: %q", st)
+	}
+	data, err := os.ReadFile(e.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := string(data) + `guardrails:
+  - {name: no-codenames, kind: keyword, hook_point: input, patterns: [{kind: literal, value: PROJECT-ZEUS}]}
+guardrail_attachments:
+  - {guardrail_id: no-codenames, scope_type: model, scope_id: gpt}
+`
+	if err := os.WriteFile(e.file, []byte(guarded), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.cmd.Process.Signal(syscall.SIGHUP)
+	waitStatus(t, g.addr, func(s configStatus) bool { return s.ApplySeq == 2 && s.State == "synced" })
+	var raw *http.Response
+	_, err = c.Chat.Completions.New(context.Background(), blocked, option.WithResponseInto(&raw))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 422 {
+		t.Fatalf("blocked request after the reload: %v; want 422 from the input policy, not the cached answer", err)
+	}
+	if _, st := cachedChat(t, c, askParams("gpt", "Harmless")); st != "hit" {
+		t.Fatalf("harmless after reload: %q; want hit", st)
+	}
 }
