@@ -132,3 +132,26 @@ func FuzzCacheMemoryRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCacheRedisValue: ParseValue never panics on any bytes (a Redis key
+// anyone could have written), and what AppendValue writes parses back.
+func FuzzCacheRedisValue(f *testing.F) {
+	f.Add([]byte{}, []byte("application/json"), []byte(`{"a":1}`), uint16(200), uint64(7))
+	f.Add(cache.AppendValue(nil, 1, cache.Entry{StatusCode: 200, Body: []byte("{}")}), []byte{}, []byte{}, uint16(500), uint64(0))
+	f.Fuzz(func(t *testing.T, raw, ct, body []byte, status uint16, check uint64) {
+		if e, _, ok := cache.ParseValue(raw); ok && (e.StatusCode < 200 || e.StatusCode > 299 || len(e.ContentType) > 255) {
+			t.Fatalf("parsed an impossible entry %+v", e)
+		}
+		if len(ct) > 255 {
+			ct = ct[:255]
+		}
+		in := cache.Entry{StatusCode: int(status), ContentType: ct, Body: body}
+		e, c, ok := cache.ParseValue(cache.AppendValue(nil, check, in))
+		if want := status >= 200 && status <= 299; ok != want {
+			t.Fatalf("status %d: ok %v", status, ok)
+		}
+		if ok && (c != check || !bytes.Equal(e.Body, body) || !bytes.Equal(e.ContentType, ct) || e.StatusCode != int(status)) {
+			t.Fatalf("round trip: %+v %d", e, c)
+		}
+	})
+}

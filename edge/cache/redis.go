@@ -193,7 +193,7 @@ func (r *Redis) Get(k *Key) (Entry, Status) {
 		return Entry{}, Error
 	}
 	r.success()
-	e, check, ok := decodeValue(val)
+	e, check, ok := ParseValue(val)
 	if !ok || check != k.Check {
 		return Entry{}, Miss // a foreign or colliding value is no answer
 	}
@@ -205,7 +205,7 @@ func (r *Redis) Set(k *Key, e Entry, ttl time.Duration) {
 	if ttl <= 0 || r.usable() == nil {
 		return
 	}
-	w := write{key: []byte(r.key(k)), val: encodeValue(nil, k.Check, e), ttl: ttl}
+	w := write{key: []byte(r.key(k)), val: AppendValue(nil, k.Check, e), ttl: ttl}
 	select {
 	case r.writes <- w:
 	default:
@@ -317,7 +317,8 @@ func (r *Redis) Close() {
 	})
 }
 
-func encodeValue(dst []byte, check uint64, e Entry) []byte {
+// AppendValue appends the Redis value of e with check hash check.
+func AppendValue(dst []byte, check uint64, e Entry) []byte {
 	ct := e.ContentType
 	if len(ct) > 255 {
 		ct = ct[:0] // no real content type is this long; the caller gets JSON's
@@ -329,7 +330,10 @@ func encodeValue(dst []byte, check uint64, e Entry) []byte {
 	return append(dst, e.Body...)
 }
 
-func decodeValue(v []byte) (Entry, uint64, bool) {
+// ParseValue reads a Redis value written by AppendValue; ok is false for
+// anything else (a foreign or truncated value, a non-2xx status). The
+// entry's slices point into v.
+func ParseValue(v []byte) (Entry, uint64, bool) {
 	if len(v) < 11 {
 		return Entry{}, 0, false
 	}

@@ -108,16 +108,16 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 
 func TestValueCodec(t *testing.T) {
 	e := Entry{StatusCode: 201, ContentType: []byte("application/json; charset=utf-8"), Body: []byte(`{"x":1}`)}
-	got, check, ok := decodeValue(encodeValue(nil, 42, e))
+	got, check, ok := ParseValue(AppendValue(nil, 42, e))
 	if !ok || check != 42 || got.StatusCode != 201 || string(got.ContentType) != string(e.ContentType) || string(got.Body) != string(e.Body) {
 		t.Fatalf("round trip: %+v %d %v", got, check, ok)
 	}
-	for _, v := range [][]byte{nil, make([]byte, 10), encodeValue(nil, 1, Entry{StatusCode: 200, ContentType: []byte("abc")})[:12]} {
-		if _, _, ok := decodeValue(v); ok {
+	for _, v := range [][]byte{nil, make([]byte, 10), AppendValue(nil, 1, Entry{StatusCode: 200, ContentType: []byte("abc")})[:12]} {
+		if _, _, ok := ParseValue(v); ok {
 			t.Errorf("%q decoded", v)
 		}
 	}
-	if _, _, ok := decodeValue(encodeValue(nil, 1, Entry{StatusCode: 500})); ok {
+	if _, _, ok := ParseValue(AppendValue(nil, 1, Entry{StatusCode: 500})); ok {
 		t.Error("a non-2xx status decoded")
 	}
 }
