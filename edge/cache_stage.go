@@ -8,6 +8,7 @@ package edge
 // caller's format, `model` the alias), is stored once dispatch wrote it.
 
 import (
+	"bytes"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,8 @@ var (
 	noRedisWarned    atomic.Bool
 	hdrCache         = []byte("x-gw-cache")
 	hdrCacheControl  = []byte("Cache-Control")
+	tokNoCache       = []byte("no-cache")
+	tokNoStore       = []byte("no-store")
 	cacheStatusBytes = [...][]byte{[]byte("none"), []byte("miss"), []byte("hit"), []byte("bypass"), []byte("error")}
 	cacheUsageStatus = [...]string{usage.CacheNone, usage.CacheMiss, usage.CacheHit, usage.CacheBypass, usage.CacheError}
 	cacheCounters    = [...]*metrics.Counter{nil,
@@ -178,11 +181,11 @@ func cacheControl(v []byte) (noCache, noStore bool) {
 		for i < len(v) && v[i] != ',' {
 			i++
 		}
-		d := trimSpace(v[:i])
+		d := bytes.TrimSpace(v[:i])
 		switch {
-		case asciiEqualFold(d, "no-cache"):
+		case bytes.EqualFold(d, tokNoCache):
 			noCache = true
-		case asciiEqualFold(d, "no-store"):
+		case bytes.EqualFold(d, tokNoStore):
 			noStore = true
 		}
 		if i == len(v) {
@@ -191,32 +194,6 @@ func cacheControl(v []byte) (noCache, noStore bool) {
 		v = v[i+1:]
 	}
 	return noCache, noStore
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x := b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if x != s[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // cacheUsage is the usage record's cache_status.
