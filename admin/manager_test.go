@@ -16,7 +16,7 @@ import (
 type retireChecker struct{ retired *atomic.Int32 }
 
 func (retireChecker) Check(context.Context, *guard.Request, *guard.Verdict) error { return nil }
-func (c retireChecker) Retire()                                                  { c.retired.Add(1) }
+func (c retireChecker) Retire()                                                   { c.retired.Add(1) }
 
 // TestApplyRetiresReplacedSnapshot: once a new snapshot serves, the old
 // one's checkers are retired (their warm resources freed), and only the

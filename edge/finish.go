@@ -127,7 +127,7 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 		RequestID: usage.NewRequestID(),
 		APIKeyID:  k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
 		Model: c.plan.Alias, Stream: stream, InboundProtocol: c.surf.protocol, Operation: c.surf.operation,
-		CacheStatus: usage.CacheNone, RequestBodyBytes: int64(reqBytes),
+		CacheStatus: c.cacheUsage(), RequestBodyBytes: int64(reqBytes),
 	}
 	n := c.nFailures
 	finalMsg := ""

@@ -25,7 +25,8 @@ import (
 //	limits        rate limits, token reservations, concurrency (limits.go)
 //	input policy  guardrails on the request's texts: block, mask, monitor
 //	              (guard_input.go, edge/guard)
-//	cache         response cache lookup (empty: the cache issue plugs in here)
+//	cache         response cache lookup: a hit answers, a miss's answer is
+//	              stored after dispatch (cache_stage.go, edge/cache)
 //	dispatch      balancer, attempts, commit point, adapters (dispatch.go,
 //	              buffered.go, stream.go, native.go)
 //	output policy guardrails on the answer: a buffered answer is judged
@@ -66,12 +67,8 @@ func (p *Proxy) run(ctx *fasthttp.RequestCtx, c *call) {
 	// guardAnswer on a buffered answer, the relay's guarded next on a
 	// stream (guard_output.go).
 	p.dispatch(ctx, c)
+	p.cacheSave(ctx, c)
 }
-
-// cacheLookup is the cache stage. It is empty in this build: cache_policies
-// stay on the unenforced list until the cache issue plugs its lookup in
-// here (a hit answers and returns false).
-func (p *Proxy) cacheLookup(*fasthttp.RequestCtx, *call) bool { return true }
 
 // authenticate is the first stage: the caller, or 401 in the surface's envelope.
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx, c *call) bool {

@@ -31,6 +31,9 @@ type Proxy struct {
 	MaxResponseBytes int64
 	// Realtime holds the /v1/realtime session settings (realtime.go).
 	Realtime RealtimeOptions
+	// Cache holds the response cache's stores; nil disables caching
+	// (cache_stage.go).
+	Cache *Caches
 }
 
 var (
@@ -195,6 +198,7 @@ type call struct {
 	chatOnly bool
 	addUsage adapters.Usage
 	addCost  float64
+	cache    cacheCall // the response cache stage (cache_stage.go)
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -219,5 +223,6 @@ func releaseCall(c *call) {
 	c.semText = c.semText[:0]
 	c.breq.Reset()
 	c.g.reset()
+	c.cache.reset()
 	callPool.Put(c)
 }

@@ -188,6 +188,10 @@ type Plan struct {
 	// set by Options.Prepare; until then the alias is not servable.
 	Routes   []Target
 	Semantic any
+
+	// Cache is the response cache policy covering this alias (cache.go);
+	// nil when none.
+	Cache *CacheRule
 }
 
 // Target is one resolved routing target.
@@ -332,6 +336,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	if err := compileEndpoints(s.PlanList); err != nil {
 		return nil, err
 	}
+	compileCache(res, s.PlanList)
 	s.compileCallers(res)
 	s.Guardrails = res.GuardrailChains()
 	if opt.Guardrails != nil {

@@ -44,7 +44,7 @@ const (
 	missA2A         = "A2A agents (/a2a) are not built"
 	missPassthrough = "passthrough routes are not built"
 	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
-	missCache       = "response caching is not built"
+	missSemCache    = "semantic cache matching is not built: a match: semantic policy caches nothing"
 	missVertexReq   = "not applied on adapter vertex keys serving Gemini or Claude in this build"
 )
 
@@ -57,7 +57,6 @@ var wholeCollections = map[string]string{
 	resources.CollPassthroughRoutes:    missPassthrough,
 	resources.CollGuardrails:           missGuardrails,
 	resources.CollGuardrailAttachments: missGuardrails,
-	resources.CollCachePolicies:        missCache,
 }
 
 // fieldRules classify every field path of the other collections: "" means
@@ -123,6 +122,12 @@ var fieldRules = map[string]map[string]string{
 		"endpoint": "", "headers": "", "timeout_ms": "", "compression": "",
 		"provider": "", "bucket": "", "prefix": "", "region": "", "auth_mode": "", "access_key_id": "", "secret_access_key": "",
 		"project": "", "logstore": "", "access_key_secret": "", "site": "", "api_key": "", "service": "",
+	},
+	// Exact-match policies work (edge/cache); semantic matching does not.
+	resources.CollCachePolicies: {
+		"name": "", "backend": "", "match": "", "ttl_seconds": "", "models": "", "max_entry_bytes": "",
+		"namespace": "", "enabled": "",
+		"semantic": missSemCache,
 	},
 	resources.CollRateLimitPolicies: {
 		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",

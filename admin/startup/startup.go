@@ -42,6 +42,9 @@ type Config struct {
 	RedisPassword string
 	RedisDB       int64
 
+	CacheMemoryMaxBytes     int64         // the memory cache backend's bound, per replica
+	CacheRedisProbeInterval time.Duration // the redis cache backend's reattach probe period
+
 	AdminListen string
 	AdminKey    string
 	// The admin API's store: "embedded" (single node, in AdminDataDir) or
@@ -72,25 +75,27 @@ type Config struct {
 // Defaults returns the built-in defaults.
 func Defaults() Config {
 	return Config{
-		Listen:              "127.0.0.1:8080",
-		UpstreamTimeoutMS:   6000000,
-		UpstreamTLSVerify:   true,
-		UpstreamMaxConns:    1024,
-		UpstreamIdleTimeout: 90 * time.Second,
-		DebugListen:         "127.0.0.1:9091",
-		UpstreamMaxResponse: 32 << 20,
-		RealtimeIdleTimeout: 10 * time.Minute,
-		RealtimeMaxSession:  time.Hour,
-		MaxBodyBytes:        32 << 20,
-		HeaderTimeout:       10 * time.Second,
-		BodyTimeout:         2 * time.Minute,
-		IdleTimeout:         2 * time.Minute,
-		ShutdownGrace:       30 * time.Second,
-		RealIPHeader:        "x-forwarded-for",
-		AccessLog:           true,
-		AdminStore:          "embedded",
-		AdminDataDir:        "./data",
-		AdminEtcdPrefix:     "/gw",
+		Listen:                  "127.0.0.1:8080",
+		UpstreamTimeoutMS:       6000000,
+		UpstreamTLSVerify:       true,
+		UpstreamMaxConns:        1024,
+		UpstreamIdleTimeout:     90 * time.Second,
+		DebugListen:             "127.0.0.1:9091",
+		UpstreamMaxResponse:     32 << 20,
+		RealtimeIdleTimeout:     10 * time.Minute,
+		RealtimeMaxSession:      time.Hour,
+		MaxBodyBytes:            32 << 20,
+		HeaderTimeout:           10 * time.Second,
+		BodyTimeout:             2 * time.Minute,
+		IdleTimeout:             2 * time.Minute,
+		ShutdownGrace:           30 * time.Second,
+		RealIPHeader:            "x-forwarded-for",
+		AccessLog:               true,
+		AdminStore:              "embedded",
+		AdminDataDir:            "./data",
+		AdminEtcdPrefix:         "/gw",
+		CacheMemoryMaxBytes:     256 << 20,
+		CacheRedisProbeInterval: 30 * time.Second,
 	}
 }
 
@@ -171,6 +176,8 @@ var Settings = []Setting{
 	{"shared_store.redis.address", "GW_REDIS_ADDR", "redis-addr", "Redis host:port shared by replicas for rate counters and cache; empty keeps state per process", str(func(c *Config) *string { return &c.RedisAddr })},
 	{"shared_store.redis.password", "GW_REDIS_PASSWORD", "redis-password", "Redis password (prefer the env variable)", str(func(c *Config) *string { return &c.RedisPassword })},
 	{"shared_store.redis.db", "GW_REDIS_DB", "redis-db", "Redis database number", integer(0, func(c *Config) *int64 { return &c.RedisDB })},
+	{"cache.memory_max_bytes", "GW_CACHE_MEMORY_MAX_BYTES", "cache-memory-max-bytes", "bound of the response cache's memory backend per replica (bodies plus ~160 bytes per entry); least recently used entries go first", integer(4096, func(c *Config) *int64 { return &c.CacheMemoryMaxBytes })},
+	{"cache.redis_probe_interval", "GW_CACHE_REDIS_PROBE_INTERVAL", "cache-redis-probe-interval", "while Redis is unreachable, how often the response cache probes it to reattach (lookups miss meanwhile)", duration(func(c *Config) *time.Duration { return &c.CacheRedisProbeInterval })},
 	{"admin.listen", "GW_ADMIN_LISTEN", "admin-listen", "admin API listener; empty disables the admin API", str(func(c *Config) *string { return &c.AdminListen })},
 	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
 	{"admin.store", "GW_STORE", "store", "admin API store: embedded (single node, survives restarts in data_dir) or etcd", str(func(c *Config) *string { return &c.AdminStore })},

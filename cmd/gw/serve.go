@@ -27,6 +27,7 @@ import (
 	"gw/balancer"
 	"gw/edge"
 	"gw/edge/authn"
+	"gw/edge/cache"
 	"gw/edge/embed"
 	"gw/edge/guard/kinds"
 	gwusage "gw/edge/usage"
@@ -223,6 +224,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer proxy.Limiter.Close()
 	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
 	proxy.Usage = pipeline
+	// The response cache: the memory backend per replica, the redis
+	// backend on the shared store (misses while it is unreachable).
+	cacheMem := cache.NewMemory(cfg.CacheMemoryMaxBytes)
+	var cacheRedis *cache.Redis
+	if cfg.RedisAddr != "" {
+		cacheRedis = cache.NewRedis(cache.RedisConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: int(cfg.RedisDB),
+			ProbeInterval: cfg.CacheRedisProbeInterval}, log)
+		defer cacheRedis.Close()
+		metrics.NewGauge(`gw_cache_store_state`, func() float64 { return float64(cacheRedis.State()) })
+	}
+	metrics.NewGauge(`gw_cache_memory_bytes`, func() float64 { return float64(cacheMem.Bytes()) })
+	proxy.Cache = edge.NewCaches(cacheMem, cacheRedis)
 	if cfg.AccessLog {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()

@@ -29,6 +29,11 @@ const (
 	CacheNone = "none" // no cache policy applies to the request
 	CacheMiss = "miss"
 	CacheHit  = "hit"
+	// CacheBypass: a policy applies but the request was not looked up (a
+	// stream, Cache-Control: no-cache / no-store); CacheError: the store
+	// could not answer (served as a miss).
+	CacheBypass = "bypass"
+	CacheError  = "error"
 )
 
 // MaxClassLen bounds inbound_protocol, operation and cache_status; a longer
@@ -129,7 +134,7 @@ type Record struct {
 	// Classification.
 	InboundProtocol string // chat_completions, messages, responses
 	Operation       string // chat.completions, messages, messages.count_tokens, responses
-	CacheStatus     string // CacheNone, CacheMiss, CacheHit
+	CacheStatus     string // CacheNone, CacheMiss, CacheHit, CacheBypass, CacheError
 	Stream          bool
 
 	// Tokens as reported by the upstream; TotalTokens 0 means absent.

@@ -54,6 +54,8 @@ type Budgets struct {
 	AddedP99At2kShared     float64 `yaml:"added_p99_us_at_2k_shared"`
 	ColdStartMS            float64 `yaml:"cold_start_ms"`
 	ExportersRatioMin      float64 `yaml:"exporters_ratio_min"`
+	// Scenario 11: a cache hit's p50 over the direct call's (< 1: faster).
+	CacheHitRatioMax float64 `yaml:"cache_hit_p50_ratio_max"`
 }
 
 // Figure is one reported number, with its budget when it has one.
@@ -281,6 +283,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p50", Value: float64(g5.LatencyUS.P50 - d.LatencyUS.P50), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p99", Value: float64(g5.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "gw errors", Value: float64(g5.Errors), Unit: "requests"})
+	}
+	if err := cacheScenario(ctx, o, rep, &bud, tmp, env, run, mockBase); err != nil {
+		return nil, err
 	}
 	if err := soakScenario(ctx, o, rep, &bud, tmp, env, SoakRequests); err != nil {
 		return nil, err

@@ -1,0 +1,48 @@
+package snapshot
+
+import (
+	"time"
+
+	"gw/admin/resources"
+)
+
+// CacheRule is a cache policy compiled for the aliases it covers.
+type CacheRule struct {
+	Name          string
+	Namespace     string
+	Backend       string // resources.CacheBackendMemory or CacheBackendRedis
+	TTL           time.Duration
+	MaxEntryBytes int
+}
+
+const maxCacheTTL = 100 * 365 * 24 * time.Hour
+
+// compileCache hangs on each plan the first enabled exact-match policy (in
+// file order) whose models cover its alias. Semantic policies are not
+// built: they stay on the unenforced list and cover nothing.
+func compileCache(res *resources.Resources, plans []*Plan) {
+	var rules []*CacheRule
+	var pols []*resources.CachePolicy
+	for _, c := range res.CachePolicies {
+		if !c.Enabled || c.Match != resources.CacheMatchExact {
+			continue
+		}
+		// ttl_seconds has no upper bound in the file: a century stands for
+		// anything longer (and keeps expiry times from overflowing).
+		ttl := maxCacheTTL
+		if c.TTLSeconds < int64(maxCacheTTL/time.Second) {
+			ttl = c.TTL()
+		}
+		rules = append(rules, &CacheRule{Name: c.Name, Namespace: c.Namespace, Backend: c.Backend, TTL: ttl,
+			MaxEntryBytes: int(min(c.MaxEntryBytes, int64(1)<<40))})
+		pols = append(pols, c)
+	}
+	for _, p := range plans {
+		for i, c := range pols {
+			if c.AppliesTo(p.Alias) {
+				p.Cache = rules[i]
+				break
+			}
+		}
+	}
+}
