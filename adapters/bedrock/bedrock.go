@@ -28,6 +28,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/sse/converse"
 )
@@ -67,6 +68,7 @@ type Adapter struct {
 	creds  aws.CredentialsProvider
 	signer *v4.Signer
 	rules  *headers.Rules
+	body   *bodyrules.Rules // the key's body rules; nil when none
 	now    func() time.Time
 }
 
@@ -121,7 +123,7 @@ func NewWith(k *adapters.KeyConfig, o Options) (*Adapter, error) {
 		now = time.Now
 	}
 	return &Adapter{name: k.Name, base: pre, host: u.Host, region: region, creds: creds,
-		signer: v4.NewSigner(), rules: rules, now: now}, nil
+		signer: v4.NewSigner(), rules: rules, now: now, body: bodyrules.Compile(&k.Body)}, nil
 }
 
 // DefaultBaseURL is the regional bedrock-runtime endpoint.
@@ -144,6 +146,7 @@ func (a *Adapter) GoString() string { return a.String() }
 // scratch is the per-request state, pooled.
 type scratch struct {
 	body []byte
+	tmp  []byte
 	url  []byte
 	hdr  []byte
 	hreq http.Request
@@ -161,11 +164,37 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
 	model := in.UpstreamModel
-	body, err := converse.ChatRequestToConverse(s.body[:0], in.Body, converse.RequestOptions{Anthropic: IsAnthropic(model)})
+	chat := in.Body
+	var bs *bodyrules.Scratch
+	if a.body != nil {
+		bs = bodyrules.AcquireScratch()
+		defer bodyrules.ReleaseScratch(bs)
+		// The temperature bounds act on the caller's chat body: Converse
+		// keeps temperature in inferenceConfig, where the top-level rule
+		// cannot reach, and the conversion only narrows it further.
+		var err error
+		if chat, err = a.body.Apply(chat, bodyrules.Clamp, bs); err != nil {
+			return adapters.ErrBody
+		}
+	}
+	body, err := converse.ChatRequestToConverse(s.body[:0], chat, converse.RequestOptions{Anthropic: IsAnthropic(model)})
 	if err != nil {
 		return adapters.ErrBody
 	}
 	s.body = body
+	if a.body != nil {
+		// param_renames and default_body_fields act on the Converse body
+		// as it goes upstream (e.g. additionalModelRequestFields,
+		// guardrailConfig); content_list_to_string has no Converse form.
+		out, err := a.body.Apply(body, bodyrules.Renames|bodyrules.Defaults, bs)
+		if err != nil {
+			return adapters.ErrBody
+		}
+		if len(out) == 0 || len(body) == 0 || &out[0] != &body[0] {
+			s.tmp = append(s.tmp[:0], out...)
+			s.body, s.tmp = s.tmp, s.body
+		}
+	}
 	op := "/converse"
 	if in.Stream {
 		op = "/converse-stream"
