@@ -31,8 +31,8 @@ func newRules(t *testing.T, provider string, c bodyrules.Config) *Adapter {
 func TestBodyRules(t *testing.T) {
 	half := 0.5
 	c := bodyrules.Config{TemperatureMax: &half,
-		ParamRenames:      []bodyrules.Rename{{From: "toolConfig", To: "tool_config"}, {From: "metadata", To: "meta"}},
-		DefaultBodyFields: []bodyrules.Field{{Key: "safetySettings", Value: []byte(`[{"category":"HARM_CATEGORY_HATE_SPEECH","threshold":"BLOCK_NONE"}]`)}, {Key: "anthropic_version", Value: []byte(`"x"`)}},
+		ParamRenames:        []bodyrules.Rename{{From: "toolConfig", To: "tool_config"}, {From: "metadata", To: "meta"}},
+		DefaultBodyFields:   []bodyrules.Field{{Key: "safetySettings", Value: []byte(`[{"category":"HARM_CATEGORY_HATE_SPEECH","threshold":"BLOCK_NONE"}]`)}, {Key: "anthropic_version", Value: []byte(`"x"`)}},
 		ContentListToString: true}
 	g := newRules(t, "google", c)
 	body := string(build(t, g, `{"messages":[{"role":"user","content":"q"}],"temperature":1.5,"tool_choice":"none"}`, false).Body())
