@@ -180,6 +180,7 @@ type call struct {
 	nFailures   int
 	g           guardState // guardrails (input and output policy)
 	noUsage     bool       // video task calls: metrics and access log, no usage record
+	credFail    bool       // buildRequest failed for want of the provider credential
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -198,7 +199,7 @@ func releaseCall(c *call) {
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
-	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
+	c.committed, c.ip, c.ipOK, c.noUsage, c.credFail = false, netip.Addr{}, false, false, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()

@@ -246,7 +246,7 @@ func (a *Adapter) sign(s *scratch, req *fasthttp.Request, prefix, model, op stri
 	ctx := context.Background()
 	cr, err := a.creds.Retrieve(ctx)
 	if err != nil {
-		return errors.New("bedrock: cannot retrieve AWS credentials for provider key " + a.name)
+		return credError(a.name)
 	}
 	sum := sha256.Sum256(s.body)
 	var hexSum [64]byte
@@ -270,6 +270,16 @@ func (a *Adapter) sign(s *scratch, req *fasthttp.Request, prefix, model, op stri
 }
 
 var contentTypeJSON = []string{"application/json"}
+
+// credError is a failed credential lookup (an instance role or SSO
+// endpoint down): adapters.ErrCredential, so the edge fails the attempt
+// over to another target. It never carries the SDK's text.
+type credError string
+
+func (e credError) Error() string {
+	return "bedrock: cannot retrieve AWS credentials for provider key " + string(e)
+}
+func (e credError) Unwrap() error { return adapters.ErrCredential }
 
 // dropSignatureHeaders removes forwarded or default headers that would
 // clash with the signature: Authorization and every x-amz-* name (AWS
