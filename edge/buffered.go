@@ -88,7 +88,13 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 	bb := bodyBufPool.Get().(*[]byte)
 	defer bodyBufPool.Put(bb)
 	if c.native {
-		// The upstream speaks the caller's format: only `model` changes.
+		// The upstream speaks the caller's format: only `model` changes
+		// (an endpoint answer in the upstream's own format is first
+		// converted by its adapter: endpoint_answer.go).
+		var ok bool
+		if body, ok = p.endpointAnswer(ctx, c, resp, up, body); !ok {
+			return
+		}
 		if c.surf.nativeUsage != nil {
 			c.usage, c.haveUsage = c.surf.nativeUsage(body)
 		}

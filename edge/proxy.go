@@ -181,6 +181,7 @@ type call struct {
 	g           guardState // guardrails (input and output policy)
 	noUsage     bool       // video task calls: metrics and access log, no usage record
 	credFail    bool       // buildRequest failed for want of the provider credential
+	answerBuf   []byte     // an endpoint answer converted from the upstream's format
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -201,6 +202,9 @@ func releaseCall(c *call) {
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
 	c.committed, c.ip, c.ipOK, c.noUsage, c.credFail = false, netip.Addr{}, false, false, false
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
+	if cap(c.answerBuf) > 1<<20 {
+		c.answerBuf = nil // a large embeddings answer is not kept pooled
+	}
 	c.breq.Reset()
 	c.g.reset()
 	callPool.Put(c)

@@ -145,8 +145,9 @@ func (a *Adapter) GoString() string { return a.String() }
 
 // scratch is the per-request state, pooled.
 type scratch struct {
-	body []byte
-	tmp  []byte
+	body  []byte
+	tmp   []byte
+	texts [][]byte // embeddings inputs
 	url  []byte
 	hdr  []byte
 	hreq http.Request
@@ -199,6 +200,12 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	if in.Stream {
 		op = "/converse-stream"
 	}
+	return a.send(req, in, s, model, op, in.Stream)
+}
+
+// send writes method, URL (<base>/model/{model}{op}), headers, the SigV4
+// signature and the body (s.body) of a request.
+func (a *Adapter) send(req *fasthttp.Request, in *adapters.ChatInput, s *scratch, model, op string, stream bool) error {
 	// The path as it goes on the wire: the model id escaped as AWS SDKs do
 	// (everything but unreserved characters), so ARNs and inference-profile
 	// ids with ':' and '/' stay one segment.
@@ -211,7 +218,7 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	req.SetRequestURIBytes(s.url)
 	req.URI().DisablePathNormalizing = true // keep %3A / %2F as signed
 	req.Header.SetContentTypeBytes(ctJSON)
-	if in.Stream {
+	if stream {
 		req.Header.SetBytesKV(hdrAccept, ctEventStream)
 	} else {
 		req.Header.SetBytesKV(hdrAccept, ctJSON)

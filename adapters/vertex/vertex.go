@@ -195,11 +195,12 @@ func (a *Adapter) String() string { return "vertex adapter of provider key " + a
 func (a *Adapter) GoString() string { return a.String() }
 
 type scratch struct {
-	body []byte
-	tmp  []byte
-	edit []byte
-	url  []byte
-	hdr  []byte
+	texts [][]byte // embeddings inputs
+	body  []byte
+	tmp   []byte
+	edit  []byte
+	url   []byte
+	hdr   []byte
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
