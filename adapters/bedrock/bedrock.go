@@ -148,10 +148,10 @@ type scratch struct {
 	body  []byte
 	tmp   []byte
 	texts [][]byte // embeddings inputs
-	url  []byte
-	hdr  []byte
-	hreq http.Request
-	hurl url.URL
+	url   []byte
+	hdr   []byte
+	hreq  http.Request
+	hurl  url.URL
 }
 
 var scratchPool = sync.Pool{New: func() any {
