@@ -37,6 +37,7 @@ import (
 //	POST .../publishers/anthropic/models/{m}:rawPredict | :streamRawPredict
 //	POST .../publishers/anthropic/models/count-tokens:rawPredict
 //	POST .../endpoints/openapi/chat/completions
+//	POST .../publishers/google/models/{m}:predict   embeddings (vertex_predict.go)
 //
 // Every /v1/projects/ request needs `Authorization: Bearer <token>` with an
 // unexpired token from the token endpoint: else 401 UNAUTHENTICATED.
@@ -174,6 +175,9 @@ func (s *Server) serveVertex(ctx *fasthttp.RequestCtx, k *Knobs) {
 		switch method {
 		case "generateContent":
 			s.serveGemini(ctx, k, model, false)
+			return
+		case "predict":
+			s.serveVertexPredict(ctx, model) // vertex_predict.go
 			return
 		case "streamGenerateContent":
 			if string(ctx.QueryArgs().Peek("alt")) != "sse" {
