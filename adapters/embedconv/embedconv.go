@@ -105,6 +105,15 @@ func (l *List) Add(vec []byte) error {
 	l.out = append(l.out, `,"embedding":`...)
 	l.n++
 	if !l.base64 {
+		// Relayed as written once every element is a number: the answer
+		// must stay JSON whatever the upstream sent.
+		bad := false
+		if err := rawjson.ForEachElem(vec, func(_ int, _ []byte, kind rawjson.Kind) bool {
+			bad = kind != rawjson.Number
+			return !bad
+		}); err != nil || bad {
+			return ErrAnswer
+		}
 		l.out = append(l.out, vec...)
 		l.out = append(l.out, '}')
 		return nil
