@@ -119,4 +119,8 @@ var (
 	ErrUnsupported = errors.New("adapters: adapter not implemented")
 	// ErrConfig means the provider key cannot be compiled for this adapter.
 	ErrConfig = errors.New("adapters: invalid provider key for this adapter")
+	// ErrCredential means the provider credential cannot be obtained now
+	// (an OAuth token endpoint or an instance-role lookup failed): the
+	// attempt fails like an unreachable upstream, so failover applies.
+	ErrCredential = errors.New("adapters: cannot obtain the provider credential")
 )

@@ -25,6 +25,9 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 		for try := 0; try <= t.Retries; try++ {
 			req, client := p.buildRequest(ctx, c, t, up)
 			if req == nil {
+				if c.credentialFailed(t, &fail) {
+					break // no credential for this target: the next one
+				}
 				return
 			}
 			resp := fasthttp.AcquireResponse()
@@ -85,7 +88,13 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 	bb := bodyBufPool.Get().(*[]byte)
 	defer bodyBufPool.Put(bb)
 	if c.native {
-		// The upstream speaks the caller's format: only `model` changes.
+		// The upstream speaks the caller's format: only `model` changes
+		// (an endpoint answer in the upstream's own format is first
+		// converted by its adapter: endpoint_answer.go).
+		var ok bool
+		if body, ok = p.endpointAnswer(ctx, c, resp, up, body); !ok {
+			return
+		}
 		if c.surf.nativeUsage != nil {
 			c.usage, c.haveUsage = c.surf.nativeUsage(body)
 		}

@@ -113,6 +113,7 @@ var gwFailures = map[upstream.ErrorKind]gwFailure{
 	kindNoContent:          {fasthttp.StatusBadGateway, "server_error", "empty_stream", "empty_stream"},
 	kindInvalid:            {fasthttp.StatusBadGateway, "server_error", "upstream_invalid_response", "upstream_invalid_response"},
 	kindTooLarge:           {fasthttp.StatusBadGateway, "server_error", "upstream_response_too_large", "upstream_response_too_large"},
+	kindCredential:         {fasthttp.StatusBadGateway, "server_error", "upstream_credential_unavailable", "credential"},
 	kindUnsupported:        {fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", "unsupported"},
 }
 
@@ -181,6 +182,7 @@ const (
 	kindAllUnavailable                                 // health and cooldown exclude every target
 	kindInvalid                                        // a 2xx answer gw cannot read (not JSON)
 	kindTooLarge                                       // a buffered answer above upstream.max_response_bytes
+	kindCredential                                     // the provider credential could not be obtained (adapters.ErrCredential)
 )
 
 // transportFailure classifies a failed exchange for the caller (a fixed
@@ -381,7 +383,7 @@ func (c *call) observe(t *snapshot.Target, f *lastFailure, ttfb time.Duration) {
 		return
 	}
 	bf := balancer.Failure{Status: f.status, Timeout: f.kind == upstream.KindTimeout, RetryAfter: f.retryAfter,
-		Transport: f.kind == upstream.KindTransport || f.kind == kindNoContent || f.kind == kindInvalid || f.kind == kindTooLarge}
+		Transport: f.kind == upstream.KindTransport || f.kind == kindNoContent || f.kind == kindInvalid || f.kind == kindTooLarge || f.kind == kindCredential}
 	if f.kind != upstream.KindStatus {
 		bf.Status = 0
 	}
@@ -448,8 +450,27 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
 		return nil, nil
 	}
+	if errors.Is(err, adapters.ErrCredential) {
+		c.credFail = true // the caller's loop fails the attempt (credentialFailed)
+		return nil, nil
+	}
 	c.surf.writeError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
 	return nil, nil
+}
+
+// credentialFailed reports whether the attempt buildRequest just refused
+// failed for want of the provider credential; it then records the failure
+// in fail (cooldown, failed-attempt record) so the caller's loop moves on
+// to the next target instead of answering.
+func (c *call) credentialFailed(t *snapshot.Target, fail *lastFailure) bool {
+	if !c.credFail {
+		return false
+	}
+	c.credFail = false
+	*fail = lastFailure{kind: kindCredential, reason: "cannot obtain the credential of provider key " + t.Plan.Model.ProviderKeyName}
+	c.noteFailure(fail)
+	c.observe(t, fail, 0)
+	return true
 }
 
 // answerFailed answers after every attempt failed (or none was eligible).

@@ -329,6 +329,10 @@ func (p *Proxy) buildEndpoint(ctx *fasthttp.RequestCtx, c *call, up *snapshot.Up
 			"The provider of model `"+truncate(c.target.Alias, 256)+"` does not serve "+c.surf.endpoint.String()+".")
 	case errors.Is(err, adapters.ErrBody):
 		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_json", "the request body must be a JSON object")
+	case errors.Is(err, adapters.ErrCredential):
+		c.credFail = true // failover, as for chat (credentialFailed)
+	case errors.As(err, new(adapters.RequestError)):
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", err.Error())
 	default:
 		c.surf.writeError(ctx, fasthttp.StatusInternalServerError, "server_error", "internal_error", "cannot build the upstream request")
 	}

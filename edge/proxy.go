@@ -192,13 +192,15 @@ type call struct {
 	// attempt (ensemble.timeout_ms); chatOnly keeps gw's own chat body
 	// from going upstream natively; addUsage and addCost are the members'
 	// tokens and cost, added to the final record and the token limits.
-	route    *snapshot.Plan
-	memberFs int // failures[:memberFs] are the members' (never the final record)
-	deadline time.Time
-	chatOnly bool
-	addUsage adapters.Usage
-	addCost  float64
-	cache    cacheCall // the response cache stage (cache_stage.go)
+	route     *snapshot.Plan
+	memberFs  int // failures[:memberFs] are the members' (never the final record)
+	deadline  time.Time
+	chatOnly  bool
+	addUsage  adapters.Usage
+	addCost   float64
+	cache     cacheCall // the response cache stage (cache_stage.go)
+	credFail  bool      // buildRequest failed for want of the provider credential
+	answerBuf []byte    // an endpoint answer converted from the upstream's format
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -217,10 +219,13 @@ func releaseCall(c *call) {
 	c.body, c.in = nil, adapters.ChatInput{}
 	c.status, c.errClass, c.usage, c.haveUsage, c.respBytes, c.attempts = 0, "", adapters.Usage{}, false, 0, 0
 	c.ttfb, c.upTTFT, c.stream, c.limited, c.nFailures, c.native = 0, 0, false, false, 0, false
-	c.committed, c.ip, c.ipOK, c.noUsage = false, netip.Addr{}, false, false
+	c.committed, c.ip, c.ipOK, c.noUsage, c.credFail = false, netip.Addr{}, false, false, false
 	c.route, c.memberFs, c.deadline, c.chatOnly, c.addUsage, c.addCost = nil, 0, time.Time{}, false, adapters.Usage{}, 0
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.semText = c.semText[:0]
+	if cap(c.answerBuf) > 1<<20 {
+		c.answerBuf = nil // a large embeddings answer is not kept pooled
+	}
 	c.breq.Reset()
 	c.g.reset()
 	c.cache.reset()

@@ -206,6 +206,9 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 		for try := 0; try <= t.Retries; try++ {
 			req, client := p.buildRequest(ctx, c, t, up)
 			if req == nil {
+				if c.credentialFailed(t, &fail) {
+					break // no credential for this target: the next one
+				}
 				return
 			}
 			resp := fasthttp.AcquireResponse()

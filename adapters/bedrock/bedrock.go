@@ -28,6 +28,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/adapters"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/sse/converse"
 )
@@ -67,6 +68,7 @@ type Adapter struct {
 	creds  aws.CredentialsProvider
 	signer *v4.Signer
 	rules  *headers.Rules
+	body   *bodyrules.Rules // the key's body rules; nil when none
 	now    func() time.Time
 }
 
@@ -121,7 +123,7 @@ func NewWith(k *adapters.KeyConfig, o Options) (*Adapter, error) {
 		now = time.Now
 	}
 	return &Adapter{name: k.Name, base: pre, host: u.Host, region: region, creds: creds,
-		signer: v4.NewSigner(), rules: rules, now: now}, nil
+		signer: v4.NewSigner(), rules: rules, now: now, body: bodyrules.Compile(&k.Body)}, nil
 }
 
 // DefaultBaseURL is the regional bedrock-runtime endpoint.
@@ -143,11 +145,13 @@ func (a *Adapter) GoString() string { return a.String() }
 
 // scratch is the per-request state, pooled.
 type scratch struct {
-	body []byte
-	url  []byte
-	hdr  []byte
-	hreq http.Request
-	hurl url.URL
+	body  []byte
+	tmp   []byte
+	texts [][]byte // embeddings inputs
+	url   []byte
+	hdr   []byte
+	hreq  http.Request
+	hurl  url.URL
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -161,15 +165,47 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
 	model := in.UpstreamModel
-	body, err := converse.ChatRequestToConverse(s.body[:0], in.Body, converse.RequestOptions{Anthropic: IsAnthropic(model)})
+	chat := in.Body
+	var bs *bodyrules.Scratch
+	if a.body != nil {
+		bs = bodyrules.AcquireScratch()
+		defer bodyrules.ReleaseScratch(bs)
+		// The temperature bounds act on the caller's chat body: Converse
+		// keeps temperature in inferenceConfig, where the top-level rule
+		// cannot reach, and the conversion only narrows it further.
+		var err error
+		if chat, err = a.body.Apply(chat, bodyrules.Clamp, bs); err != nil {
+			return adapters.ErrBody
+		}
+	}
+	body, err := converse.ChatRequestToConverse(s.body[:0], chat, converse.RequestOptions{Anthropic: IsAnthropic(model)})
 	if err != nil {
 		return adapters.ErrBody
 	}
 	s.body = body
+	if a.body != nil {
+		// param_renames and default_body_fields act on the Converse body
+		// as it goes upstream (e.g. additionalModelRequestFields,
+		// guardrailConfig); content_list_to_string has no Converse form.
+		out, err := a.body.Apply(body, bodyrules.Renames|bodyrules.Defaults, bs)
+		if err != nil {
+			return adapters.ErrBody
+		}
+		if len(out) == 0 || len(body) == 0 || &out[0] != &body[0] {
+			s.tmp = append(s.tmp[:0], out...)
+			s.body, s.tmp = s.tmp, s.body
+		}
+	}
 	op := "/converse"
 	if in.Stream {
 		op = "/converse-stream"
 	}
+	return a.send(req, in, s, model, op, in.Stream)
+}
+
+// send writes method, URL (<base>/model/{model}{op}), headers, the SigV4
+// signature and the body (s.body) of a request.
+func (a *Adapter) send(req *fasthttp.Request, in *adapters.ChatInput, s *scratch, model, op string, stream bool) error {
 	// The path as it goes on the wire: the model id escaped as AWS SDKs do
 	// (everything but unreserved characters), so ARNs and inference-profile
 	// ids with ':' and '/' stay one segment.
@@ -182,7 +218,7 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	req.SetRequestURIBytes(s.url)
 	req.URI().DisablePathNormalizing = true // keep %3A / %2F as signed
 	req.Header.SetContentTypeBytes(ctJSON)
-	if in.Stream {
+	if stream {
 		req.Header.SetBytesKV(hdrAccept, ctEventStream)
 	} else {
 		req.Header.SetBytesKV(hdrAccept, ctJSON)
@@ -217,7 +253,7 @@ func (a *Adapter) sign(s *scratch, req *fasthttp.Request, prefix, model, op stri
 	ctx := context.Background()
 	cr, err := a.creds.Retrieve(ctx)
 	if err != nil {
-		return errors.New("bedrock: cannot retrieve AWS credentials for provider key " + a.name)
+		return credError(a.name)
 	}
 	sum := sha256.Sum256(s.body)
 	var hexSum [64]byte
@@ -241,6 +277,16 @@ func (a *Adapter) sign(s *scratch, req *fasthttp.Request, prefix, model, op stri
 }
 
 var contentTypeJSON = []string{"application/json"}
+
+// credError is a failed credential lookup (an instance role or SSO
+// endpoint down): adapters.ErrCredential, so the edge fails the attempt
+// over to another target. It never carries the SDK's text.
+type credError string
+
+func (e credError) Error() string {
+	return "bedrock: cannot retrieve AWS credentials for provider key " + string(e)
+}
+func (e credError) Unwrap() error { return adapters.ErrCredential }
 
 // dropSignatureHeaders removes forwarded or default headers that would
 // clash with the signature: Authorization and every x-amz-* name (AWS

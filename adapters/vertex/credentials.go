@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
+
+	"gw/adapters"
 )
 
 // Scope is the OAuth scope of Vertex AI calls.
@@ -67,6 +70,11 @@ func parseDocument(doc string) (*Document, error) {
 	}
 	return &d, nil
 }
+
+// errToken is every token failure: it never quotes the token endpoint's
+// answer, and it is adapters.ErrCredential, so the edge fails the attempt
+// over to another target.
+var errToken = fmt.Errorf("vertex: cannot obtain an access token from the credential: %w", adapters.ErrCredential)
 
 // fetchFunc obtains a new access token.
 type fetchFunc func(ctx context.Context) (*oauth2.Token, error)
@@ -176,14 +184,19 @@ func (t *Tokens) Header() ([]byte, error) {
 		}
 		return b.hdr, nil
 	}
-	// Slow path - no usable token: wait for the single refresh.
+	// Slow path - no usable token. Right after a failed fetch the attempt
+	// fails at once (failover to another target, not a wait on a token
+	// endpoint that just failed); otherwise wait for the single refresh.
+	if now-t.failedAt.Load() < int64(retryGap) {
+		return nil, errToken
+	}
 	f := t.start()
 	<-f.done
 	if f.err != nil {
 		return nil, f.err
 	}
 	if b = t.cur.Load(); b == nil {
-		return nil, errors.New("vertex: no access token")
+		return nil, errToken
 	}
 	return b.hdr, nil
 }
@@ -211,7 +224,7 @@ func (t *Tokens) run(f *flight) {
 	if err != nil {
 		// The library's error may quote the token endpoint's answer; keep
 		// only that it failed.
-		f.err = errors.New("vertex: cannot obtain an access token from the credential")
+		f.err = errToken
 		t.failedAt.Store(time.Now().UnixNano())
 	} else {
 		t.cur.Store(newBearer(tok, time.Now()))

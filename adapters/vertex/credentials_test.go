@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"gw/adapters"
 )
 
 // fakeFetch issues token-<n> living life; block (when set) holds fetches.
@@ -110,8 +112,19 @@ func TestTokensExpiredWaitsAndErrorsHideDetails(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	f.fail.Store(true)
 	_, err := tk.Header()
-	if err == nil || strings.Contains(err.Error(), "leak") || strings.Contains(err.Error(), "invalid_grant") {
+	if err == nil || strings.Contains(err.Error(), "leak") || strings.Contains(err.Error(), "invalid_grant") || !errors.Is(err, adapters.ErrCredential) {
 		t.Fatalf("error: %v", err)
+	}
+	// Right after the failure the next call fails without a fetch (the
+	// edge fails over); after retryGap it fetches again.
+	n := f.n.Load()
+	if _, err := tk.Header(); !errors.Is(err, adapters.ErrCredential) || f.n.Load() != n {
+		t.Fatalf("fast failure: %v, %d fetches", err, f.n.Load()-n)
+	}
+	f.fail.Store(false)
+	time.Sleep(retryGap + 10*time.Millisecond)
+	if h, err := tk.Header(); err != nil || !strings.HasPrefix(string(h), "Bearer token-") {
+		t.Fatalf("after the gap: %q %v", h, err)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 
 	"gw/adapters"
 	"gw/adapters/anthropic"
+	"gw/adapters/bodyrules"
 	"gw/adapters/headers"
 	"gw/adapters/openai"
 	"gw/sse/gemini"
@@ -118,6 +119,7 @@ type Adapter struct {
 	countURL string // Claude token counting
 	tok      *Tokens
 	rules    *headers.Rules
+	body     *bodyrules.Rules // Gemini and Claude: the key's body rules; nil when none
 	chat     adapters.Adapter // ModeOpenAI: the openai adapter of the endpoint
 }
 
@@ -165,6 +167,10 @@ func New(k *adapters.KeyConfig, oc *openai.Config, opts adapters.Options) (*Adap
 	if a.rules, err = headers.Compile(&k.Headers, owned); err != nil {
 		return nil, err
 	}
+	if a.mode != ModeOpenAI { // the openai adapter applies them itself
+		// model and anthropic_version are gw's: a default cannot add them.
+		a.body = bodyrules.Compile(&k.Body, "model", "stream", "anthropic_version")
+	}
 	return a, nil
 }
 
@@ -189,11 +195,12 @@ func (a *Adapter) String() string { return "vertex adapter of provider key " + a
 func (a *Adapter) GoString() string { return a.String() }
 
 type scratch struct {
-	body []byte
-	tmp  []byte
-	edit []byte
-	url  []byte
-	hdr  []byte
+	texts [][]byte // embeddings inputs
+	body  []byte
+	tmp   []byte
+	edit  []byte
+	url   []byte
+	hdr   []byte
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -210,8 +217,32 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	defer scratchPool.Put(s)
 	var err error
 	if a.mode == ModeGemini {
-		if s.body, err = gemini.ChatRequestToGemini(s.body[:0], in.Body); err != nil {
+		chat := in.Body
+		var bs *bodyrules.Scratch
+		if a.body != nil {
+			bs = bodyrules.AcquireScratch()
+			defer bodyrules.ReleaseScratch(bs)
+			// Temperature bounds act on the chat body: Gemini keeps it in
+			// generationConfig, out of the top-level rule's reach.
+			if chat, err = a.body.Apply(chat, bodyrules.Clamp, bs); err != nil {
+				return adapters.ErrBody
+			}
+		}
+		if s.body, err = gemini.ChatRequestToGemini(s.body[:0], chat); err != nil {
 			return adapters.ErrBody
+		}
+		if a.body != nil {
+			// Renames and defaults on the Gemini body as it goes upstream
+			// (safetySettings, labels, cachedContent ...); Gemini parts
+			// have no string form for content_list_to_string.
+			out, err := a.body.Apply(s.body, bodyrules.Renames|bodyrules.Defaults, bs)
+			if err != nil {
+				return adapters.ErrBody
+			}
+			if len(out) == 0 || len(s.body) == 0 || &out[0] != &s.body[0] {
+				s.tmp = append(s.tmp[:0], out...)
+				s.body, s.tmp = s.tmp, s.body
+			}
 		}
 		sfx := sfxGenerate
 		if in.Stream {
@@ -254,10 +285,26 @@ func (a *Adapter) BuildNative(req *fasthttp.Request, in *adapters.ChatInput, sf 
 	return a.claude(req, in, s, in.Body, sf)
 }
 
+// claudeRules are the body rules each Claude surface applies (as the
+// anthropic family's native surfaces do).
+var claudeRules = [adapters.NumSurfaces]bodyrules.Set{
+	adapters.SurfaceMessages:    bodyrules.All,
+	adapters.SurfaceCountTokens: bodyrules.Flatten | bodyrules.Renames,
+}
+
 // claude finishes a Claude request whose Messages body is body (never one
 // of s's buffers but s.tmp).
 func (a *Adapter) claude(req *fasthttp.Request, in *adapters.ChatInput, s *scratch, body []byte, sf adapters.Surface) error {
 	var err error
+	if a.body != nil {
+		// The rules act on the Messages body as it goes upstream, after
+		// gw's conversion, as on adapter anthropic keys.
+		bs := bodyrules.AcquireScratch()
+		defer bodyrules.ReleaseScratch(bs)
+		if body, err = a.body.Apply(body, claudeRules[sf], bs); err != nil {
+			return adapters.ErrBody
+		}
+	}
 	if sf == adapters.SurfaceCountTokens {
 		s.edit, err = rawjson.SetString(s.edit[:0], body, "model", in.UpstreamModel)
 		s.url = append(s.url[:0], a.countURL...)

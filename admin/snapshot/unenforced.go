@@ -45,7 +45,6 @@ const (
 	missPassthrough = "passthrough routes are not built"
 	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
 	missSemCache    = "semantic cache matching is not built: a match: semantic policy caches nothing"
-	missVertexReq   = "not applied on adapter vertex keys serving Gemini or Claude in this build"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -145,23 +144,17 @@ var familyMisses = map[string]map[string]string{
 	},
 }
 
-// bodyRuleFields are the chat body rules (adapters/bodyrules), which the
-// vertex adapter does not apply to the Gemini and Claude bodies it builds.
-var bodyRuleFields = map[string]bool{
-	"request.param_renames": true, "request.param_constraints": true, "request.default_body_fields": true,
-	"response.content_list_to_string": true,
-}
+// geminiFlatten is why content_list_to_string means nothing on adapter
+// vertex keys serving Gemini: the other body rules apply (adapters/vertex).
+const geminiFlatten = "means nothing on adapter vertex keys serving Gemini: Gemini parts have no string form"
 
 // bedrockIgnored are the provider-key fields without effect on adapter
-// bedrock keys: tls and resolve_addresses by the spec, and the body rules
-// the bedrock adapter does not apply yet.
+// bedrock keys: tls and resolve_addresses by the spec, and the one body
+// rule Converse cannot express (the others apply: adapters/bedrock).
 var bedrockIgnored = map[string]string{
 	"tls":                             "ignored for adapter bedrock (spec): the deployment-level upstream.tls applies",
 	"resolve_addresses":               "ignored for adapter bedrock (spec): the api_base host is resolved by DNS",
-	"request.param_renames":           "not applied on adapter bedrock keys in this build",
-	"request.param_constraints":       "not applied on adapter bedrock keys in this build",
-	"request.default_body_fields":     "not applied on adapter bedrock keys in this build",
-	"response.content_list_to_string": "not applied on adapter bedrock keys in this build",
+	"response.content_list_to_string": "means nothing on adapter bedrock keys: Converse content is always a list of blocks",
 }
 
 // classify returns the rule path covering path in coll and its reason;
@@ -194,10 +187,10 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 	}
 	seen := map[key]bool{}
 	adapters := map[int]string{}
-	vertexConverted := map[int]bool{} // vertex keys serving Gemini or Claude: no chat body rules
+	vertexGemini := map[int]bool{} // vertex keys serving Gemini: no content_list_to_string
 	for _, pk := range res.ProviderKeys {
 		adapters[pk.Index] = pk.Adapter
-		vertexConverted[pk.Index] = pk.Adapter == resources.AdapterVertex && vertex.ModeOf(pk.Provider) != vertex.ModeOpenAI
+		vertexGemini[pk.Index] = pk.Adapter == resources.AdapterVertex && vertex.ModeOf(pk.Provider) == vertex.ModeGemini
 	}
 	for _, f := range res.Fields {
 		if guards != nil && (f.Collection == resources.CollGuardrails || f.Collection == resources.CollGuardrailAttachments) {
@@ -213,8 +206,8 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		if why := bedrockIgnored[field]; missing == "" && why != "" && f.Collection == resources.CollProviderKeys && adapters[f.Index] == "bedrock" {
 			missing = why
 		}
-		if missing == "" && f.Collection == resources.CollProviderKeys && bodyRuleFields[field] && vertexConverted[f.Index] {
-			missing = missVertexReq
+		if missing == "" && f.Collection == resources.CollProviderKeys && field == "response.content_list_to_string" && vertexGemini[f.Index] {
+			missing = geminiFlatten
 		}
 		if missing == "" {
 			continue

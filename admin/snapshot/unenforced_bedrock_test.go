@@ -6,8 +6,9 @@ import (
 )
 
 // TestUnenforcedBedrock: the spec ignores tls and resolve_addresses on
-// Bedrock keys, and the bedrock adapter does not apply the body rules yet;
-// each is listed, and forward_client_headers (applied) is not.
+// Bedrock keys and Converse has no string content for
+// content_list_to_string; each is listed, and the body rules the adapter
+// applies (param_constraints) and forward_client_headers are not.
 func TestUnenforcedBedrock(t *testing.T) {
 	s, err := Compile(loadFile(t, "testdata/bedrock_key.yaml", map[string]string{"K": `{"access_key_id":"a","secret_access_key":"b","region":"us-east-1"}`}), DefaultOptions())
 	if err != nil {
@@ -17,7 +18,7 @@ func TestUnenforcedBedrock(t *testing.T) {
 	for _, u := range s.Unenforced {
 		got = append(got, u.Entry+"|"+u.Field)
 	}
-	want := []string{"display_name=br|tls", "display_name=br|resolve_addresses", "display_name=br|request.param_constraints"}
+	want := []string{"display_name=br|tls", "display_name=br|resolve_addresses", "display_name=br|response.content_list_to_string"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -47,7 +47,8 @@ const (
 var bedrockConverseRoute = route{
 	method: fasthttp.MethodPost,
 	match: func(path []byte) bool {
-		return bytes.Contains(path, strBedrockModel) && (bytes.HasSuffix(path, strConverse) || bytes.HasSuffix(path, strConverseStream))
+		return bytes.Contains(path, strBedrockModel) && (bytes.HasSuffix(path, strConverse) || bytes.HasSuffix(path, strConverseStream) ||
+			bytes.HasSuffix(path, strInvoke))
 	},
 	serve:       (*Server).serveBedrockConverse,
 	appendError: appendBedrockError,
@@ -96,6 +97,10 @@ func (s *Server) bedrockError(ctx *fasthttp.RequestCtx, status int, typ, message
 }
 
 func (s *Server) serveBedrockConverse(ctx *fasthttp.RequestCtx, k *Knobs) {
+	if bytes.HasSuffix(ctx.Path(), strInvoke) {
+		s.serveBedrockInvoke(ctx, k) // bedrock_invoke.go
+		return
+	}
 	if typ, msg := verifyBedrockSignature(ctx); typ != "" {
 		s.bedrockError(ctx, fasthttp.StatusForbidden, typ, msg)
 		return

@@ -29,12 +29,15 @@ import (
 //	        vertex_service_account.json; a key generated for tests only) with
 //	        iss = its client_email, aud = the token URI and the cloud-platform
 //	        scope. The access token lives ttl (default 1h), so a test can let
-//	        tokens expire mid-run.
+//	        tokens expire mid-run. With fail_after=N, the token URI (as
+//	        written, query included) grants N tokens and then answers 503,
+//	        so a test can make a key's token endpoint fail mid-run.
 //	POST /v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent
 //	POST .../publishers/google/models/{m}:streamGenerateContent?alt=sse
 //	POST .../publishers/anthropic/models/{m}:rawPredict | :streamRawPredict
 //	POST .../publishers/anthropic/models/count-tokens:rawPredict
 //	POST .../endpoints/openapi/chat/completions
+//	POST .../publishers/google/models/{m}:predict   embeddings (vertex_predict.go)
 //
 // Every /v1/projects/ request needs `Authorization: Bearer <token>` with an
 // unexpired token from the token endpoint: else 401 UNAUTHENTICATED.
@@ -110,6 +113,7 @@ type vertexAuth struct {
 	mu     sync.Mutex
 	tokens map[string]time.Time
 	issued int
+	perURI map[string]int // fail_after: tokens granted per token URI
 }
 
 var vertexState vertexAuth // one test key for every Server
@@ -133,6 +137,7 @@ func (a *vertexAuth) init() {
 		}
 		a.key, a.email = &k.(*rsa.PrivateKey).PublicKey, d.ClientEmail
 		a.tokens = map[string]time.Time{}
+		a.perURI = map[string]int{}
 	})
 }
 
@@ -170,6 +175,9 @@ func (s *Server) serveVertex(ctx *fasthttp.RequestCtx, k *Knobs) {
 		switch method {
 		case "generateContent":
 			s.serveGemini(ctx, k, model, false)
+			return
+		case "predict":
+			s.serveVertexPredict(ctx, model) // vertex_predict.go
 			return
 		case "streamGenerateContent":
 			if string(ctx.QueryArgs().Peek("alt")) != "sse" {
@@ -239,6 +247,22 @@ func (s *Server) serveVertexToken(ctx *fasthttp.RequestCtx) {
 		len(claims.Audience) != 1 || claims.Audience[0] != uri {
 		fail("Invalid JWT: iss, aud or scope (mock)")
 		return
+	}
+	if v := ctx.QueryArgs().Peek("fail_after"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		a.mu.Lock()
+		granted := a.perURI[uri]
+		if err == nil && granted < n {
+			a.perURI[uri] = granted + 1
+		}
+		a.mu.Unlock()
+		if err != nil || granted >= n {
+			s.stats.errors.Add(1)
+			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			ctx.SetContentTypeBytes(strJSON)
+			ctx.SetBodyString(`{"error":"temporarily_unavailable","error_description":"token endpoint down (mock fail_after)"}`)
+			return
+		}
 	}
 	id := s.seq.Add(1)
 	tok := "ya29.mock-" + strconv.FormatUint(id, 10) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -19,7 +19,7 @@ func TestResponseToChat(t *testing.T) {
 	got := generated(string(out))
 	for _, part := range []string{
 		`"object":"chat.completion"`, `"model":"alias"`,
-		`"message":{"role":"assistant","content":"Hi there","reasoning_content":"think","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":[1,\"x\"]}"}}]}`,
+		`"message":{"role":"assistant","content":"Hi there","reasoning_content":"think","thinking_blocks":[{"type":"thinking","thinking":"think","signature":"sig"}],"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":[1,\"x\"]}"}}]}`,
 		`"finish_reason":"tool_calls"`,
 		`"usage":{"prompt_tokens":13,"completion_tokens":4,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":3}}`,
 	} {
@@ -30,8 +30,12 @@ func TestResponseToChat(t *testing.T) {
 	if u != (transcode.Usage{Prompt: 13, Completion: 4, Total: 17, Cached: 3}) {
 		t.Errorf("usage %+v", u)
 	}
-	if contains(got, "sig") {
-		t.Error("the signature leaked")
+
+	// Text after another block is a new paragraph; redacted reasoning and
+	// unsigned reasoning (non-Claude models) have their own forms.
+	out, _, err = ResponseToChat(nil, []byte(`{"output":{"message":{"content":[{"text":"a"},{"reasoningContent":{"redactedContent":"UkVE"}},{"text":"b"},{"reasoningContent":{"reasoningText":{"text":"plain"}}}]}},"stopReason":"end_turn"}`), []byte("a"))
+	if err != nil || !contains(string(out), `"content":"a\n\nb","reasoning_content":"plain","thinking_blocks":[{"type":"redacted_thinking","data":"UkVE"}]}`) {
+		t.Fatalf("%s %v", out, err)
 	}
 
 	for _, bad := range []string{`not json`, `[]`, `{"output":{}}`, `{"output":{"message":{"content":[{"toolUse":{"name":"f"}}]}}}`} {

@@ -30,8 +30,12 @@ import (
 // An exception (a name ending in "Exception", or "error" for unmodeled
 // errors) produces the chat error frame `data: {"error":{message, type,
 // param, code}}` and ends the stream: End appends nothing, Err reports it
-// and ErrStatus gives its HTTP status. Signatures, redacted reasoning,
-// citations and unknown events produce nothing.
+// and ErrStatus gives its HTTP status. A reasoning signature becomes
+// delta.thinking_blocks [{type: thinking, thinking: "", signature}] and
+// redacted reasoning delta.thinking_blocks [{type: redacted_thinking,
+// data}] (msgconv's forms); text that follows another kind of block is
+// preceded by a content delta msgconv.BlockSeparator. Citations and
+// unknown events produce nothing.
 //
 // After warm-up, events do not allocate. Not safe for concurrent use.
 type ToChatStream struct {
@@ -51,6 +55,7 @@ type ToChatStream struct {
 	usageSeen bool
 
 	begun, started, finishSent, usageSent, ended bool
+	hadText, textBreak                           bool // BlockSeparator before text that follows another kind of block
 
 	err *StreamError
 }
@@ -111,6 +116,7 @@ func (s *ToChatStream) Reset(model []byte) {
 	s.nextTool = 0
 	s.usage, s.usageSeen = transcode.Usage{}, false
 	s.begun, s.started, s.finishSent, s.usageSent, s.ended = false, false, false, false, false
+	s.hadText, s.textBreak = false, false
 	s.err = nil
 }
 
@@ -251,9 +257,18 @@ func (s *ToChatStream) blockDelta(dst []byte) []byte {
 	if scanKeys(s.vals[kDelta], s.sub[:3], deltaSlot) != nil {
 		return dst
 	}
+	if s.sub[0] == nil && s.hadText {
+		s.textBreak = true // text that comes next starts a new paragraph
+	}
 	switch {
 	case isNonEmptyStr(s.sub[0]):
-		return s.appendDelta(s.begin(dst), `"content":`, s.sub[0])
+		dst = s.begin(dst)
+		if s.textBreak {
+			dst = s.appendDelta(dst, `"content":`, strBlockSeparatorLit)
+			s.textBreak = false
+		}
+		s.hadText = true
+		return s.appendDelta(dst, `"content":`, s.sub[0])
 	case s.sub[1] != nil:
 		in, _, _ := rawjson.Get(s.sub[1], "input")
 		if !isNonEmptyStr(in) {
@@ -276,12 +291,44 @@ func (s *ToChatStream) blockDelta(dst []byte) []byte {
 		b.args = true
 		return s.appendArgs(s.begin(dst), b.tool, in)
 	case s.sub[2] != nil:
-		t, _, _ := rawjson.Get(s.sub[2], "text")
-		if isNonEmptyStr(t) {
-			return s.appendDelta(s.begin(dst), `"reasoning_content":`, t)
+		var r [3][]byte // text, signature, redactedContent
+		if rawjson.ScanTop(s.sub[2], reasoningDeltaKeys, r[:]) != nil {
+			return dst
+		}
+		switch {
+		case isNonEmptyStr(r[0]):
+			return s.appendDelta(s.begin(dst), `"reasoning_content":`, r[0])
+		case isNonEmptyStr(r[1]):
+			// The signature closes the reasoning block: the caller gets it
+			// as msgconv gives an Anthropic signature_delta, and sends it
+			// back in thinking_blocks on its next turn.
+			return s.appendThinkingBlock(s.begin(dst), strSignedBlockOpen, r[1])
+		case isNonEmptyStr(r[2]):
+			return s.appendThinkingBlock(s.begin(dst), strRedactedOpen, r[2])
 		}
 	}
-	return dst // signature, redactedContent, citation, empty deltas
+	return dst // citation, empty deltas
+}
+
+var (
+	reasoningDeltaKeys   = []string{"text", "signature", "redactedContent"}
+	strSignedBlockOpen   = []byte(`{"type":"thinking","thinking":"","signature":`)
+	strBlockSeparatorLit = []byte(`"` + "\\n\\n" + `"`)
+)
+
+// appendThinkingBlock appends a chunk whose delta carries one thinking
+// block: open (the block up to its one string member) then val.
+func (s *ToChatStream) appendThinkingBlock(dst, open, val []byte) []byte {
+	n := len(dst)
+	dst = s.chunk(dst)
+	dst = append(dst, `{"index":0,"delta":{"thinking_blocks":[`...)
+	dst = append(dst, open...)
+	var ok bool
+	if dst, ok = appendStr(dst, val, &s.tmp); !ok {
+		return dst[:n]
+	}
+	s.started = true
+	return append(dst, `}]},"finish_reason":null}]}`+"\n\n"...)
 }
 
 func (s *ToChatStream) blockStart(dst []byte) []byte {
@@ -297,6 +344,9 @@ func (s *ToChatStream) blockStart(dst []byte) []byte {
 	var v [2][]byte
 	if rawjson.ScanTop(tu, toolStartKeys, v[:]) != nil {
 		return dst
+	}
+	if s.hadText {
+		s.textBreak = true // a tool block after text: the next text is a new paragraph
 	}
 	b := s.addBlock(idx)
 	if b == nil {

@@ -80,13 +80,18 @@ func TestStreamReasoningAndUsage(t *testing.T) {
 	b = frame(b, "contentBlockDelta", `{"contentBlockIndex":3,"delta":{"toolUse":{"input":"{\"x\""}}}`)
 	b = frame(b, "contentBlockDelta", `{"contentBlockIndex":3,"delta":{"toolUse":{"input":":1}"}}}`)
 	b = frame(b, "contentBlockStop", `{"contentBlockIndex":3}`)
+	b = frame(b, "contentBlockDelta", `{"contentBlockIndex":4,"delta":{"reasoningContent":{"redactedContent":"UkVE"}}}`)
+	b = frame(b, "contentBlockDelta", `{"contentBlockIndex":5,"delta":{"text":"after"}}`)
 	b = frame(b, "messageStop", `{"stopReason":"tool_use"}`)
 	b = frame(b, "someFutureEvent", `{"x":1}`)
 	b = frame(b, "metadata", `{"usage":{"inputTokens":10,"outputTokens":5,"totalTokens":15,"cacheReadInputTokens":4,"cacheWriteInputTokens":2},"metrics":{"latencyMs":1}}`)
 	got, s := convert(t, b)
 	for _, want := range []string{
 		`"delta":{"reasoning_content":"hmm"}`,
+		`"delta":{"thinking_blocks":[{"type":"thinking","thinking":"","signature":"sig"}]}`,
 		`"delta":{"content":"Hi é"}`,
+		`"delta":{"thinking_blocks":[{"type":"redacted_thinking","data":"UkVE"}]}`,
+		`"delta":{"content":"\n\n"}`,
 		`{"index":0,"id":"t1","type":"function","function":{"name":"a","arguments":""}}`,
 		`{"index":0,"function":{"arguments":"{}"}}`,
 		`{"index":1,"id":"t2","type":"function","function":{"name":"b","arguments":""}}`,
@@ -99,8 +104,8 @@ func TestStreamReasoningAndUsage(t *testing.T) {
 			t.Errorf("missing %s in\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "sig") {
-		t.Error("the reasoning signature leaked into a chat chunk")
+	if i := strings.Index(got, `"delta":{"content":"\n\n"}`); i < 0 || strings.Index(got, `"content":"after"`) < i || strings.Count(got, `"\n\n"`) != 1 {
+		t.Error("the text after a tool block is not one separated paragraph")
 	}
 	if u, ok := s.Usage(); !ok || u != (transcode.Usage{Prompt: 16, Completion: 5, Total: 21, Cached: 4, CacheCreation: 2}) {
 		t.Errorf("usage %+v %v", u, ok)

@@ -76,12 +76,14 @@ const (
 	rqFrequency
 	rqResponseFormat
 	rqEffort
+	rqSafety
+	rqSafetyCamel
 	rqN
 )
 
 var reqKeys = []string{"messages", "tools", "tool_choice", "temperature", "top_p", "top_k",
 	"max_tokens", "max_completion_tokens", "stop", "seed", "presence_penalty", "frequency_penalty",
-	"response_format", "reasoning_effort"}
+	"response_format", "reasoning_effort", "safety_settings", "safetySettings"}
 
 var msgKeys = []string{"role", "content", "tool_calls", "tool_call_id"}
 
@@ -143,6 +145,19 @@ func (w *reqWriter) convert(dst, body []byte) ([]byte, error) {
 		w.out = append(w.out, `,"generationConfig":{`...)
 		w.out = append(w.out, w.gen...)
 		w.out = append(w.out, '}')
+	}
+	// Gemini's safetySettings have no chat field: a caller's
+	// safety_settings (or safetySettings) array is sent as written.
+	safety := v[rqSafety]
+	if safety == nil || rawjson.KindOf(safety) == rawjson.Null {
+		safety = v[rqSafetyCamel]
+	}
+	if safety != nil && rawjson.KindOf(safety) != rawjson.Null {
+		if rawjson.KindOf(safety) != rawjson.Array {
+			return dst, reqErr("safety_settings", "must be an array of {category, threshold}")
+		}
+		w.out = append(w.out, `,"safetySettings":`...)
+		w.out = append(w.out, safety...)
 	}
 	w.out = append(w.out, '}')
 	return append(dst, w.out...), nil

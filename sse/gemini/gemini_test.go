@@ -36,6 +36,11 @@ func TestChatRequestToGemini(t *testing.T) {
 		`{"contents":[{"role":"user","parts":[{"text":"q"}]}],"tools":[{"functionDeclarations":[{"name":"f","description":"d","parametersJsonSchema":{"type":"object"}},{"name":"g"}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["g"]}},"generationConfig":{"temperature":0.3,"topP":0.9,"maxOutputTokens":20,"stopSequences":["a","b"],"seed":7,"presencePenalty":0.1,"frequencyPenalty":0.2,"responseMimeType":"application/json","responseJsonSchema":{"type":"object"},"thinkingConfig":{"thinkingBudget":0}}}`)
 	f(`{"messages":[{"role":"user","content":"q"}],"tool_choice":"none","reasoning_effort":"high","response_format":{"type":"json_object"}}`,
 		`{"contents":[{"role":"user","parts":[{"text":"q"}]}],"toolConfig":{"functionCallingConfig":{"mode":"NONE"}},"generationConfig":{"responseMimeType":"application/json","thinkingConfig":{"thinkingBudget":24576,"includeThoughts":true}}}`)
+	// safetySettings have no chat field: the caller's array passes through.
+	f(`{"messages":[{"role":"user","content":"q"}],"safety_settings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}],"temperature":0.1}`,
+		`{"contents":[{"role":"user","parts":[{"text":"q"}]}],"generationConfig":{"temperature":0.1},"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]}`)
+	f(`{"messages":[{"role":"user","content":"q"}],"safetySettings":[],"safety_settings":null}`,
+		`{"contents":[{"role":"user","parts":[{"text":"q"}]}],"safetySettings":[]}`)
 
 	bad := func(chat string) {
 		t.Helper()
@@ -51,6 +56,7 @@ func TestChatRequestToGemini(t *testing.T) {
 	bad(`{"messages":[{"role":"user","content":"q"}],"tools":[{"type":"web_search"}]}`)
 	bad(`{"messages":[{"role":"user","content":"q"}],"reasoning_effort":"extreme"}`)
 	bad(`{"messages":[{"role":"user","content":"q"}],"temperature":"hot"}`)
+	bad(`{"messages":[{"role":"user","content":"q"}],"safety_settings":{"category":"x"}}`)
 }
 
 func TestResponseToChat(t *testing.T) {
