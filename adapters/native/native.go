@@ -12,6 +12,7 @@
 package native
 
 import (
+	"net/url"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -65,10 +66,13 @@ var paths = [adapters.NumSurfaces]string{
 type Endpoints struct {
 	bases [adapters.NumSurfaces]string // "" when the surface is converted
 	urls  [adapters.NumSurfaces]string
-	auth  Auth
-	key   adapters.Secret
-	rules *headers.Rules
-	body  *bodyrules.Rules // the key's body rules; nil when none
+	// userInfo: the surface's base carries user-info, sent as Basic by
+	// fasthttp only without an Authorization header (it wins over a Bearer key).
+	userInfo [adapters.NumSurfaces]bool
+	auth     Auth
+	key      adapters.Secret
+	rules    *headers.Rules
+	body     *bodyrules.Rules // the key's body rules; nil when none
 }
 
 // Compile resolves the native surfaces of k. base is the key's chat base
@@ -85,6 +89,9 @@ func Compile(k *adapters.KeyConfig, base string, auth Auth) (*Endpoints, error) 
 			return err
 		}
 		e.bases[s], e.urls[s] = b, u
+		if pu, err := url.Parse(b); err == nil && pu.User != nil {
+			e.userInfo[s] = true
+		}
 		return nil
 	}
 	if k.Responses.On {
@@ -176,7 +183,7 @@ func (e *Endpoints) Build(req *fasthttp.Request, in *adapters.ChatInput, s adapt
 		SetMessagesHeaders(&req.Header, in.ClientHeaders)
 	}
 	if e.key.IsSet() {
-		if auth&AuthBearer != 0 {
+		if auth&AuthBearer != 0 && !e.userInfo[s] { // user-info: fasthttp sends Basic from it instead
 			sc.auth = append(append(sc.auth[:0], bearer...), e.key.Reveal()...)
 			req.Header.SetCanonical(hdrAuthorization, sc.auth)
 		}

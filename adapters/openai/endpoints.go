@@ -160,7 +160,7 @@ func (a *Adapter) BuildVideoTask(req *fasthttp.Request, in *adapters.ChatInput, 
 	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
 	s := acquireScratch()
 	defer releaseScratch(s)
-	if a.key.IsSet() {
+	if a.sendsKey() {
 		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
 		req.Header.SetCanonical(a.authKey, s.auth)
 	}
@@ -204,7 +204,7 @@ func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e
 	}
 	req.Header.SetContentTypeBytes(strApplicationJSON)
 	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
-	if a.key.IsSet() {
+	if a.sendsKey() {
 		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
 		req.Header.SetCanonical(a.authKey, s.auth)
 	}

@@ -9,6 +9,7 @@
 package openai
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -40,9 +41,14 @@ type Adapter struct {
 	urlPrefix string        // dated Azure surface: before the deployment
 	urlSuffix string        // dated Azure surface: after the deployment
 
-	authKey    []byte          // canonical header name
-	authPrefix string          // "Bearer " or ""
-	key        adapters.Secret // revealed only into the request being built
+	authKey    []byte // canonical header name
+	authPrefix string // "Bearer " or ""
+	// userInfo: api_base carries user-info, which fasthttp sends as
+	// Authorization: Basic only when no Authorization is set, so the
+	// Bearer credential is left out (the documented rule: user-info
+	// authenticates, api_key is not sent).
+	userInfo bool
+	key      adapters.Secret // revealed only into the request being built
 
 	rules  *headers.Rules
 	native *native.Endpoints // nil on Azure (no native surfaces there)
@@ -88,10 +94,10 @@ type (
 // credential `Authorization: Bearer <api_key>`.
 //
 // User-info in api_base is kept in the URL as written. fasthttp turns it
-// into `Authorization: Basic base64(user:password)` when it writes the
-// request, replacing the Bearer credential, so an api_base with user-info
-// authenticates with the user-info, not with api_key (the key is then not
-// sent at all).
+// into `Authorization: Basic base64(user:password)` when it writes a
+// request without an Authorization header, and the Bearer credential is
+// then not set, so an api_base with user-info authenticates with the
+// user-info, not with api_key (the key is not sent at all).
 func New(k *adapters.KeyConfig, c *Config, opts adapters.Options) (adapters.Adapter, error) {
 	return newAdapter(k, c, opts, false)
 }
@@ -148,6 +154,7 @@ func newAdapter(k *adapters.KeyConfig, c *Config, opts adapters.Options, azure b
 			return nil, err
 		}
 		a.authKey, a.authPrefix, a.base = strAuthorization, strBearer, base
+		a.userInfo = hasUserInfo(base)
 		if a.native, err = native.Compile(k, base, native.AuthBearer); err != nil {
 			return nil, err
 		}
@@ -246,7 +253,7 @@ func (a *Adapter) BuildChat(req *fasthttp.Request, in *adapters.ChatInput) error
 	}
 	req.Header.SetContentTypeBytes(strApplicationJSON)
 	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
-	if a.key.IsSet() {
+	if a.sendsKey() {
 		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
 		req.Header.SetCanonical(a.authKey, s.auth)
 	}
@@ -280,4 +287,16 @@ func (a *Adapter) policyFor(provider string) policy {
 
 func isAzureProvider(p string) bool {
 	return strings.EqualFold(p, "azure") || strings.EqualFold(p, "azure-openai") || strings.EqualFold(p, "azure_openai")
+}
+
+// sendsKey reports whether requests carry the key's credential header: not
+// a Bearer credential when api_base has user-info (see New).
+func (a *Adapter) sendsKey() bool {
+	return a.key.IsSet() && !(a.userInfo && a.authPrefix == strBearer)
+}
+
+// hasUserInfo reports whether a base URL carries user-info.
+func hasUserInfo(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && u.User != nil
 }
