@@ -31,6 +31,9 @@ type Proxy struct {
 	MaxResponseBytes int64
 	// Realtime holds the /v1/realtime session settings (realtime.go).
 	Realtime RealtimeOptions
+	// MaxUploadBytes bounds a multipart upload (server.max_upload_bytes,
+	// upload.go); 0: edge/multipart's default.
+	MaxUploadBytes int64
 }
 
 var (
@@ -44,7 +47,6 @@ var (
 // notBuilt lists caller paths of the spec that this build does not serve yet;
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
-	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
 	"/v1/messages": true, "/v1/messages/count_tokens": true,
 	"/v1/responses": true, "/a2a": true, "/mcp": true,
 }
@@ -121,6 +123,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 		} else {
 			serveModel(ctx, snap, c, string(path[len(pathModels)+1:]))
 		}
+	case string(path) == pathTranscriptions:
+		p.serveUpload(ctx, surfTranscriptions) // upload.go
+	case string(path) == pathTranslations:
+		p.serveUpload(ctx, surfTranslations)
+	case string(path) == pathImageEdits:
+		p.serveUpload(ctx, surfImageEdits)
 	case string(path) == pathRealtime:
 		p.serveRealtime(ctx)
 	case notBuilt[string(path)]:
@@ -178,8 +186,9 @@ type call struct {
 	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
-	g           guardState // guardrails (input and output policy)
-	noUsage     bool       // video task calls: metrics and access log, no usage record
+	g           guardState   // guardrails (input and output policy)
+	noUsage     bool         // video task calls: metrics and access log, no usage record
+	up          *uploadState // multipart uploads (upload.go)
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -202,5 +211,9 @@ func releaseCall(c *call) {
 	c.effortBuf, c.hdrBuf, c.convBuf, c.origBody, c.surf, c.convErr = eb, hb, cb, nil, nil, ""
 	c.breq.Reset()
 	c.g.reset()
+	if c.up != nil {
+		releaseUpload(c.up)
+		c.up = nil
+	}
 	callPool.Put(c)
 }
