@@ -85,6 +85,10 @@ func New(cfg Config) *Server {
 		MaxRequestBodySize:   64 << 20,
 		NoDefaultContentType: true,
 		CloseOnShutdown:      true,
+		// Uploads (uploads.go) are read as they arrive, never held whole;
+		// other handlers read the body whole with PostBody.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
 		// No WriteTimeout: it would cover a whole stream, and stalls are the point.
 	}
 	return s
@@ -167,6 +171,7 @@ var routes = []*route{
 	&openAIImagesRoute, &openAISpeechRoute, // images.go, audio.go
 	&openAIVideosCreateRoute, &openAIVideosGetRoute, &openAIVideosDeleteRoute, // videos.go
 	&openAIRealtimeRoute,
+	&openAITranscriptionsRoute, &openAITranslationsRoute, &openAIImageEditsRoute, // uploads.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
