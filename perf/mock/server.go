@@ -190,6 +190,16 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.rec.add(ctx)
 	}
 	s.route(ctx, path)
+	if ctx.Request.IsBodyStream() {
+		// A body the handler did not read (an injected error, a 404)
+		// must not be taken for the next request on the connection: read
+		// it, or for an upload (never held whole) close the connection.
+		if len(ctx.Request.Header.MultipartFormBoundary()) > 0 {
+			ctx.SetConnectionClose()
+		} else {
+			ctx.Request.Body()
+		}
+	}
 	// Streams and cut connections outlive the handler; they settle in-flight when they end.
 	if !ctx.IsBodyStream() && !ctx.Hijacked() {
 		s.stats.inFlight.Add(-1)

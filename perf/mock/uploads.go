@@ -85,6 +85,11 @@ func readUpload(ctx *fasthttp.RequestCtx) (*upload, error) {
 	for {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
+			// The epilogue, if any, so that the connection can be reused.
+			if _, err := io.Copy(io.Discard, src); err != nil {
+				return nil, errors.New("Could not read the request body.")
+			}
+			ctx.Request.CloseBodyStream() //nolint:errcheck // read to its end
 			return u, nil
 		}
 		if err != nil {
