@@ -125,14 +125,13 @@ func TestUploadsTranscriptions(t *testing.T) {
 		{openai.AudioResponseFormatVTT, "text/vtt", "WEBVTT\n\n00:00:00.000 --> 00:00:04.000\n" + want + "\n"},
 	} {
 		var resp *http.Response
+		var body []byte
 		_, err := client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{
 			Model: "stt", File: openai.File(audio(size), "speech.wav", "audio/wav"), ResponseFormat: tc.format},
-			option.WithResponseInto(&resp))
-		if resp == nil {
-			t.Fatalf("%s: no response: %v", tc.format, err)
+			option.WithResponseInto(&resp), option.WithResponseBodyInto(&body))
+		if resp == nil || err != nil {
+			t.Fatalf("%s: %v", tc.format, err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.ctype) || !strings.Contains(string(body), tc.want) {
 			t.Fatalf("%s: %d %q\n%s\nwant %q containing %q", tc.format, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.ctype, tc.want)
 		}
