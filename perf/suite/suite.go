@@ -54,6 +54,7 @@ type Budgets struct {
 	AddedP99At2kShared     float64 `yaml:"added_p99_us_at_2k_shared"`
 	ColdStartMS            float64 `yaml:"cold_start_ms"`
 	ExportersRatioMin      float64 `yaml:"exporters_ratio_min"`
+	UploadRSSGrowthMB      float64 `yaml:"upload_rss_growth_mb"` // uploads.go
 }
 
 // Figure is one reported number, with its budget when it has one.
@@ -283,6 +284,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "gw errors", Value: float64(g5.Errors), Unit: "requests"})
 	}
 	if err := soakScenario(ctx, o, rep, &bud, tmp, env, SoakRequests); err != nil {
+		return nil, err
+	}
+	if err := uploadScenario(ctx, o, rep, &bud, tmp, env); err != nil {
 		return nil, err
 	}
 	if err := rep.write(o.OutDir); err != nil {

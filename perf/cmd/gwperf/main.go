@@ -32,7 +32,7 @@ func main() {
 		}
 		return err
 	})
-	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", or "closed" (8-10, shared cores)`)
+	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "upload-rss", or "closed" (8-10, shared cores)`)
 	soakRequests := flag.Int("soak-requests", suite.SoakRequests, "streams of the soak scenario with -only soak")
 	flag.Parse()
 	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -44,6 +44,8 @@ func main() {
 	case "":
 	case "closed":
 		run = suite.RunClosed
+	case "upload-rss":
+		run = suite.RunUploadRSS
 	case "soak":
 		run = func(ctx context.Context, o suite.Options) (*suite.Report, error) {
 			return suite.RunSoak(ctx, o, *soakRequests)
