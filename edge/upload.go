@@ -481,3 +481,52 @@ func imageEditEvent(s *relayState, c *call, ev sse.Event) evFlags {
 	}
 	return 0
 }
+
+// UploadInfo is what the read stage takes from an upload.
+type UploadInfo struct {
+	Model  string
+	Stream bool
+	Text   bool   // response_format text, srt or vtt: the answer is relayed as text
+	Prompt string // every prompt field, as input guardrails judge them
+}
+
+// ParseUploadRequest reads a multipart body of the upload endpoint at path
+// (/v1/audio/transcriptions, /v1/audio/translations, /v1/images/edits)
+// as the read stage does and returns it with the body an attempt sends
+// upstream: the caller's, with model replaced by upstreamModel. The error
+// text is the caller-facing message. For tests and fuzzing.
+func ParseUploadRequest(path string, contentType, body []byte, upstreamModel string) (UploadInfo, []byte, error) {
+	surf := surfTranscriptions
+	switch path {
+	case pathTranslations:
+		surf = surfTranslations
+	case pathImageEdits:
+		surf = surfImageEdits
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetContentTypeBytes(contentType)
+	ctx.Request.SetBody(body)
+	c := &call{surf: surf, up: acquireUpload(0)}
+	defer releaseUpload(c.up)
+	if !readUpload(&ctx, c) {
+		msg, _, _ := rawjson.GetPath(ctx.Response.Body(), "error", "message")
+		m, _ := rawjson.AppendUnquote(nil, msg)
+		return UploadInfo{}, nil, errors.New(string(m))
+	}
+	r := c.up.r
+	prompt, _, _ := rawjson.Get(c.up.prompt, "prompt")
+	p, _ := rawjson.AppendUnquote(nil, prompt)
+	info := UploadInfo{Model: string(c.cr.Model), Stream: c.cr.Stream, Text: c.up.format == fmtText, Prompt: string(p)}
+	if _, err := r.Replace("model", []byte(upstreamModel)); err != nil {
+		return info, nil, err
+	}
+	want := r.OutputSize(r.BytesRead())
+	var out bytes.Buffer
+	if _, err := r.WriteTo(&out); err != nil {
+		return info, nil, err
+	}
+	if int64(out.Len()) != want {
+		return info, nil, errors.New("edge: the upstream body is not the length announced in its Content-Length")
+	}
+	return info, out.Bytes(), nil
+}
