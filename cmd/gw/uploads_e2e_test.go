@@ -83,7 +83,9 @@ func startUploads(t *testing.T) (*mock.Server, string, openai.Client) {
 }
 
 // audio is a fake audio file of n bytes (the mock counts, never decodes).
-func audio(n int) io.Reader { return bytes.NewReader(bytes.Repeat([]byte{0x52, 0x49, 0x46, 0x46}, n/4)) }
+func audio(n int) io.Reader {
+	return bytes.NewReader(bytes.Repeat([]byte{0x52, 0x49, 0x46, 0x46}, n/4))
+}
 
 // apiStatus is the HTTP status of an SDK error (0 when err is not one).
 func apiStatus(err error) int {
