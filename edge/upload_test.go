@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"mime/multipart"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,5 +126,38 @@ func TestParseUploadRequest(t *testing.T) {
 
 	if _, _, err := ParseUploadRequest(pathTranscriptions, []byte("application/json"), []byte(`{"model":"stt"}`), "m"); err == nil || !strings.Contains(err.Error(), "multipart/form-data") {
 		t.Fatalf("JSON body: %v", err)
+	}
+}
+
+// TestUploadUnreadBodyClosesConnection: an upload rejected before its body
+// was read (a wrong key, a Content-Length over the upload limit) closes the
+// connection, so its unread bytes — here a smuggled second request — are
+// never served; a model the gw accepts reads the body and keeps the
+// connection.
+func TestUploadUnreadBodyClosesConnection(t *testing.T) {
+	lim := testLimits()
+	lim.MaxUploadBytes = 4 << 10
+	addr, _ := startEdge(t, lim)
+	smuggled := "GET /v1/models HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer caller-key\r\n\r\n"
+	upload := func(key string, cl int, body string) string {
+		return "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer " + key +
+			"\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: " + strconv.Itoa(cl) + "\r\n\r\n" + body
+	}
+	// The body is the smuggled request: the handler never reads it.
+	out, closed := exchange(t, addr, upload("wrong-key", len(smuggled), smuggled))
+	if !strings.Contains(out, "401") || strings.Contains(out, `"object":"list"`) || !closed {
+		t.Fatalf("wrong key: closed %v\n%s", closed, out)
+	}
+	// (Under 8 KiB: the listener reads that much with the headers.)
+	over := smuggled + strings.Repeat("x", 6<<10-len(smuggled))
+	out, closed = exchange(t, addr, upload("caller-key", len(over), over))
+	if !strings.Contains(out, "413") || strings.Contains(out, `"object":"list"`) || !closed {
+		t.Fatalf("over the limit: closed %v\n%s", closed, out)
+	}
+	// Read whole (a 400 for the missing file): the next request is served.
+	body := "--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ngpt\r\n--b--\r\n"
+	out, _ = exchange(t, addr, upload("caller-key", len(body), body)+smuggled)
+	if !strings.Contains(out, "missing_required_parameter") || !strings.Contains(out, `"object":"list"`) {
+		t.Fatalf("read upload then a request: %s", out)
 	}
 }
