@@ -51,6 +51,18 @@ func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 		ctx.Request.Body()
 		return true
 	}
+	if cl > 0 {
+		// A known length under the limit: fasthttp reads the rest into the
+		// request's own buffer. A read error leaves a body of another
+		// length (fasthttp puts the error text in its place).
+		if len(ctx.Request.Body()) == cl {
+			return true
+		}
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
+			"the request body ended before its Content-Length, or was not received in time (server.body_timeout)")
+		ctx.SetConnectionClose()
+		return false
+	}
 	// Slow path - read the rest under the limit, then hand the bytes to
 	// the request (one copy, into its pooled buffer).
 	bp := readBufPool.Get().(*[]byte)

@@ -123,3 +123,21 @@ func TestReadBodyKeepAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBodyTruncated: a body that ends before its Content-Length is 400
+// and the connection closed, not a short body handed to the handler.
+func TestReadBodyTruncated(t *testing.T) {
+	base := startBodyServer(t, 1<<20)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 20000\r\n\r\n" + strings.Repeat("y", 10000)))
+	conn.(*net.TCPConn).CloseWrite()
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	out, _ := io.ReadAll(conn)
+	if !strings.HasPrefix(string(out), "HTTP/1.1 400") || !strings.Contains(string(out), "ended before its Content-Length") {
+		t.Fatalf("truncated body: %s", out)
+	}
+}
