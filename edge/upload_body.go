@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -55,11 +56,16 @@ func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 		// A known length under the limit: fasthttp reads the rest into the
 		// request's own buffer. A read error leaves a body of another
 		// length (fasthttp puts the error text in its place).
-		if len(ctx.Request.Body()) == cl {
+		body := ctx.Request.Body()
+		if len(body) == cl {
 			return true
 		}
-		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
-			"the request body ended before its Content-Length, or was not received in time (server.body_timeout)")
+		if bytes.Contains(body, strTimeout) { // the error text of a read past the deadline
+			requestTimeout(ctx)
+		} else {
+			WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
+				"the request body ended before its Content-Length")
+		}
 		ctx.SetConnectionClose()
 		return false
 	}
@@ -100,13 +106,19 @@ func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 		bodyTooLarge(ctx)
 		return false
 	case errors.As(err, &ne) && ne.Timeout():
-		WriteError(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error", "request_timeout",
-			"the request was not received in time (server.header_timeout, server.body_timeout)")
+		requestTimeout(ctx)
 	default:
 		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request", "cannot read the request body")
 	}
 	ctx.SetConnectionClose()
 	return false
+}
+
+var strTimeout = []byte("timeout")
+
+func requestTimeout(ctx *fasthttp.RequestCtx) {
+	WriteError(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error", "request_timeout",
+		"the request was not received in time (server.header_timeout, server.body_timeout)")
 }
 
 func bodyTooLarge(ctx *fasthttp.RequestCtx) {

@@ -141,3 +141,39 @@ func TestReadBodyTruncated(t *testing.T) {
 		t.Fatalf("truncated body: %s", out)
 	}
 }
+
+// TestReadBodyTimeout: a body slower than the body deadline is 408, known
+// length or chunked, as when the listener read bodies itself.
+func TestReadBodyTimeout(t *testing.T) {
+	srv := &fasthttp.Server{
+		StreamRequestBody: true, ReadTimeout: 300 * time.Millisecond,
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			if readBody(ctx, 1<<20) {
+				ctx.SetBodyString("read")
+			}
+		},
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck
+	defer srv.Shutdown()
+	for _, head := range []string{"Content-Length: 20000", "Transfer-Encoding: chunked"} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := strings.Repeat("z", 10000)
+		if head[0] == 'T' {
+			body = "2710\r\n" + body + "\r\n"
+		}
+		conn.Write([]byte("POST /x HTTP/1.1\r\nHost: a\r\n" + head + "\r\n\r\n" + body)) // and then nothing
+		conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+		out, _ := io.ReadAll(conn)
+		conn.Close()
+		if !strings.HasPrefix(string(out), "HTTP/1.1 408") || !strings.Contains(string(out), "request_timeout") {
+			t.Fatalf("%s, stalled body: %s", head, out)
+		}
+	}
+}
