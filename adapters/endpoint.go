@@ -10,13 +10,16 @@ type Endpoint uint8
 
 // Endpoints. EndpointNone is the chat-shaped surfaces.
 const (
-	EndpointNone        Endpoint = iota
-	EndpointEmbeddings           // POST /v1/embeddings
-	EndpointCompletions          // POST /v1/completions (legacy text completions)
-	EndpointRerank               // POST /v1/rerank (Cohere/Jina shape)
-	EndpointImages               // POST /v1/images/generations (JSON)
-	EndpointSpeech               // POST /v1/audio/speech (binary audio, or SSE)
-	EndpointVideos               // POST /v1/videos and the task calls under it
+	EndpointNone           Endpoint = iota
+	EndpointEmbeddings              // POST /v1/embeddings
+	EndpointCompletions             // POST /v1/completions (legacy text completions)
+	EndpointRerank                  // POST /v1/rerank (Cohere/Jina shape)
+	EndpointImages                  // POST /v1/images/generations (JSON)
+	EndpointSpeech                  // POST /v1/audio/speech (binary audio, or SSE)
+	EndpointVideos                  // POST /v1/videos and the task calls under it
+	EndpointTranscriptions          // POST /v1/audio/transcriptions (multipart upload)
+	EndpointTranslations            // POST /v1/audio/translations (multipart upload)
+	EndpointImageEdits              // POST /v1/images/edits (multipart upload)
 	NumEndpoints
 )
 
@@ -27,6 +30,15 @@ var endpointPaths = [NumEndpoints]string{
 	EndpointImages:      "/v1/images/generations",
 	EndpointSpeech:      "/v1/audio/speech",
 	EndpointVideos:      "/v1/videos",
+
+	EndpointTranscriptions: "/v1/audio/transcriptions",
+	EndpointTranslations:   "/v1/audio/translations",
+	EndpointImageEdits:     "/v1/images/edits",
+}
+
+// Upload reports whether e takes a multipart/form-data body (UploadBuilder).
+func (e Endpoint) Upload() bool {
+	return e == EndpointTranscriptions || e == EndpointTranslations || e == EndpointImageEdits
 }
 
 // String is the endpoint's caller path.
@@ -89,6 +101,16 @@ type VideosBuilder interface {
 	BuildVideoTask(req *fasthttp.Request, in *ChatInput, method, id, sub string, query []byte) error
 }
 
+// UploadBuilder is implemented by adapters whose upstream serves the
+// multipart endpoints (Endpoint.Upload): BuildUpload writes the method, URL
+// and headers of endpoint e with contentType, the caller's
+// multipart/form-data Content-Type (its boundary is kept: the edge streams
+// the caller's body through with only text fields rewritten, and sets it as
+// the request's body stream). in.Body is unused.
+type UploadBuilder interface {
+	BuildUpload(req *fasthttp.Request, in *ChatInput, e Endpoint, contentType []byte) error
+}
+
 // Capable narrows the endpoints an adapter's type implements to those its
 // provider key serves (first-party OpenAI has no /rerank).
 type Capable interface {
@@ -116,6 +138,9 @@ func CapsOf(a Adapter) Caps {
 	}
 	if _, ok := a.(VideosBuilder); ok {
 		c = c.With(EndpointVideos)
+	}
+	if _, ok := a.(UploadBuilder); ok {
+		c = c.With(EndpointTranscriptions).With(EndpointTranslations).With(EndpointImageEdits)
 	}
 	if cp, ok := a.(Capable); ok {
 		for e := EndpointEmbeddings; e < NumEndpoints; e++ {
@@ -156,6 +181,15 @@ func BuildEndpoint(a Adapter, e Endpoint, req *fasthttp.Request, in *ChatInput) 
 		if b, ok := a.(VideosBuilder); ok {
 			return b.BuildVideos(req, in)
 		}
+	}
+	return ErrUnsupported
+}
+
+// BuildUpload writes the upstream request of upload endpoint e through a's
+// UploadBuilder; ErrUnsupported when a has none.
+func BuildUpload(a Adapter, e Endpoint, req *fasthttp.Request, in *ChatInput, contentType []byte) error {
+	if b, ok := a.(UploadBuilder); ok && e.Upload() {
+		return b.BuildUpload(req, in, e, contentType)
 	}
 	return ErrUnsupported
 }

@@ -108,7 +108,7 @@ func (p *Proxy) commitBinary(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.R
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
 	b := binaryPool.Get().(*binaryRelay)
-	b.p, b.c, b.resp, b.gap, b.reqBytes, b.wrote, b.get = p, c, resp, gap, len(ctx.Request.Body()), false, ctx.IsGet()
+	b.p, b.c, b.resp, b.gap, b.reqBytes, b.wrote, b.get = p, c, resp, gap, requestBytes(ctx, c), false, ctx.IsGet()
 	c.status = resp.StatusCode()
 	c.committed = true
 	ctx.Response.SetBodyStream(b, -1)

@@ -43,7 +43,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 			c.upstreamDur += time.Since(sent)
 			fasthttp.ReleaseRequest(req)
 			status := resp.StatusCode()
-			if err == nil && status < 300 && !looksLikeObject(resp.Body()) {
+			if err == nil && status < 300 && !c.textAnswer() && !looksLikeObject(resp.Body()) {
 				// A success gw cannot read is the upstream's failure, not
 				// an answer to relay: retry and failover rules apply.
 				fail = lastFailure{kind: kindInvalid, reason: "the upstream answered " + strconv.Itoa(status) + " with a body that is not JSON"}
@@ -84,6 +84,10 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 // writeBuffered relays a successful upstream answer with the alias in
 // `model`, converted to the caller's surface when it is not chat.
 func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.Response, up *snapshot.Upstream) {
+	if c.up != nil {
+		p.writeUpload(ctx, c, resp) // upload.go
+		return
+	}
 	body := resp.Body()
 	bb := bodyBufPool.Get().(*[]byte)
 	defer bodyBufPool.Put(bb)

@@ -314,6 +314,9 @@ func (p *Proxy) unguardedStream(ctx *fasthttp.RequestCtx, c *call) bool {
 // surface: the caller's body with the target's model, through the
 // adapter's builder for the endpoint (adapters.BuildEndpoint).
 func (p *Proxy) buildEndpoint(ctx *fasthttp.RequestCtx, c *call, up *snapshot.Upstream) (*fasthttp.Request, *upstream.Client) {
+	if c.up != nil {
+		return p.buildUpload(ctx, c, up) // upload.go
+	}
 	c.native = true
 	c.in.Body = c.origBody
 	req := fasthttp.AcquireRequest()

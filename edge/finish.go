@@ -74,7 +74,7 @@ func (p *Proxy) finish(ctx *fasthttp.RequestCtx, c *call, status int) {
 	c.respBytes = len(ctx.Response.Body())
 	// A stream that failed before its first byte is still a stream request
 	// (access log and usage record say so).
-	p.record(c, ctx.Method(), ctx.Path(), len(ctx.Request.Body()), c.cr.Stream)
+	p.record(c, ctx.Method(), ctx.Path(), requestBytes(ctx, c), c.cr.Stream)
 	releaseCall(c)
 }
 

@@ -34,6 +34,9 @@ type Proxy struct {
 	// Cache holds the response cache's stores; nil disables caching
 	// (cache_stage.go).
 	Cache *Caches
+	// MaxUploadBytes bounds a multipart upload (server.max_upload_bytes,
+	// upload.go); 0: edge/multipart's default.
+	MaxUploadBytes int64
 }
 
 var (
@@ -47,7 +50,6 @@ var (
 // notBuilt lists caller paths of the spec that this build does not serve yet;
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
-	"/v1/images/edits": true, "/v1/audio/transcriptions": true, "/v1/audio/translations": true,
 	"/v1/messages": true, "/v1/messages/count_tokens": true,
 	"/v1/responses": true, "/a2a": true, "/mcp": true,
 }
@@ -124,6 +126,12 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 		} else {
 			serveModel(ctx, snap, c, string(path[len(pathModels)+1:]))
 		}
+	case string(path) == pathTranscriptions:
+		p.serveUpload(ctx, surfTranscriptions) // upload.go
+	case string(path) == pathTranslations:
+		p.serveUpload(ctx, surfTranslations)
+	case string(path) == pathImageEdits:
+		p.serveUpload(ctx, surfImageEdits)
 	case string(path) == pathRealtime:
 		p.serveRealtime(ctx)
 	case notBuilt[string(path)]:
@@ -181,10 +189,11 @@ type call struct {
 	busy        *balancer.State     // streaming target counted in flight
 	failures    [maxRecordedFailures]failedAttempt
 	nFailures   int
-	g           guardState // guardrails (input and output policy)
-	noUsage     bool       // video task calls: metrics and access log, no usage record
-	semText     []byte     // semantic router: the latest user message (scratch)
-	semBatch    [1][]byte  // semantic router: the texts of its embedding call
+	g           guardState   // guardrails (input and output policy)
+	up          *uploadState // multipart uploads (upload.go)
+	noUsage     bool         // video task calls: metrics and access log, no usage record
+	semText     []byte       // semantic router: the latest user message (scratch)
+	semBatch    [1][]byte    // semantic router: the texts of its embedding call
 
 	// Ensemble calls (ensemble.go). route is the plan whose attempts
 	// dispatch walks when it is not c.plan (the judge of an ensemble
@@ -229,5 +238,9 @@ func releaseCall(c *call) {
 	c.breq.Reset()
 	c.g.reset()
 	c.cache.reset()
+	if c.up != nil {
+		releaseUpload(c.up)
+		c.up = nil
+	}
 	callPool.Put(c)
 }

@@ -25,13 +25,17 @@ type Server struct {
 	OpsOnMain bool
 	Log       *slog.Logger
 
-	srv *fasthttp.Server
+	srv     *fasthttp.Server
+	maxBody int64
 }
 
 // Limits are the caller-facing listener's protections against slow or
 // hostile peers (docs/OPERATIONS.md).
 type Limits struct {
 	MaxBodyBytes int64
+	// MaxUploadBytes bounds a multipart upload (upload.go), which streams
+	// instead of being held; 0: multipart's default (512 MiB).
+	MaxUploadBytes int64
 	// HeaderTimeout bounds the wait for a request's complete headers, from
 	// its first byte (or the connection's opening); a client that trickles
 	// headers is closed after it.
@@ -47,8 +51,9 @@ type Limits struct {
 
 // NewServer builds the main server.
 func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, lim Limits, log *slog.Logger) *Server {
-	s := &Server{Ops: &Ops{Manager: m}, Proxy: proxy, OpsOnMain: opsOnMain, Log: log}
+	s := &Server{Ops: &Ops{Manager: m}, Proxy: proxy, OpsOnMain: opsOnMain, Log: log, maxBody: lim.MaxBodyBytes}
 	if proxy != nil {
+		proxy.MaxUploadBytes = lim.MaxUploadBytes
 		s.Ops.Health = proxy.Health
 		s.Ops.Usage = proxy.Usage
 	}
@@ -84,9 +89,15 @@ func NewServer(m *admin.Manager, proxy *Proxy, opsOnMain bool, lim Limits, log *
 		// through redaction.
 		SecureErrorLogMessage: true,
 		Logger:                serverLogger{log},
-		StreamRequestBody:     false,
-		CloseOnShutdown:       true,
-		ErrorHandler:          requestError,
+		// Bodies stream: an upload (upload.go) goes upstream in bounded
+		// memory instead of being read whole before the handler runs.
+		// Every other request is read whole, under MaxBodyBytes, at the
+		// top of handle (readBody); fasthttp's own multipart parsing
+		// (temp files, a map per form) is off.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		ErrorHandler:                 requestError,
 	}
 	return s
 }
@@ -133,6 +144,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
 			"ambiguous request framing: Transfer-Encoding must be exactly chunked and cannot be combined with Content-Length")
 		ctx.SetConnectionClose()
+		return
+	}
+	if !isUploadPath(ctx.Path()) && !readBody(ctx, s.maxBody) {
 		return
 	}
 	if s.OpsOnMain && s.Ops.Handle(ctx) {

@@ -459,7 +459,7 @@ func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	ctx.Response.Header.SetBytesKV(hdrAccelBuf, valNo)
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
-	s.p, s.c, s.reqBytes, s.wrote = p, c, len(ctx.Request.Body()), false
+	s.p, s.c, s.reqBytes, s.wrote = p, c, requestBytes(ctx, c), false
 	c.committed = true
 	ctx.Response.SetBodyStream(s, -1)
 }

@@ -25,6 +25,7 @@ var (
 	_ adapters.ImagesBuilder      = (*Adapter)(nil)
 	_ adapters.SpeechBuilder      = (*Adapter)(nil)
 	_ adapters.VideosBuilder      = (*Adapter)(nil)
+	_ adapters.UploadBuilder      = (*Adapter)(nil)
 	_ adapters.Capable            = (*Adapter)(nil)
 )
 
@@ -37,6 +38,10 @@ var endpointPaths = [adapters.NumEndpoints]string{
 	adapters.EndpointImages:      "/images/generations",
 	adapters.EndpointSpeech:      "/audio/speech",
 	adapters.EndpointVideos:      "/videos",
+
+	adapters.EndpointTranscriptions: "/audio/transcriptions",
+	adapters.EndpointTranslations:   "/audio/translations",
+	adapters.EndpointImageEdits:     "/images/edits",
 }
 
 // endpointURLs are the compiled URLs of one key's endpoints: a fixed URL,
@@ -166,6 +171,40 @@ func (a *Adapter) BuildVideoTask(req *fasthttp.Request, in *adapters.ChatInput, 
 	}
 	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
 	return nil
+}
+
+// BuildUpload implements adapters.UploadBuilder: the multipart endpoints
+// are POSTed like the JSON ones, with the caller's Content-Type (boundary
+// included); the edge sets the body stream.
+func (a *Adapter) BuildUpload(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint, contentType []byte) error {
+	if !e.Upload() {
+		return adapters.ErrUnsupported
+	}
+	s := acquireScratch()
+	defer releaseScratch(s)
+	a.endpointHead(req, in, e, s)
+	req.Header.SetContentTypeBytes(contentType)
+	return nil
+}
+
+// endpointHead writes method, URL, credential and header rules of e.
+func (a *Adapter) endpointHead(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint, s *scratch) {
+	req.Header.SetMethodBytes(strPost)
+	if u := a.ep.fixed[e]; u != nil {
+		req.SetURI(u)
+	} else {
+		s.url = append(s.url[:0], a.ep.prefix[e]...)
+		s.url = appendPathSegment(s.url, in.UpstreamModel)
+		s.url = append(s.url, a.ep.suffix[e]...)
+		req.SetRequestURIBytes(s.url)
+		req.URI().DisablePathNormalizing = true
+	}
+	req.Header.SetCanonical(strAcceptEncoding, strIdentity)
+	if a.key.IsSet() {
+		s.auth = append(append(s.auth[:0], a.authPrefix...), a.key.Reveal()...)
+		req.Header.SetCanonical(a.authKey, s.auth)
+	}
+	s.hdr = a.rules.Apply(&req.Header, in.ClientHeaders, &in.Vars, in.CallerCredential, s.hdr)
 }
 
 func (a *Adapter) buildEndpoint(req *fasthttp.Request, in *adapters.ChatInput, e adapters.Endpoint) error {

@@ -69,9 +69,10 @@ func TestEndpointCaps(t *testing.T) {
 			t.Errorf("caps %b; want %b", got, c)
 		}
 	}
-	f(nil, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)
-	f(func(k *testKey) { k.Provider = "cohere" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)
-	f(func(k *testKey) { k.Provider = "cohere"; k.azure, k.BaseURL = true, "https://r.openai.azure.com" }, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech)
+	up := []adapters.Endpoint{adapters.EndpointTranscriptions, adapters.EndpointTranslations, adapters.EndpointImageEdits}
+	f(nil, append(up, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)...)
+	f(func(k *testKey) { k.Provider = "cohere" }, append(up, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)...)
+	f(func(k *testKey) { k.Provider = "cohere"; k.azure, k.BaseURL = true, "https://r.openai.azure.com" }, append(up, adapters.EndpointEmbeddings, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech)...)
 
 	a, _ := compile(key(nil))
 	if err := adapters.BuildEndpoint(a, adapters.EndpointRerank, &fasthttp.Request{}, &adapters.ChatInput{Body: []byte(`{}`)}); !errors.Is(err, adapters.ErrUnsupported) {
@@ -129,5 +130,39 @@ func TestVideoTaskURLs(t *testing.T) {
 	az, _ := compile(key(func(k *testKey) { k.azure, k.BaseURL = true, "https://r.openai.azure.com" }))
 	if err := az.(adapters.VideosBuilder).BuildVideoTask(&fasthttp.Request{}, &adapters.ChatInput{}, "GET", "x", "", nil); !errors.Is(err, adapters.ErrUnsupported) {
 		t.Fatalf("azure: %v", err)
+	}
+}
+
+// TestBuildUpload: the upload endpoints are POSTed to api_base + their path
+// (Azure: after the deployment) with the caller's multipart Content-Type
+// and the key's credential; JSON endpoints are not uploads.
+func TestBuildUpload(t *testing.T) {
+	const ct = "multipart/form-data; boundary=abc"
+	f := func(mod func(k *testKey), e adapters.Endpoint, model, wantURL string) {
+		t.Helper()
+		a, err := compile(key(mod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &fasthttp.Request{}
+		if err := adapters.BuildUpload(a, e, req, &adapters.ChatInput{UpstreamModel: model}, []byte(ct)); err != nil {
+			t.Fatal(err)
+		}
+		if got := req.URI().String(); got != wantURL {
+			t.Errorf("%s: URL %s; want %s", e, got, wantURL)
+		}
+		if string(req.Header.Method()) != "POST" || string(req.Header.ContentType()) != ct || len(req.Header.Peek("Authorization"))+len(req.Header.Peek("api-key")) == 0 {
+			t.Errorf("%s: %s %q auth %q", e, req.Header.Method(), req.Header.ContentType(), req.Header.Peek("Authorization"))
+		}
+	}
+	f(nil, adapters.EndpointTranscriptions, "whisper-1", "https://api.openai.com/v1/audio/transcriptions")
+	f(nil, adapters.EndpointTranslations, "whisper-1", "https://api.openai.com/v1/audio/translations")
+	f(nil, adapters.EndpointImageEdits, "gpt-image-1", "https://api.openai.com/v1/images/edits")
+	f(func(k *testKey) { k.azure, k.BaseURL = true, "https://r.openai.azure.com" }, adapters.EndpointTranscriptions, "wh",
+		"https://r.openai.azure.com/openai/deployments/wh/audio/transcriptions?api-version="+adapters.DefaultAzureAPIVersion)
+
+	a, _ := compile(key(nil))
+	if err := adapters.BuildUpload(a, adapters.EndpointImages, &fasthttp.Request{}, &adapters.ChatInput{}, []byte(ct)); !errors.Is(err, adapters.ErrUnsupported) {
+		t.Fatalf("images/generations as an upload: %v", err)
 	}
 }

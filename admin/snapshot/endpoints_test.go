@@ -38,13 +38,14 @@ func TestCompileEndpoints(t *testing.T) {
 		}
 		return c
 	}
+	uploads := []adapters.Endpoint{adapters.EndpointTranscriptions, adapters.EndpointTranslations, adapters.EndpointImageEdits}
 	for alias, want := range map[string]adapters.Caps{
-		"chat":       caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos),
+		"chat":       caps(append(uploads, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)...),
 		"emb":        caps(adapters.EndpointEmbeddings),
 		"emb-an":     0,
-		"rr":         caps(adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos),
+		"rr":         caps(append(uploads, adapters.EndpointCompletions, adapters.EndpointRerank, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)...),
 		"emb-group":  0, // emb-an has no embeddings: the group does not serve them
-		"chat-group": caps(adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos),
+		"chat-group": caps(append(uploads, adapters.EndpointCompletions, adapters.EndpointImages, adapters.EndpointSpeech, adapters.EndpointVideos)...),
 	} {
 		if got := s.Plans[alias].Endpoints; got != want {
 			t.Errorf("%s: endpoints %b; want %b", alias, got, want)

@@ -55,6 +55,7 @@ type Config struct {
 	AdminEtcdPrefix    string
 
 	MaxBodyBytes   int64
+	MaxUploadBytes int64         // multipart uploads (audio transcriptions, image edits)
 	HeaderTimeout  time.Duration // a request's headers, from its first byte
 	BodyTimeout    time.Duration // a request's body, once its headers are in
 	IdleTimeout    time.Duration // keep-alive connections without a request
@@ -85,6 +86,7 @@ func Defaults() Config {
 		RealtimeIdleTimeout:     10 * time.Minute,
 		RealtimeMaxSession:      time.Hour,
 		MaxBodyBytes:            32 << 20,
+		MaxUploadBytes:          512 << 20,
 		HeaderTimeout:           10 * time.Second,
 		BodyTimeout:             2 * time.Minute,
 		IdleTimeout:             2 * time.Minute,
@@ -185,6 +187,7 @@ var Settings = []Setting{
 	{"admin.etcd.endpoints", "GW_ETCD_ENDPOINTS", "etcd-endpoints", "comma-separated etcd endpoints (http://127.0.0.1:2379) for --store etcd", str(func(c *Config) *string { return &c.AdminEtcdEndpoints })},
 	{"admin.etcd.prefix", "GW_ETCD_PREFIX", "etcd-prefix", "key prefix of the admin resources in etcd", str(func(c *Config) *string { return &c.AdminEtcdPrefix })},
 	{"server.max_body_bytes", "GW_MAX_BODY_BYTES", "max-body-bytes", "largest accepted request body; larger Content-Length gets 413", integer(1024, func(c *Config) *int64 { return &c.MaxBodyBytes })},
+	{"server.max_upload_bytes", "GW_MAX_UPLOAD_BYTES", "max-upload-bytes", "largest multipart upload (/v1/audio/transcriptions, /v1/audio/translations, /v1/images/edits); it streams through in bounded memory, spooled to a temp file beyond 256 KiB; larger gets 413", integer(1024, func(c *Config) *int64 { return &c.MaxUploadBytes })},
 	{"server.header_timeout", "GW_HEADER_TIMEOUT", "header-timeout", "time a client has to send a request's complete headers (from its first byte, or from connecting); 0 disables", duration(func(c *Config) *time.Duration { return &c.HeaderTimeout })},
 	{"server.body_timeout", "GW_BODY_TIMEOUT", "body-timeout", "time a client has to send a request body over 64 KiB (or chunked) once its headers are in; smaller bodies arrive within header_timeout; 0 disables", duration(func(c *Config) *time.Duration { return &c.BodyTimeout })},
 	{"server.idle_timeout", "GW_IDLE_TIMEOUT", "idle-timeout", "close a keep-alive connection that sends no request for this long", duration(func(c *Config) *time.Duration { return &c.IdleTimeout })},

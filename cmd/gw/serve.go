@@ -241,7 +241,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		defer proxy.Log.Close()
 	}
 	lim := edge.Limits{
-		MaxBodyBytes: cfg.MaxBodyBytes, HeaderTimeout: cfg.HeaderTimeout, BodyTimeout: cfg.BodyTimeout,
+		MaxBodyBytes: cfg.MaxBodyBytes, MaxUploadBytes: cfg.MaxUploadBytes, HeaderTimeout: cfg.HeaderTimeout, BodyTimeout: cfg.BodyTimeout,
 		IdleTimeout: cfg.IdleTimeout, MaxConnsPerIP: int(cfg.MaxConnsPerIP),
 	}
 	srv := edge.NewServer(mgr, proxy, statusLn == nil, lim, log)

@@ -44,7 +44,13 @@ func (r *recorder) add(ctx *fasthttp.RequestCtx) {
 		Path:   string(ctx.URI().PathOriginal()),
 		Query:  string(ctx.URI().QueryString()),
 		Header: make(http.Header),
-		Body:   string(ctx.Request.Body()),
+	}
+	if ctx.Request.IsBodyStream() && len(ctx.Request.Header.MultipartFormBoundary()) > 0 {
+		// An upload is read by its handler as it arrives (uploads.go):
+		// holding it here would cost its size in memory.
+		rr.Body = "(multipart upload, streamed)"
+	} else {
+		rr.Body = string(ctx.Request.Body())
 	}
 	for k, v := range ctx.Request.Header.All() {
 		name := canonicalHeader(k)

@@ -85,6 +85,10 @@ func New(cfg Config) *Server {
 		MaxRequestBodySize:   64 << 20,
 		NoDefaultContentType: true,
 		CloseOnShutdown:      true,
+		// Uploads (uploads.go) are read as they arrive, never held whole;
+		// other handlers read the body whole with PostBody.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
 		// No WriteTimeout: it would cover a whole stream, and stalls are the point.
 	}
 	return s
@@ -168,9 +172,10 @@ var routes = []*route{
 	&openAIVideosCreateRoute, &openAIVideosGetRoute, &openAIVideosDeleteRoute, // videos.go
 	&openAIRealtimeRoute,
 	&presidioAnalyzeRoute, &presidioAnonymizeRoute, // guard_presidio.go
-	&openAIModerationRoute, // guard_moderation.go
-	&lakeraGuardRoute,      // guard_lakera.go
+	&openAIModerationRoute,                                                   // guard_moderation.go
+	&lakeraGuardRoute,                                                        // guard_lakera.go
 	&azureTextRoute, &azureShieldRoute, &aliyunRoute, &bedrockGuardrailRoute, // guard_azure.go, guard_aliyun.go, guard_bedrock.go
+	&openAITranscriptionsRoute, &openAITranslationsRoute, &openAIImageEditsRoute, // uploads.go
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
@@ -189,6 +194,16 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.rec.add(ctx)
 	}
 	s.route(ctx, path)
+	if ctx.Request.IsBodyStream() {
+		// A body the handler did not read (an injected error, a 404)
+		// must not be taken for the next request on the connection: read
+		// it, or for an upload (never held whole) close the connection.
+		if len(ctx.Request.Header.MultipartFormBoundary()) > 0 {
+			ctx.SetConnectionClose()
+		} else {
+			ctx.Request.Body()
+		}
+	}
 	// Streams and cut connections outlive the handler; they settle in-flight when they end.
 	if !ctx.IsBodyStream() && !ctx.Hijacked() {
 		s.stats.inFlight.Add(-1)

@@ -55,7 +55,8 @@ type Budgets struct {
 	ColdStartMS            float64 `yaml:"cold_start_ms"`
 	ExportersRatioMin      float64 `yaml:"exporters_ratio_min"`
 	// Scenario 11: a cache hit's p50 over the direct call's (< 1: faster).
-	CacheHitRatioMax float64 `yaml:"cache_hit_p50_ratio_max"`
+	CacheHitRatioMax  float64 `yaml:"cache_hit_p50_ratio_max"`
+	UploadRSSGrowthMB float64 `yaml:"upload_rss_growth_mb"` // uploads.go
 }
 
 // Figure is one reported number, with its budget when it has one.
@@ -288,6 +289,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	if err := soakScenario(ctx, o, rep, &bud, tmp, env, SoakRequests); err != nil {
+		return nil, err
+	}
+	if err := uploadScenario(ctx, o, rep, &bud, tmp, env); err != nil {
 		return nil, err
 	}
 	if err := rep.write(o.OutDir); err != nil {

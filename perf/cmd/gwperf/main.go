@@ -32,7 +32,7 @@ func main() {
 		}
 		return err
 	})
-	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "closed" (8-10, shared cores) or "cache" (11)`)
+	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "closed" (8-10, shared cores), "cache" (11) or "upload-rss"`)
 	soakRequests := flag.Int("soak-requests", suite.SoakRequests, "streams of the soak scenario with -only soak")
 	flag.Parse()
 	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -46,6 +46,8 @@ func main() {
 		run = suite.RunClosed
 	case "cache":
 		run = suite.RunCache
+	case "upload-rss":
+		run = suite.RunUploadRSS
 	case "soak":
 		run = func(ctx context.Context, o suite.Options) (*suite.Report, error) {
 			return suite.RunSoak(ctx, o, *soakRequests)
