@@ -287,3 +287,7 @@ func (n *node) match(path []byte, r *Router, q *Request) *Entry {
 
 // s2b views a compiled host name as bytes for a comparison.
 func s2b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// Index is the route's position in the snapshot's Routes, for callers
+// that keep per-route state beside the router.
+func (e *Entry) Index() int { return e.order }
