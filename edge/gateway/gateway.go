@@ -59,6 +59,9 @@ type reqState struct {
 	key  []byte
 	host []byte
 	xff  []byte
+	// tried is here rather than on the stack: the balancers take it
+	// through an interface, which would move it to the heap.
+	tried upstream.Tried
 }
 
 // New returns a gateway reading snapshots from h.
@@ -296,12 +299,13 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 		rs.key = key[:0]
 	}
 
-	var tried upstream.Tried
+	tried := &rs.tried
+	*tried = upstream.Tried{}
 	start := time.Now()
 	var lastErr error
 	attempts := p.Attempts()
 	for a := 0; a < attempts; a++ {
-		i, err := p.Pick(key, &tried)
+		i, err := p.Pick(key, tried)
 		if err == upstream.ErrNoHealthy && a == 0 {
 			fail(ctx, 503, body503)
 			return
