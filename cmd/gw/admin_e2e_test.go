@@ -186,7 +186,7 @@ func TestAdminE2E(t *testing.T) {
 	if strings.Contains(logs, e2eAdminKey) || strings.Contains(logs, "jack-key") {
 		t.Fatal("the admin key or a credential reached the log")
 	}
-	if !strings.Contains(logs, `"field":"admin.listen","missing":"the admin API serves every collection`) {
+	if !strings.Contains(logs, `"field":"admin.listen","missing":"the data plane on gateway.listen serves routes`) {
 		t.Fatalf("startup does not say what the admin API does not do:\n%s", logs)
 	}
 
