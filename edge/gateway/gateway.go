@@ -283,7 +283,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 		rs.xff = append(rs.xff, ", "...)
 	}
 	if ip := ctx.RemoteIP(); ip != nil {
-		rs.xff = appendIP(rs.xff, ip)
+		rs.xff = vars.AppendIP(rs.xff, ip)
 	}
 	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
 	if ctx.IsTLS() {

@@ -126,7 +126,7 @@ func (v *Var) Append(dst []byte, ctx *fasthttp.RequestCtx, c *Context) ([]byte, 
 		if ip4 := ip.To4(); ip4 != nil {
 			ip = ip4
 		}
-		return appendIP(dst, ip), true
+		return AppendIP(dst, ip), true
 	case kindRemotePort:
 		if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 			return strconv.AppendInt(dst, int64(a.Port), 10), true
@@ -152,7 +152,7 @@ func (v *Var) Append(dst []byte, ctx *fasthttp.RequestCtx, c *Context) ([]byte, 
 		if ip4 := ip.To4(); ip4 != nil {
 			ip = ip4
 		}
-		return appendIP(dst, ip), true
+		return AppendIP(dst, ip), true
 	case kindQueryString:
 		return append(dst, ctx.URI().QueryString()...), true
 	case kindArg:
@@ -232,7 +232,8 @@ func HostOnly(h []byte) []byte {
 	return h
 }
 
-func appendIP(dst []byte, ip net.IP) []byte {
+// AppendIP appends ip in its textual form (IPv4 for a mapped address).
+func AppendIP(dst []byte, ip net.IP) []byte {
 	a, ok := netip.AddrFromSlice(ip)
 	if !ok {
 		return dst
