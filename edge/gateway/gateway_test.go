@@ -129,3 +129,26 @@ func BenchmarkHandler404(b *testing.B) {
 		g.Handler(ctx)
 	}
 }
+
+// TestForwardsRoutedPath: the upstream receives the normalised path the
+// router matched, not the raw one.
+func TestForwardsRoutedPath(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBody(ctx.RequestURI()) }}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	g := newGW(t, map[string]string{"pub": `{"uri":"/public/*","upstream":{"nodes":{"` + ln.Addr().String() + `":1}}}`})
+	ctx := ctxFor("GET", "/public/../admin/x?q=1")
+	g.Handler(ctx)
+	if ctx.Response.StatusCode() != 404 {
+		t.Fatalf("/public/../admin/x routed: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	ctx = ctxFor("GET", "/public/a/./b/../c?q=1")
+	g.Handler(ctx)
+	if got := string(ctx.Response.Body()); got != "/public/a/c?q=1" {
+		t.Fatalf("upstream saw %q; want /public/a/c?q=1", got)
+	}
+}

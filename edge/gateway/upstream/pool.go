@@ -170,17 +170,19 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 		}
 		dialTimeout := connect
 		node.client = &fasthttp.HostClient{
-			Addr:                          n.Addr,
-			IsTLS:                         u.Scheme == "https",
-			TLSConfig:                     tc,
-			Dial:                          func(addr string) (net.Conn, error) { return fasthttp.DialTimeout(addr, dialTimeout) },
-			ReadTimeout:                   read,
-			WriteTimeout:                  send,
-			MaxIdleConnDuration:           idle,
-			MaxResponseBodySize:           opt.MaxResponseBytes,
-			NoDefaultUserAgentHeader:      true,
+			Addr:                     n.Addr,
+			IsTLS:                    u.Scheme == "https",
+			TLSConfig:                tc,
+			Dial:                     func(addr string) (net.Conn, error) { return fasthttp.DialTimeout(addr, dialTimeout) },
+			ReadTimeout:              read,
+			WriteTimeout:             send,
+			MaxIdleConnDuration:      idle,
+			MaxResponseBodySize:      opt.MaxResponseBytes,
+			NoDefaultUserAgentHeader: true,
+			// The path sent is the normalised one the route matched (as
+			// nginx's $uri), so "/a/../b" cannot reach the backend as
+			// something the router did not see.
 			DisableHeaderNamesNormalizing: true,
-			DisablePathNormalizing:        true,
 			// The gateway decides retries itself (retries, retry_timeout).
 			MaxIdemponentCallAttempts: 1,
 			RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
