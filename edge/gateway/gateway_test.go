@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func holderOf(t testing.TB, routes map[string]string) *admingw.Holder {
 }
 
 func newGW(t testing.TB, routes map[string]string) *Gateway {
-	g := New(holderOf(t, routes), upstream.Options{MaxResponseBytes: 1 << 20}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	g := New(holderOf(t, routes), upstream.Options{MaxResponseBytes: 1 << 20}, slog.New(slog.NewJSONHandler(testLogW(t), nil)))
 	t.Cleanup(func() {
 		g.mu.Lock()
 		for _, p := range g.pools {
@@ -152,3 +154,34 @@ func TestForwardsRoutedPath(t *testing.T) {
 		t.Fatalf("upstream saw %q; want /public/a/c?q=1", got)
 	}
 }
+
+// TestHTTPSUpstream: scheme https to a TLS backend; with tls.verify true
+// its self-signed certificate is refused (502), without it accepted.
+func TestHTTPSUpstream(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "tls "+r.Host)
+	}))
+	defer ts.Close()
+	addr := strings.TrimPrefix(ts.URL, "https://")
+	g := newGW(t, map[string]string{
+		"tls":    `{"uri":"/tls","upstream":{"scheme":"https","pass_host":"rewrite","upstream_host":"svc.internal","nodes":{"` + addr + `":1}}}`,
+		"verify": `{"uri":"/verify","upstream":{"scheme":"https","tls":{"verify":true},"nodes":{"` + addr + `":1}}}`,
+	})
+	ctx := ctxFor("GET", "/tls")
+	g.Handler(ctx)
+	if ctx.Response.StatusCode() != 200 || string(ctx.Response.Body()) != "tls svc.internal" {
+		t.Fatalf("https upstream: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	ctx = ctxFor("GET", "/verify")
+	g.Handler(ctx)
+	if ctx.Response.StatusCode() != 502 {
+		t.Fatalf("tls.verify against a self-signed certificate: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+}
+
+// testLogW sends the gateway's log to the test log.
+func testLogW(t testing.TB) io.Writer { return tlog{t} }
+
+type tlog struct{ t testing.TB }
+
+func (l tlog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }

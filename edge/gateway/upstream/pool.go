@@ -353,6 +353,12 @@ func (p *Pool) HashKey(dst []byte, ctx *fasthttp.RequestCtx, vc *vars.Context) [
 // Do sends req to node i and reports the outcome to its health state.
 func (p *Pool) Do(i int, req *fasthttp.Request, resp *fasthttp.Response) error {
 	n := p.Nodes[i]
+	// The client refuses a request whose scheme differs from the node's.
+	if p.Up.Scheme == "https" {
+		req.URI().SetSchemeBytes(schemeHTTPS)
+	} else {
+		req.URI().SetSchemeBytes(schemeHTTP)
+	}
 	n.inflight.Add(1)
 	start := time.Now()
 	err := n.client.Do(req, resp)
@@ -362,6 +368,8 @@ func (p *Pool) Do(i int, req *fasthttp.Request, resp *fasthttp.Response) error {
 	p.passive(n, resp.StatusCode(), err)
 	return err
 }
+
+var schemeHTTP, schemeHTTPS = []byte("http"), []byte("https")
 
 // IsTimeout reports whether err is a timeout.
 func IsTimeout(err error) bool {
