@@ -282,6 +282,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "added p99", Value: float64(g5.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
 		rep.add(Figure{Scenario: "5 policy-heavy 2k req/s", Name: "gw errors", Value: float64(g5.Errors), Unit: "requests"})
 	}
+	if err := gatewayScenario(ctx, o, rep, run, mockBase, filepath.Join(tmp, "gateway-data")); err != nil {
+		return nil, err
+	}
 	if err := soakScenario(ctx, o, rep, &bud, tmp, env, SoakRequests); err != nil {
 		return nil, err
 	}
