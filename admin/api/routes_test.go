@@ -127,6 +127,9 @@ func TestRouteSchema(t *testing.T) {
 		{`{"uri":"/a","remote_addr":"10.0.0.0/99","upstream_id":"1"}`, `invalid configuration: remote_addrs: "10.0.0.0/99" is not an IP or CIDR`},
 		{`{"uri":"a","upstream_id":"1"}`, `uri "a": must start with /`},
 		{`{"id":{"x":1},"uri":"/a","upstream_id":"1"}`, `property "id"`},
+		{`{"uri":"/a","upstream_id":"1","vars":[["arg_x","=","1"]]}`, `invalid configuration: vars: cannot parse vars: unknown operator "="`},
+		{`{"uri":"/a","upstream_id":"1","vars":[["nope","==","1"]]}`, `invalid configuration: vars: cannot parse vars: unknown variable "nope"`},
+		{`{"uri":"/a","upstream_id":"1","vars":[["uri","~~","("]]}`, `invalid configuration: vars: cannot parse vars: error parsing regexp`},
 	} {
 		r := e.do("PUT", "/gw/admin/routes/r1", c.body)
 		if r.code != 400 || !strings.Contains(r.str("error_msg"), c.want) {

@@ -15,6 +15,7 @@ import (
 
 	"gw/admin/gateway"
 	"gw/admin/store"
+	"gw/edge/gateway/router"
 )
 
 func parseTTL(ctx *fasthttp.RequestCtx) (time.Duration, error) {
@@ -320,6 +321,18 @@ func (s *Server) check(c *collection, id string, obj map[string]any, raw []byte,
 			return fail(400, err.Error())
 		}
 		return fail(400, "invalid configuration: "+err.Error())
+	}
+	if c.name == gateway.Routes {
+		// vars is checked with the data plane's own compiler, so a route
+		// stored here is one the router can match.
+		var r struct {
+			Vars json.RawMessage `json:"vars"`
+		}
+		if json.Unmarshal(raw, &r) == nil && len(r.Vars) > 0 && string(r.Vars) != "null" && string(r.Vars) != "[]" {
+			if err := router.CheckVars(r.Vars); err != nil {
+				return fail(400, "invalid configuration: vars: "+err.Error())
+			}
+		}
 	}
 	return nil
 }

@@ -47,6 +47,9 @@ type Config struct {
 
 	AdminListen string
 	AdminKey    string
+	// GatewayListen serves the admin-managed routes (only with the admin
+	// API on); "" disables the data plane.
+	GatewayListen string
 	// The admin API's store: "embedded" (single node, in AdminDataDir) or
 	// "etcd" (AdminEtcdEndpoints, keys under AdminEtcdPrefix).
 	AdminStore         string
@@ -94,6 +97,7 @@ func Defaults() Config {
 		RealIPHeader:            "x-forwarded-for",
 		AccessLog:               true,
 		AdminStore:              "embedded",
+		GatewayListen:           "127.0.0.1:9080",
 		AdminDataDir:            "./data",
 		AdminEtcdPrefix:         "/gw",
 		CacheMemoryMaxBytes:     256 << 20,
@@ -181,6 +185,7 @@ var Settings = []Setting{
 	{"cache.memory_max_bytes", "GW_CACHE_MEMORY_MAX_BYTES", "cache-memory-max-bytes", "bound of the response cache's memory backend per replica (bodies plus ~160 bytes per entry); least recently used entries go first", integer(4096, func(c *Config) *int64 { return &c.CacheMemoryMaxBytes })},
 	{"cache.redis_probe_interval", "GW_CACHE_REDIS_PROBE_INTERVAL", "cache-redis-probe-interval", "while Redis is unreachable, how often the response cache probes it to reattach (lookups miss meanwhile)", duration(func(c *Config) *time.Duration { return &c.CacheRedisProbeInterval })},
 	{"admin.listen", "GW_ADMIN_LISTEN", "admin-listen", "admin API listener; empty disables the admin API", str(func(c *Config) *string { return &c.AdminListen })},
+	{"gateway.listen", "GW_GATEWAY_LISTEN", "gateway-listen", "listener of the general gateway serving the admin API's routes (only with admin.listen); empty disables it", str(func(c *Config) *string { return &c.GatewayListen })},
 	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
 	{"admin.store", "GW_STORE", "store", "admin API store: embedded (single node, survives restarts in data_dir) or etcd", str(func(c *Config) *string { return &c.AdminStore })},
 	{"admin.data_dir", "GW_DATA_DIR", "data-dir", "directory of the embedded admin store (one gw process at a time)", str(func(c *Config) *string { return &c.AdminDataDir })},
@@ -341,7 +346,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	if c.ResourcesFile == "" && c.AdminListen == "" {
 		return nil, errors.New("resources file is required unless the admin API is on: pass --resources-file (GW_RESOURCES_FILE, resources_file) or --admin-listen")
 	}
-	for _, l := range []struct{ name, addr string }{{"listen", c.Listen}, {"observability.debug", c.DebugListen}, {"status.listen", c.StatusListen}, {"admin.listen", c.AdminListen}} {
+	for _, l := range []struct{ name, addr string }{{"listen", c.Listen}, {"observability.debug", c.DebugListen}, {"status.listen", c.StatusListen}, {"admin.listen", c.AdminListen}, {"gateway.listen", c.GatewayListen}} {
 		if l.addr == "" {
 			if l.name == "listen" {
 				return nil, errors.New("listen: required")
@@ -403,9 +408,16 @@ type NotEnforced struct {
 func (c *Config) Unenforced() []NotEnforced {
 	var out []NotEnforced
 	if c.AdminListen != "" {
-		out = append(out, NotEnforced{"admin.listen", "the admin API serves every collection and compiles each change into the gateway snapshot, " +
-			"but the general gateway data plane is not built: routes, services, upstreams, consumers, plugins, global rules, SSL certificates " +
-			"and stream routes are stored and compiled, not served to traffic"})
+		out = append(out, NotEnforced{"admin.listen", "the data plane on gateway.listen serves routes (uri, host, methods, remote_addrs, vars, priority) " +
+			"with their upstreams (static nodes; roundrobin, chash, least_conn, ewma; retries, retry_timeout, timeout, pass_host, http/https with tls, " +
+			"keepalive_pool.idle_timeout; active and passive health checks), but the data plane is not built for: every plugin " +
+			"(a route, service or plugin config with an enabled plugin, and every route while a global rule has one, answers 503 rather than run without it), " +
+			"consumers and credentials, filter_func and script (those routes answer 503), WebSocket proxying (enable_websocket; upgrades answer 501), " +
+			"discovery_type and non-HTTP schemes (those routes answer 503), keepalive_pool.size and .requests, SSL certificates (no TLS listener), " +
+			"stream routes, plugin metadata and secrets"})
+		if c.GatewayListen == "" {
+			out[len(out)-1].Missing = "gateway.listen is empty: the data plane is not built into this process's listeners, so no stored route is served"
+		}
 	}
 	return out
 }

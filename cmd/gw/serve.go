@@ -211,6 +211,20 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	// The general gateway's data plane serves the admin API's routes.
+	var gatewayLn net.Listener
+	if adm != nil && cfg.GatewayListen != "" {
+		if gatewayLn, err = net.Listen("tcp", cfg.GatewayListen); err != nil {
+			for _, l := range []net.Listener{mainLn, statusLn, debugLn, adminLn} {
+				if l != nil {
+					l.Close()
+				}
+			}
+			fmt.Fprintln(stderr, "gw: cannot listen on", cfg.GatewayListen+":", err)
+			return 1
+		}
+	}
+
 	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health,
 		MaxResponseBytes: cfg.UpstreamMaxResponse}
 	proxy.Realtime = edge.RealtimeOptions{TLS: rtTLS, IdleTimeout: cfg.RealtimeIdleTimeout, MaxSession: cfg.RealtimeMaxSession}
@@ -270,8 +284,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if adminLn != nil {
 		go func() { errc <- adm.serve(adminLn) }()
 	}
+	if gatewayLn != nil {
+		gwSrv := startGateway(cfg, adm, log)
+		defer gwSrv.close()
+		go func() { errc <- gwSrv.serve(gatewayLn) }()
+	}
 	log.Info("gw serving", "version", version, "listen", mainLn.Addr().String(),
-		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "admin_listen", addrOf(adminLn), "resources_file", cfg.ResourcesFile)
+		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "admin_listen", addrOf(adminLn), "gateway_listen", addrOf(gatewayLn), "resources_file", cfg.ResourcesFile)
 
 	for {
 		select {

@@ -40,7 +40,7 @@ a2a_agents:
 // gw validate; aliases that cannot be served leave /v1/models.
 func TestUnenforcedIsLoud(t *testing.T) {
 	path := writeTemp(t, "unenforced.yaml", unenforcedFile)
-	g := startGW(t, path, "--admin-listen=127.0.0.1:0", "--admin-key=e2e-admin-key-not-used", "--data-dir="+t.TempDir())
+	g := startGW(t, path, "--admin-listen=127.0.0.1:0", "--gateway-listen=127.0.0.1:0", "--admin-key=e2e-admin-key-not-used", "--data-dir="+t.TempDir())
 	logs := g.stderr.String()
 	for _, want := range []string{
 		`"msg":"configured but not enforced","collection":"a2a_agents","entry":"name=planner"`,

@@ -288,6 +288,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := cacheScenario(ctx, o, rep, &bud, tmp, env, run, mockBase); err != nil {
 		return nil, err
 	}
+	if err := gatewayScenario(ctx, o, rep, run, mockBase, filepath.Join(tmp, "gateway-data")); err != nil {
+		return nil, err
+	}
 	if err := soakScenario(ctx, o, rep, &bud, tmp, env, SoakRequests); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"gw/admin/startup"
+	"gw/edge/gateway"
+	"gw/edge/gateway/upstream"
+)
+
+// gatewayRuntime is the general gateway's data plane: the admin API's
+// routes served on --gateway-listen.
+type gatewayRuntime struct {
+	srv    *fasthttp.Server
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// gatewayPoll is how often the data plane looks for a new snapshot when
+// no request made it look first; the admin runner publishes within
+// milliseconds of a store write, so a write is served well within 100 ms.
+const gatewayPoll = 20 * time.Millisecond
+
+func startGateway(cfg startup.Config, adm *adminRuntime, log *slog.Logger) *gatewayRuntime {
+	g := gateway.New(adm.Holder, upstream.Options{MaxResponseBytes: int(cfg.UpstreamMaxResponse)}, log.With("component", "gateway"))
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &gatewayRuntime{cancel: cancel, done: make(chan struct{})}
+	go func() { g.Run(ctx, gatewayPoll); close(r.done) }()
+	r.srv = &fasthttp.Server{
+		Handler:            g.Handler,
+		Name:               "gw",
+		MaxRequestBodySize: int(cfg.MaxBodyBytes),
+		ReadTimeout:        cfg.HeaderTimeout + cfg.BodyTimeout,
+		IdleTimeout:        cfg.IdleTimeout,
+		MaxConnsPerIP:      int(cfg.MaxConnsPerIP),
+		Logger:             fasthttpLogger{log},
+	}
+	return r
+}
+
+func (r *gatewayRuntime) serve(ln net.Listener) error { return r.srv.Serve(ln) }
+
+func (r *gatewayRuntime) close() {
+	_ = r.srv.ShutdownWithContext(context.Background())
+	r.cancel()
+	<-r.done
+}

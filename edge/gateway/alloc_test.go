@@ -1,0 +1,32 @@
+//go:build !race
+
+package gateway
+
+import "testing"
+
+// The race detector makes sync.Pool drop items, so these run without it.
+
+// TestProxyAllocs: a proxied request over a warm keep-alive connection,
+// and a 404 allocate nothing in the gateway.
+func TestProxyAllocs(t *testing.T) {
+	addr := backend(t)
+	g := newGW(t, map[string]string{
+		"ok": `{"uri":"/ok/*","upstream":{"nodes":{"` + addr + `":1}}}`,
+	})
+	ctx := ctxFor("GET", "/ok/a?b=c")
+	run := func() {
+		ctx.Request.Header.Del("X-Forwarded-For")
+		g.Handler(ctx)
+		if ctx.Response.StatusCode() != 200 {
+			t.Fatalf("status %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(200, run); n != 0 {
+		t.Errorf("proxied request: %v allocs; want 0", n)
+	}
+	nf := ctxFor("GET", "/none")
+	if n := testing.AllocsPerRun(200, func() { g.Handler(nf) }); n != 0 {
+		t.Errorf("404: %v allocs; want 0", n)
+	}
+}

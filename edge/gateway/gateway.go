@@ -1,0 +1,342 @@
+// Package gateway is the general gateway's data plane: it serves the
+// routes the admin API stores, matching each request with the snapshot's
+// router and proxying it to the route's upstream pool (edge/gateway/router,
+// edge/gateway/upstream). The admin runner publishes snapshots in a
+// Holder; Run follows it and rebuilds the router and pools on each change,
+// and the handler reads the current build with one atomic load.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	admingw "gw/admin/gateway"
+	"gw/edge/gateway/router"
+	"gw/edge/gateway/upstream"
+	"gw/edge/gateway/vars"
+)
+
+// Gateway serves the admin-managed routes.
+type Gateway struct {
+	holder *admingw.Holder
+	opt    upstream.Options
+	log    *slog.Logger
+
+	mu    sync.Mutex // serialises rebuilds; guards pools
+	pools map[string]*upstream.Pool
+	cur   atomic.Pointer[build]
+
+	reqs sync.Pool
+}
+
+// build is the data plane of one snapshot.
+type build struct {
+	snap   *admingw.Snapshot
+	router *router.Router
+	routes []routeRT // by position in snap.Routes
+}
+
+type routeRT struct {
+	pool *upstream.Pool
+	// blocked is why the route cannot be served as configured (a plugin or
+	// feature the data plane does not run): it answers 503 rather than
+	// skip a protection.
+	blocked string
+	vc      vars.Context
+}
+
+// reqState is the per-request scratch space, pooled.
+type reqState struct {
+	q    router.Request
+	key  []byte
+	host []byte
+	xff  []byte
+	// tried is here rather than on the stack: the balancers take it
+	// through an interface, which would move it to the heap.
+	tried upstream.Tried
+}
+
+// New returns a gateway reading snapshots from h.
+func New(h *admingw.Holder, opt upstream.Options, log *slog.Logger) *Gateway {
+	if opt.Log == nil {
+		opt.Log = func(msg string, args ...any) { log.Warn(msg, args...) }
+	}
+	g := &Gateway{holder: h, opt: opt, log: log, pools: map[string]*upstream.Pool{}}
+	g.reqs.New = func() any {
+		return &reqState{q: router.Request{Buf: make([]byte, 0, 256)}, key: make([]byte, 0, 128), host: make([]byte, 0, 128), xff: make([]byte, 0, 128)}
+	}
+	return g
+}
+
+// Run rebuilds the data plane whenever the holder's snapshot changes
+// (polled every interval), until ctx ends; it then stops every pool's
+// health checks. Requests also rebuild on their own when they see a newer
+// snapshot first, so a write is served at once either way.
+func (g *Gateway) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		g.current()
+		select {
+		case <-ctx.Done():
+			g.mu.Lock()
+			for fp, p := range g.pools {
+				p.Close()
+				delete(g.pools, fp)
+			}
+			g.mu.Unlock()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// current returns the build of the holder's snapshot, building it first
+// when the snapshot changed.
+func (g *Gateway) current() *build {
+	snap := g.holder.Load()
+	b := g.cur.Load()
+	if b != nil && b.snap == snap {
+		return b
+	}
+	if snap == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b = g.cur.Load(); b != nil && b.snap == snap {
+		return b
+	}
+	b = g.rebuild(snap)
+	g.cur.Store(b)
+	return b
+}
+
+// rebuild compiles snap; g.mu is held.
+func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
+	start := time.Now()
+	r, errs := router.New(snap)
+	for _, e := range errs {
+		g.log.Warn("gateway route left out", "route", e.RouteID, "error", e.Err.Error())
+	}
+	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes))}
+	global := globalBlock(snap)
+	used := make(map[string]*upstream.Pool, len(g.pools))
+	blocked := 0
+	for i, rt := range snap.Routes {
+		x := &b.routes[i]
+		x.vc = vars.Context{RouteID: rt.ID, RouteName: rt.Name}
+		if rt.Service != nil {
+			x.vc.ServiceID = rt.Service.ID
+		}
+		x.blocked = global
+		if x.blocked == "" {
+			x.blocked = routeBlock(rt)
+		}
+		if x.blocked == "" && rt.Upstream != nil {
+			owner := rt.Upstream.ID
+			if owner == "" {
+				owner = "route/" + rt.ID
+			}
+			fp := upstream.Fingerprint(rt.Upstream, owner, rt.Timeout)
+			p := used[fp]
+			if p == nil {
+				p = g.pools[fp]
+			}
+			if p == nil {
+				var err error
+				if p, err = upstream.New(rt.Upstream, rt.Timeout, snap, g.opt); err != nil {
+					x.blocked = err.Error()
+				}
+			}
+			if p != nil {
+				used[fp] = p
+				x.pool = p
+			}
+		}
+		if x.blocked != "" {
+			blocked++
+			g.log.Warn("gateway route not served", "route", rt.ID, "reason", x.blocked)
+		}
+	}
+	for fp, p := range g.pools {
+		if used[fp] == nil {
+			p.Close()
+		}
+	}
+	g.pools = used
+	g.log.Info("gateway routes loaded", "revision", snap.Rev, "routes", r.Len(), "not_served", blocked,
+		"pools", len(used), "took_ms", time.Since(start).Milliseconds())
+	return b
+}
+
+// globalBlock is why no route can be served: a global rule with an
+// enabled plugin, since global rules run on every request.
+func globalBlock(snap *admingw.Snapshot) string {
+	for _, gr := range snap.GlobalRules {
+		if n := enabledPlugins(gr.Plugins); n != "" {
+			return "global rule " + gr.ID + " runs plugin " + n + ", which the data plane does not run yet"
+		}
+	}
+	return ""
+}
+
+func routeBlock(rt *admingw.Route) string {
+	if n := enabledPlugins(rt.Plugins); n != "" {
+		return "plugin " + n + " is not run by the data plane yet"
+	}
+	if rt.FilterFunc != "" {
+		return "filter_func is not run by the data plane"
+	}
+	if rt.Script != "" {
+		return "script is not run by the data plane"
+	}
+	if rt.Upstream == nil {
+		return "no upstream"
+	}
+	return ""
+}
+
+// enabledPlugins names the first plugin (by name) not disabled by
+// _meta.disable, or "".
+func enabledPlugins(p admingw.Plugins) string {
+	names := make([]string, 0, len(p))
+	for n, raw := range p {
+		var m struct {
+			Meta struct {
+				Disable bool `json:"disable"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Meta.Disable {
+			continue
+		}
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+var (
+	body404 = []byte(`{"error_msg":"404 Route Not Found"}`)
+	body502 = []byte(`{"error_msg":"502 Bad Gateway"}`)
+	body503 = []byte(`{"error_msg":"503 Service Temporarily Unavailable"}`)
+	body504 = []byte(`{"error_msg":"504 Gateway Timeout"}`)
+	body501 = []byte(`{"error_msg":"501 Not Implemented: WebSocket proxying is not built"}`)
+
+	hopHeaders = []string{"Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Proxy-Authorization"}
+)
+
+func fail(ctx *fasthttp.RequestCtx, code int, body []byte) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(code)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+// Handler serves one request.
+func (g *Gateway) Handler(ctx *fasthttp.RequestCtx) {
+	b := g.current()
+	if b == nil {
+		fail(ctx, 404, body404)
+		return
+	}
+	rs := g.reqs.Get().(*reqState)
+	defer g.reqs.Put(rs)
+	rs.q.Reset(ctx)
+	e := b.router.Match(&rs.q)
+	if e == nil {
+		fail(ctx, 404, body404)
+		return
+	}
+	rt := &b.routes[e.Index()]
+	if rt.blocked != "" {
+		fail(ctx, 503, body503)
+		return
+	}
+	if len(ctx.Request.Header.Peek("Upgrade")) > 0 {
+		fail(ctx, 501, body501)
+		return
+	}
+	g.proxy(ctx, rt, rs)
+}
+
+func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
+	p := rt.pool
+	req := &ctx.Request
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	// X-Forwarded-*: the client address appended to any list it sent.
+	rs.xff = append(rs.xff[:0], req.Header.Peek("X-Forwarded-For")...)
+	if len(rs.xff) > 0 {
+		rs.xff = append(rs.xff, ", "...)
+	}
+	if ip := ctx.RemoteIP(); ip != nil {
+		rs.xff = vars.AppendIP(rs.xff, ip)
+	}
+	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
+	if ctx.IsTLS() {
+		req.Header.Set("X-Forwarded-Proto", "https")
+	} else {
+		req.Header.Set("X-Forwarded-Proto", "http")
+	}
+	rs.host = append(rs.host[:0], req.Header.Host()...)
+	req.Header.SetBytesV("X-Forwarded-Host", rs.host)
+	req.UseHostHeader = true
+	key := p.HashKey(rs.key[:0], ctx, &rt.vc)
+	if cap(key) > cap(rs.key) {
+		rs.key = key[:0]
+	}
+
+	tried := &rs.tried
+	*tried = upstream.Tried{}
+	start := time.Now()
+	var lastErr error
+	attempts := p.Attempts()
+	for a := 0; a < attempts; a++ {
+		i, err := p.Pick(key, tried)
+		if err == upstream.ErrNoHealthy && a == 0 {
+			fail(ctx, 503, body503)
+			return
+		}
+		if err != nil {
+			break
+		}
+		tried.Add(i)
+		if hh := p.HostHeader(p.Nodes[i]); hh != nil {
+			req.Header.SetHostBytes(hh)
+		} else {
+			req.Header.SetHostBytes(rs.host)
+		}
+		ctx.Response.Reset()
+		if lastErr = p.Do(i, req, &ctx.Response); lastErr == nil {
+			return
+		}
+		g.log.Warn("upstream request failed", "route", rt.vc.RouteID, "node", p.Nodes[i].Addr, "attempt", a+1, "error", lastErr.Error())
+		if rt := p.RetryTimeout(); rt > 0 && time.Since(start) >= rt {
+			break
+		}
+	}
+	if lastErr == nil {
+		// Every usable node was tried without an attempt left (cannot
+		// happen with attempts <= nodes) or they went down meanwhile.
+		fail(ctx, 503, body503)
+		return
+	}
+	if upstream.IsTimeout(lastErr) {
+		fail(ctx, 504, body504)
+		return
+	}
+	fail(ctx, 502, body502)
+}

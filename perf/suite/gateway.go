@@ -1,0 +1,113 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"gw/perf/load"
+)
+
+// perfAdminKey is the admin key of the gateway scenario's gw.
+const perfAdminKey = "perf-admin-key"
+
+// StartGateway starts `gw serve` with the admin API and the general
+// gateway on (no resource file), routes /v1/* to upstream through the
+// admin API and returns the process with Addr set to the data plane.
+func StartGateway(gwBin string, core int, dataDir, upstream string) (*Proc, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	adminAddr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	gwAddr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := pinned(core, gwBin, "serve", "--listen", addr, "--admin-listen", adminAddr, "--gateway-listen", gwAddr,
+		"--data-dir", dataDir, "--debug-listen", "", "--access-log=false")
+	cmd.Env = append(os.Environ(), "GW_ADMIN_KEY="+perfAdminKey)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start gw: %w", err)
+	}
+	p := &Proc{Cmd: cmd, Addr: gwAddr}
+	admin := "http://" + adminAddr + "/gw/admin"
+	if err := waitHTTP(admin+"/routes?api_key="+perfAdminKey, 30*time.Second); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	route := `{"uri":"/v1/*","upstream":{"type":"roundrobin","nodes":{"` + strings.TrimPrefix(upstream, "http://") + `":1}}}`
+	req, _ := http.NewRequest("PUT", admin+"/routes/perf", strings.NewReader(route))
+	req.Header.Set("X-API-KEY", perfAdminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("cannot create the perf route: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 && resp.StatusCode != 200 {
+		p.Stop()
+		return nil, fmt.Errorf("cannot create the perf route: status %d", resp.StatusCode)
+	}
+	// The route is served once the data plane answers something but 404.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := http.Get("http://" + gwAddr + "/v1/models")
+		if err == nil {
+			r.Body.Close()
+			if r.StatusCode != 404 {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return nil, fmt.Errorf("the perf route is not served on %s", gwAddr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gatewayScenario measures the general gateway's proxied request against
+// the mock directly: the same chat requests, once through a route that
+// forwards them unchanged (no plugins), at 2k req/s open loop and at
+// maximum throughput with 64 connections.
+func gatewayScenario(ctx context.Context, o Options, rep *Report, run func(string, load.Config) (*load.Result, error), mockBase, dataDir string) error {
+	o.Log("scenario 12: general gateway route proxying vs direct")
+	gw, err := StartGateway(o.GWBin, o.GWCore, dataDir, mockBase)
+	if err != nil {
+		return err
+	}
+	defer gw.Stop()
+	const sc = "12 general gateway"
+	d, err := run("s11-direct-2k", load.Config{Target: mockBase + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Rate: 2000, Connections: 512})
+	if err != nil {
+		return err
+	}
+	g, err := run("s11-gateway-2k", load.Config{Target: "http://" + gw.Addr + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Rate: 2000, Connections: 512})
+	if err != nil {
+		return err
+	}
+	rep.add(Figure{Scenario: sc, Name: "added p50 at 2k req/s", Value: float64(g.LatencyUS.P50 - d.LatencyUS.P50), Unit: "µs"})
+	rep.add(Figure{Scenario: sc, Name: "added p99 at 2k req/s", Value: float64(g.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
+	rep.add(Figure{Scenario: sc, Name: "gateway errors", Value: float64(g.Errors), Unit: "requests"})
+	dm, err := run("s11-direct-max", load.Config{Target: mockBase + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Connections: 64})
+	if err != nil {
+		return err
+	}
+	gm, err := run("s11-gateway-max", load.Config{Target: "http://" + gw.Addr + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Connections: 64})
+	if err != nil {
+		return err
+	}
+	if dm.SuccessRPS > 0 {
+		rep.add(Figure{Scenario: sc, Name: "gateway / direct req/s", Value: gm.SuccessRPS / dm.SuccessRPS, Unit: "ratio",
+			Note: fmt.Sprintf("gateway %.0f req/s, direct %.0f req/s; compare with scenario 2's AI-path ratio", gm.SuccessRPS, dm.SuccessRPS)})
+	}
+	return nil
+}
