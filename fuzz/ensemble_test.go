@@ -44,19 +44,24 @@ func FuzzEnsembleBodies(f *testing.F) {
 		if _, has := m["stream"]; has || m["stream_options"] != nil || string(m["temperature"]) != "0.5" || string(m["seed"]) != "7" {
 			t.Fatalf("member body of %q: %s", body, mb)
 		}
+		// The caller's messages are copied as they are (a malformed one is
+		// the upstream's to refuse); gw's own first and last are objects.
+		type message struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		}
 		var j struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
+			Messages []json.RawMessage `json:"messages"`
 		}
 		if err := json.Unmarshal(jb, &j); err != nil {
 			t.Fatalf("judge body of %q is not JSON: %v\n%s", body, err, jb)
 		}
-		if len(j.Messages) != len(msgs)+2 || j.Messages[0].Role != "system" || j.Messages[len(j.Messages)-1].Role != "user" {
+		var first, lastMsg message
+		if len(j.Messages) != len(msgs)+2 || json.Unmarshal(j.Messages[0], &first) != nil || json.Unmarshal(j.Messages[len(j.Messages)-1], &lastMsg) != nil ||
+			first.Role != "system" || lastMsg.Role != "user" {
 			t.Fatalf("judge messages of %q: %s", body, jb)
 		}
-		last, _ := j.Messages[len(j.Messages)-1].Content.(string)
+		last, _ := lastMsg.Content.(string)
 		for _, a := range answers {
 			// Invalid UTF-8 is replaced by the quoting (as encoding/json
 			// does); valid text must arrive verbatim.
