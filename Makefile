@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/gw
 FUZZTIME ?= 10s
 # make test fuzzes every target briefly so CI always fuzzes.
-TEST_FUZZTIME ?= 5s
+TEST_FUZZTIME ?= 3s
 LISTEN ?= 127.0.0.1:8080
 MOCK_LISTEN ?= 127.0.0.1:9999
 S3RVER_VERSION ?= 3.7.1
