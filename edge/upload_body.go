@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -19,11 +18,6 @@ import (
 // rest of the body is never read, so it must not be taken for the next
 // request).
 
-// prefetched is how much of a body fasthttp reads with the headers when it
-// streams bodies (readBodyWithStreaming); a body up to this size is in
-// memory already.
-const prefetched = 8 << 10
-
 // maxPooledBody caps the read buffers kept in readBufPool.
 const maxPooledBody = 1 << 20
 
@@ -37,6 +31,9 @@ func isUploadPath(path []byte) bool {
 
 // readBody makes the request body available whole through
 // ctx.Request.Body(), or answers 413/408/400 and closes the connection.
+// It reads the stream itself into a pooled buffer and hands the bytes to
+// the request (one copy): Request.Body() on a streamed body would do the
+// same read, but fasthttp (v1.78) logs a warning for every such call.
 func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 	rs := ctx.RequestBodyStream()
 	if rs == nil {
@@ -47,30 +44,6 @@ func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 		bodyTooLarge(ctx)
 		return false
 	}
-	if cl >= 0 && cl <= prefetched {
-		// Fast path - the whole body came with the headers.
-		ctx.Request.Body()
-		return true
-	}
-	if cl > 0 {
-		// A known length under the limit: fasthttp reads the rest into the
-		// request's own buffer. A read error leaves a body of another
-		// length (fasthttp puts the error text in its place).
-		body := ctx.Request.Body()
-		if len(body) == cl {
-			return true
-		}
-		if bytes.Contains(body, strTimeout) { // the error text of a read past the deadline
-			requestTimeout(ctx)
-		} else {
-			WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
-				"the request body ended before its Content-Length")
-		}
-		ctx.SetConnectionClose()
-		return false
-	}
-	// Slow path - read the rest under the limit, then hand the bytes to
-	// the request (one copy, into its pooled buffer).
 	bp := readBufPool.Get().(*[]byte)
 	b := (*bp)[:0]
 	var err error
@@ -89,10 +62,11 @@ func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 			break
 		}
 	}
-	ok := errors.Is(err, io.EOF)
+	ok := errors.Is(err, io.EOF) && (cl < 0 || len(b) == cl)
 	if ok {
 		ctx.Request.SetBody(b)
 	}
+	n := len(b)
 	if cap(b) <= maxPooledBody {
 		*bp = b[:0]
 		readBufPool.Put(bp)
@@ -107,14 +81,15 @@ func readBody(ctx *fasthttp.RequestCtx, limit int64) bool {
 		return false
 	case errors.As(err, &ne) && ne.Timeout():
 		requestTimeout(ctx)
+	case cl >= 0 && n < cl && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request",
+			"the request body ended before its Content-Length")
 	default:
 		WriteError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "bad_request", "cannot read the request body")
 	}
 	ctx.SetConnectionClose()
 	return false
 }
-
-var strTimeout = []byte("timeout")
 
 func requestTimeout(ctx *fasthttp.RequestCtx) {
 	WriteError(ctx, fasthttp.StatusRequestTimeout, "invalid_request_error", "request_timeout",
