@@ -88,7 +88,7 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		o.Log("  cannot unpin the generator (%v); it stays where it runs", err)
 	}
 	defer restore()
-	mock, err := startMockAt(o.GWBin, -1, o.MockAddr)
+	mock, err := startMockAt(o.mockBin(), -1, o.MockAddr)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 // Options configure a suite run.
 type Options struct {
 	GWBin    string
+	MockBin  string        // the binary whose `gw mock` serves the upstream (default GWBin), so that a bisect keeps one mock
 	Budgets  string        // path of budgets.yaml
 	OutDir   string        // perf/results
 	Duration time.Duration // measured part of each load run
@@ -120,7 +121,7 @@ func openSession(o Options) (*session, error) {
 		return nil, err
 	}
 	s.tmp = tmp
-	if s.mock, err = StartMock(o.GWBin, o.MockCore); err != nil {
+	if s.mock, err = StartMock(o.mockBin(), o.MockCore); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
@@ -203,31 +204,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer gw.Stop()
-	o.Log("scenario 1: buffered chat at fixed rates (open loop)")
-	for _, rate := range []float64{1000, 2000, 5000} {
-		tag := strconv.Itoa(int(rate / 1000))
-		cfg := func(target, model string) load.Config {
-			return load.Config{Target: target, APIKey: "perf-caller", Model: model, Rate: rate, Connections: 512}
-		}
-		d, err := run("s1-direct-"+tag+"k", cfg(mockBase+"/v1", "gpt-4o"))
-		if err != nil {
-			return nil, err
-		}
-		g, err := run("s1-gw-"+tag+"k", cfg("http://"+gw.Addr+"/v1", "gpt"))
-		if err != nil {
-			return nil, err
-		}
-		sc := "1 buffered " + tag + "k req/s"
-		p50 := Figure{Scenario: sc, Name: "added p50", Value: float64(g.LatencyUS.P50 - d.LatencyUS.P50), Unit: "µs"}
-		p99 := Figure{Scenario: sc, Name: "added p99", Value: float64(g.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"}
-		if rate == 2000 {
-			p50.Budget, p50.Max = b(bud.AddedP50At2k), true
-			p99.Budget, p99.Max = b(bud.AddedP99At2k), true
-		}
-		rep.add(p50)
-		rep.add(p99)
-		rep.add(Figure{Scenario: sc, Name: "added p99.9", Value: float64(g.LatencyUS.P999 - d.LatencyUS.P999), Unit: "µs"})
-		rep.add(Figure{Scenario: sc, Name: "gw errors", Value: float64(g.Errors), Unit: "requests"})
+	if err := pinnedBuffered(o, rep, &bud, gw, run, mockBase, []float64{1000, 2000, 5000}); err != nil {
+		return nil, err
 	}
 	o.Log("scenario 2: max throughput, 64 connections (closed loop)")
 	d2, err := run("s2-direct", load.Config{Target: mockBase + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Connections: 64})
@@ -301,6 +279,71 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// pinnedBuffered is scenario 1: buffered chat at fixed rates (open loop),
+// direct and through gw, with the 2k run's added p50/p99 against budgets.
+func pinnedBuffered(o Options, rep *Report, bud *Budgets, gw *Proc, run func(string, load.Config) (*load.Result, error), mockBase string, rates []float64) error {
+	o.Log("scenario 1: buffered chat at fixed rates (open loop)")
+	for _, rate := range rates {
+		tag := strconv.Itoa(int(rate / 1000))
+		cfg := func(target, model string) load.Config {
+			return load.Config{Target: target, APIKey: "perf-caller", Model: model, Rate: rate, Connections: 512}
+		}
+		d, err := run("s1-direct-"+tag+"k", cfg(mockBase+"/v1", "gpt-4o"))
+		if err != nil {
+			return err
+		}
+		g, err := run("s1-gw-"+tag+"k", cfg("http://"+gw.Addr+"/v1", "gpt"))
+		if err != nil {
+			return err
+		}
+		sc := "1 buffered " + tag + "k req/s"
+		p50 := Figure{Scenario: sc, Name: "added p50", Value: float64(g.LatencyUS.P50 - d.LatencyUS.P50), Unit: "µs"}
+		p99 := Figure{Scenario: sc, Name: "added p99", Value: float64(g.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"}
+		if rate == 2000 {
+			p50.Budget, p50.Max = b(bud.AddedP50At2k), true
+			p99.Budget, p99.Max = b(bud.AddedP99At2k), true
+		}
+		rep.add(p50)
+		rep.add(p99)
+		rep.add(Figure{Scenario: sc, Name: "added p99.9", Value: float64(g.LatencyUS.P999 - d.LatencyUS.P999), Unit: "µs"})
+		rep.add(Figure{Scenario: sc, Name: "gw errors", Value: float64(g.Errors), Unit: "requests"})
+	}
+	return nil
+}
+
+// RunPinned runs only the idle RSS figure and scenario 1 (gwperf -only
+// pinned): the quick check for bisecting a pinned-latency regression.
+func RunPinned(ctx context.Context, o Options) (*Report, error) {
+	sess, err := openSession(o)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.close()
+	mockBase := "http://" + sess.mock.Addr
+	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=" + mockBase}
+	basic := filepath.Join(sess.tmp, "basic.yaml")
+	if err := os.WriteFile(basic, []byte(basicFile("/knobs/chunks="+strconv.Itoa(streamChunks)+",chunk_delay=10ms")), 0o600); err != nil {
+		return nil, err
+	}
+	gw, err := StartGW(o.GWBin, o.GWCore, basic, env)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.Stop()
+	time.Sleep(500 * time.Millisecond)
+	idleRSS, _, _ := gw.Memory()
+	sess.rep.add(Figure{Scenario: "idle", Name: "gw RSS idle", Value: idleRSS, Unit: "MiB", Budget: b(sess.bud.RSSIdleMB), Max: true})
+	err = pinnedBuffered(o, sess.rep, &sess.bud, gw, runner(ctx, o, sess.rep), mockBase, []float64{2000})
+	return sess.rep, err
+}
+
+func (o Options) mockBin() string {
+	if o.MockBin != "" {
+		return o.MockBin
+	}
+	return o.GWBin
 }
 
 // runner returns the function that runs one load and keeps its result in

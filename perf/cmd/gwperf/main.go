@@ -17,6 +17,7 @@ import (
 func main() {
 	var o suite.Options
 	flag.StringVar(&o.GWBin, "gw", "bin/gw", "the gw binary")
+	flag.StringVar(&o.MockBin, "mock", "", "the binary whose `gw mock` is the upstream (default: -gw)")
 	flag.StringVar(&o.Budgets, "budgets", "perf/budgets.yaml", "budgets file")
 	flag.StringVar(&o.OutDir, "out", "perf/results", "where latest.json and latest.md go")
 	flag.DurationVar(&o.Duration, "duration", 8*time.Second, "measured time of each load run")
@@ -32,7 +33,7 @@ func main() {
 		}
 		return err
 	})
-	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "closed" (8-10, shared cores), "cache" (11) or "upload-rss"`)
+	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "closed" (8-10, shared cores), "cache" (11), "upload-rss" or "pinned" (idle RSS and scenario 1 at 2k)`)
 	soakRequests := flag.Int("soak-requests", suite.SoakRequests, "streams of the soak scenario with -only soak")
 	flag.Parse()
 	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -44,6 +45,8 @@ func main() {
 	case "":
 	case "closed":
 		run = suite.RunClosed
+	case "pinned":
+		run = suite.RunPinned
 	case "cache":
 		run = suite.RunCache
 	case "upload-rss":
