@@ -13,8 +13,8 @@ import (
 
 // Queue sizes (spec "Limits").
 const (
-	QueueSize     = 16384 // between the proxy and the dispatcher
-	SinkQueueSize = 8192  // per sink
+	QueueSize     = 8192 // between the proxy and the dispatcher (drained every dispatchEvery: 8192 covers 2 ms at 4M records/s)
+	SinkQueueSize = 8192 // per sink
 )
 
 // dispatchEvery is how often the dispatcher moves queued events to the
@@ -259,7 +259,7 @@ func (p *Pipeline) dispatch() {
 	// While events flow the dispatcher polls the queue instead of blocking
 	// on it: a sender then never has to wake a parked receiver (a futex
 	// call on the request path), it only copies its record into the
-	// ring. At 16384 slots per 2 ms the queue holds 8 M events/s before
+	// ring. At 8192 slots per 2 ms the queue holds 4 M events/s before
 	// it drops. After idleTicks empty polls it blocks instead, so an idle
 	// gateway does not wake 500 times a second; the first event after a
 	// pause pays one wake-up.

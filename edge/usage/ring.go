@@ -21,10 +21,19 @@ type ring struct {
 
 type ringSlot struct {
 	// seq == pos: free for the producer of position pos; seq == pos+1:
-	// holds the record of pos for the consumer.
+	// holds the record of pos for the consumer. It is stored minus the
+	// slot's index, so a fresh ring is all zeros: newRing then touches no
+	// slot, and the kernel backs a slot's pages only once a record lands
+	// there (an idle gw does not pay for the whole queue).
 	seq atomic.Uint64
 	rec Record
 }
+
+// seqAt reads the sequence of slot s, the slot of position pos.
+func (r *ring) seqAt(s *ringSlot, pos uint64) uint64 { return s.seq.Load() + pos&r.mask }
+
+// setSeq stores seq into the slot of position pos.
+func (r *ring) setSeq(s *ringSlot, pos, seq uint64) { s.seq.Store(seq - pos&r.mask) }
 
 // newRing makes a ring of at least n slots (rounded up to a power of two).
 func newRing(n int) *ring {
@@ -32,11 +41,7 @@ func newRing(n int) *ring {
 	for size < n {
 		size <<= 1
 	}
-	r := &ring{slots: make([]ringSlot, size), mask: uint64(size - 1)}
-	for i := range r.slots {
-		r.slots[i].seq.Store(uint64(i))
-	}
-	return r
+	return &ring{slots: make([]ringSlot, size), mask: uint64(size - 1)}
 }
 
 // put copies *rec into the ring; false when the ring is full. Safe for
@@ -45,11 +50,11 @@ func (r *ring) put(rec *Record) bool {
 	pos := r.head.Load()
 	for {
 		s := &r.slots[pos&r.mask]
-		switch seq := s.seq.Load(); {
+		switch seq := r.seqAt(s, pos); {
 		case seq == pos:
 			if r.head.CompareAndSwap(pos, pos+1) {
 				s.rec = *rec
-				s.seq.Store(pos + 1)
+				r.setSeq(s, pos, pos+1)
 				return true
 			}
 			pos = r.head.Load()
@@ -65,7 +70,7 @@ func (r *ring) put(rec *Record) bool {
 // record stays valid until release. Dispatcher goroutine only.
 func (r *ring) peek() *Record {
 	s := &r.slots[r.tail&r.mask]
-	if s.seq.Load() != r.tail+1 {
+	if r.seqAt(s, r.tail) != r.tail+1 {
 		return nil
 	}
 	return &s.rec
@@ -76,6 +81,6 @@ func (r *ring) peek() *Record {
 func (r *ring) release() {
 	s := &r.slots[r.tail&r.mask]
 	s.rec = Record{}
-	s.seq.Store(r.tail + r.mask + 1)
+	r.setSeq(s, r.tail, r.tail+r.mask+1)
 	r.tail++
 }
