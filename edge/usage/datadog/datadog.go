@@ -5,7 +5,6 @@ package datadog
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"io"
 	"net/http"
@@ -28,6 +27,7 @@ type Sink struct {
 	host string
 	hc   *http.Client
 	raw  []byte
+	gz   usage.Gzipper
 }
 
 var _ usage.Sink = (*Sink)(nil)
@@ -52,15 +52,7 @@ func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
 	}
 	raw = append(raw, ']')
 	s.raw = raw
-	out := bytes.NewBuffer(dst)
-	zw := gzip.NewWriter(out)
-	if _, err := zw.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return s.gz.Compress(dst, raw)
 }
 
 // appendEntry writes the reserved attributes, then the record's own fields.

@@ -6,7 +6,6 @@ package otlp
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"io"
@@ -31,7 +30,7 @@ type Sink struct {
 	cfg     *resources.OTLPHTTPExporter
 	client  *http.Client
 	service string
-	gz      bytes.Buffer
+	gz      usage.Gzipper
 	sc      scratch
 }
 
@@ -48,15 +47,7 @@ func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
 	if s.cfg.Compression != resources.OTLPCompressionGzip {
 		return out, nil
 	}
-	s.gz.Reset()
-	zw := gzip.NewWriter(&s.gz)
-	if _, err := zw.Write(out); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return append(out[:0], s.gz.Bytes()...), nil
+	return s.gz.Compress(out, out)
 }
 
 // Send posts one batch. Per the OTLP/HTTP spec only 429, 502, 503 and 504
