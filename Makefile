@@ -73,6 +73,11 @@ deps:
 	@# $(TOOLS_BIN); a few minutes the first time, kept across runs).
 	@[ -x $(TOOLS_BIN)/fake-gcs-server ] || { echo "building fake-gcs-server@$(FAKE_GCS_VERSION) into $(TOOLS_BIN)"; \
 		GOBIN=$(TOOLS_BIN) GOFLAGS= $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_VERSION); }
+	@# The status page test (cmd/gw) drives headless Chromium through chromedp.
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+		echo "installing chromium (apt)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	@# The Realtime e2e test drives the official openai npm SDK (openai-go has no Realtime client).
 	@[ -f $(OPENAI_NPM_DIR)/node_modules/openai/realtime/ws.js ] || { \
 		echo "installing openai + ws (npm) into $(OPENAI_NPM_DIR)"; \

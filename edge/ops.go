@@ -10,16 +10,20 @@ import (
 
 	"gw/admin"
 	"gw/edge/usage"
+	"gw/limiter"
 )
 
 // metricsChunk is the /metrics streaming unit: chunks end on whole series.
 const metricsChunk = 256 << 10
 
-// Ops serves the operations endpoints: /livez, /readyz, /status/config, /metrics.
+// Ops serves the operations endpoints: /livez, /readyz, /status/*, /metrics
+// and the live status page /ui.
 type Ops struct {
 	Manager *admin.Manager
-	Health  *Health         // nil: /status/models lists models without probe results
-	Usage   *usage.Pipeline // nil: /status/exporters lists no sink
+	Health  *Health          // nil: /status/models lists models without probe results
+	Usage   *usage.Pipeline  // nil: /status/exporters lists no sink
+	Limiter *limiter.Limiter // nil: the status page shows the limiter as local
+	Page    *StatusPage      // nil: no /ui (status.ui false)
 }
 
 // Handle serves ctx when its path is an ops endpoint and reports whether it did.
@@ -78,6 +82,11 @@ func (o *Ops) Handle(ctx *fasthttp.RequestCtx) bool {
 		ctx.SetContentType("application/json")
 		ctx.SetBody(append(b, '\n'))
 	default:
+		// Only a /ui path pays the string conversion: the main listener
+		// asks Handle about every request when it serves the ops endpoints.
+		if p := ctx.Path(); o.Page != nil && len(p) >= 3 && string(p[:3]) == "/ui" {
+			return o.Page.Handle(ctx, string(p))
+		}
 		return false
 	}
 	return true

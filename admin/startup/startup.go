@@ -67,6 +67,7 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	RealIPHeader   string
 	AccessLog      bool
+	StatusUI       bool // the live status page /ui beside the status endpoints
 
 	// Control plane (usage delivery to POST /dp/telemetry over mutual TLS);
 	// "" URL disables it.
@@ -96,6 +97,7 @@ func Defaults() Config {
 		ShutdownGrace:           30 * time.Second,
 		RealIPHeader:            "x-forwarded-for",
 		AccessLog:               true,
+		StatusUI:                true,
 		AdminStore:              "embedded",
 		GatewayListen:           "127.0.0.1:9080",
 		AdminDataDir:            "./data",
@@ -179,6 +181,7 @@ var Settings = []Setting{
 	{"observability.debug", "GW_DEBUG_LISTEN", "debug-listen", "pprof listener (/debug/pprof/heap); empty disables; non-loopback warns", str(func(c *Config) *string { return &c.DebugListen })},
 	{"observability.access_log", "GW_ACCESS_LOG", "access-log", "write one access log line per request to stderr", boolean(func(c *Config) *bool { return &c.AccessLog })},
 	{"status.listen", "GW_STATUS_LISTEN", "status-listen", "separate listener for /status/config, /livez, /readyz, /metrics; empty serves them on listen", str(func(c *Config) *string { return &c.StatusListen })},
+	{"status.ui", "GW_STATUS_UI", "status-ui", "serve the live status page /ui (and /ui/events) wherever the status endpoints are served; false turns it off", boolean(func(c *Config) *bool { return &c.StatusUI })},
 	{"shared_store.redis.address", "GW_REDIS_ADDR", "redis-addr", "Redis host:port shared by replicas for rate counters and cache; empty keeps state per process", str(func(c *Config) *string { return &c.RedisAddr })},
 	{"shared_store.redis.password", "GW_REDIS_PASSWORD", "redis-password", "Redis password (prefer the env variable)", str(func(c *Config) *string { return &c.RedisPassword })},
 	{"shared_store.redis.db", "GW_REDIS_DB", "redis-db", "Redis database number", integer(0, func(c *Config) *int64 { return &c.RedisDB })},

@@ -267,9 +267,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(mainLn) }()
+	ops := srv.Ops
+	if statusLn != nil {
+		ops = &edge.Ops{Manager: mgr, Health: health, Usage: pipeline}
+	}
+	ops.Limiter = proxy.Limiter
+	if cfg.StatusUI {
+		ops.Page = edge.NewStatusPage(ops, version)
+	}
 	var statusSrv *fasthttp.Server
 	if statusLn != nil {
-		statusSrv = edge.OpsServerFor(&edge.Ops{Manager: mgr, Health: health, Usage: pipeline}, lim, log)
+		statusSrv = edge.OpsServerFor(ops, lim, log)
 		go func() { errc <- statusSrv.Serve(statusLn) }()
 	}
 	var debugSrv *http.Server
@@ -305,6 +313,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			// shutdown does not see: close them (1001) and let their usage
 			// records out.
 			edge.CloseRealtime(cfg.ShutdownGrace)
+			// The status page's event streams never end on their own.
+			if ops.Page != nil {
+				ops.Page.Close()
+			}
 			if err := srv.Shutdown(cfg.ShutdownGrace); err != nil {
 				log.Warn("shutdown", "error", err.Error())
 				code = 1

@@ -116,6 +116,8 @@ type Pipeline struct {
 	retired  []*worker          // removed by a reload, still delivering their queue
 	lastWarn time.Time
 	spend    spendMetrics // dispatcher goroutine only
+
+	observer atomic.Pointer[func(*Record)] // nil: none (see Observe)
 }
 
 // Options tune a pipeline (tests shorten the backoff).
@@ -332,9 +334,24 @@ func (p *Pipeline) drainIn(list []*worker) int {
 	return n
 }
 
+// Observe hands every record to fn on the dispatcher goroutine, after
+// normalisation and before the sinks get their copies; nil stops it. fn
+// must be quick and must not keep r: it runs off the request path but
+// delays every sink while it runs. The status page's traffic view uses it.
+func (p *Pipeline) Observe(fn func(*Record)) {
+	if fn == nil {
+		p.observer.Store(nil)
+		return
+	}
+	p.observer.Store(&fn)
+}
+
 func (p *Pipeline) fanout(r *Record, list []*worker) {
 	p.normalize(r)
 	p.spend.add(r)
+	if fn := p.observer.Load(); fn != nil {
+		(*fn)(r)
+	}
 	for _, w := range list {
 		select {
 		case w.ch <- *r:
