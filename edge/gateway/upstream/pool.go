@@ -67,6 +67,9 @@ type Pool struct {
 	log          func(msg string, args ...any)
 	stop         chan struct{}
 	stopOnce     sync.Once
+	// connect, send and read are the effective timeouts, kept for the
+	// connections the gateway opens itself (WebSocket upgrades).
+	connect, send, read time.Duration
 }
 
 const (
@@ -129,6 +132,7 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 	if tmo != nil {
 		connect, send, read = orDur(tmo.Connect, connect), orDur(tmo.Send, send), orDur(tmo.Read, read)
 	}
+	p.connect, p.send, p.read = connect, send, read
 	idle := 60 * time.Second
 	if len(u.KeepalivePool) > 0 {
 		var kp struct {
