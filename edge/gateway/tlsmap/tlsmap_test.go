@@ -106,7 +106,7 @@ func TestLookup(t *testing.T) {
 
 func TestPattern(t *testing.T) {
 	for _, tc := range []struct {
-		in, key   string
+		in, key  string
 		wild, ok bool
 	}{
 		{"a.b", "a.b", false, true},
