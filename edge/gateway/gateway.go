@@ -264,14 +264,14 @@ func (g *Gateway) Handler(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if b.snap.Routes[e.Index()].EnableWebsocket && wsUpgrade(&ctx.Request.Header) {
-		g.serveWS(ctx, rt, rt.pool, rs)
+		g.serveWS(ctx, rt, rt.pool.Current(), rs)
 		return
 	}
 	g.proxy(ctx, rt, rs)
 }
 
 func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
-	p := rt.pool
+	p := rt.pool.Current()
 	req := &ctx.Request
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
