@@ -136,7 +136,6 @@ func TestDNSLookup(t *testing.T) {
 	}
 }
 
-
 // TestDNSDiscoveryPool: the pool follows a record change after its TTL
 // and keeps the last good nodes while the server fails.
 func TestDNSDiscoveryPool(t *testing.T) {
