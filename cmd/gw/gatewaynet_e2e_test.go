@@ -316,4 +316,3 @@ func (z *zone) serve(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	w.WriteMsg(m)
 }
-
