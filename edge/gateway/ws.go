@@ -115,32 +115,31 @@ func appendUpgradeRequest(dst []byte, ctx *fasthttp.RequestCtx, host, xff []byte
 // headers, up to the blank line, at most max bytes) from br and returns
 // it verbatim with its status code; the body, if any, stays in br.
 func ReadUpgradeResponse(br *bufio.Reader, max int) (head []byte, status int, err error) {
+	start := 0 // of the line being read, in head
 	for {
-		line, err := br.ReadSlice('\n')
-		if len(head)+len(line) > max {
+		chunk, err := br.ReadSlice('\n')
+		if len(head)+len(chunk) > max {
 			return nil, 0, errUpgradeBig
 		}
+		head = append(head, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue // the rest of a long line
+		}
 		if err != nil {
-			if err == bufio.ErrBufferFull {
-				head = append(head, line...)
-				continue
-			}
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, 0, err
 		}
-		first := len(head) == 0
-		head = append(head, line...)
-		if first {
+		line := head[start:]
+		if start == 0 {
 			if status = statusOf(line); status == 0 {
 				return nil, 0, errUpgradeHead
 			}
-			continue
-		}
-		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
+		} else if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
 			return head, status, nil
 		}
+		start = len(head)
 	}
 }
 

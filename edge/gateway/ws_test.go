@@ -172,7 +172,7 @@ func TestReadUpgradeResponse(t *testing.T) {
 		{"HTTP/1.1 1011 x\r\n\r\n", 0, false},
 		{"HTTP/1.1 101 x\r\n" + strings.Repeat("A: b\r\n", 4000) + "\r\n", 0, false},
 	} {
-		br := bufio.NewReaderSize(strings.NewReader(tc.in), 64)
+		br := bufio.NewReaderSize(strings.NewReader(tc.in), 16) // lines longer than the buffer
 		head, status, err := ReadUpgradeResponse(br, maxUpgradeHead)
 		if (err == nil) != tc.ok || status != tc.status {
 			t.Errorf("%.30q: status %d err %v; want %d ok=%v", tc.in, status, err, tc.status, tc.ok)

@@ -240,3 +240,15 @@ func (s *Store) GetConfigForClient(hello *tls.ClientHelloInfo) (*tls.Config, err
 func (s *Store) Config() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: s.GetConfigForClient, NextProtos: []string{"http/1.1"}}
 }
+
+// NewTestMap returns a map with one entry (for tests and fuzzing outside
+// the package).
+func NewTestMap(key string, wildcard bool) *Map {
+	m := &Map{exact: map[string]*tls.Config{}, wild: map[string]*tls.Config{}}
+	if wildcard {
+		m.wild[key] = &tls.Config{}
+	} else {
+		m.exact[key] = &tls.Config{}
+	}
+	return m
+}

@@ -84,10 +84,13 @@ func ParseServiceName(s string) (host string, port int, err error) {
 	if _, e := netip.ParseAddr(host); e == nil {
 		return host, port, nil
 	}
-	if _, ok := dns.IsDomainName(host); !ok || host == "" || strings.ContainsAny(host, " :/[]") {
+	if _, ok := dns.IsDomainName(host); !ok || strings.ContainsAny(host, " :/[]") {
 		return "", 0, fmt.Errorf("service_name %q: not a DNS name", s)
 	}
-	return strings.ToLower(strings.TrimSuffix(host, ".")), port, nil
+	if host = strings.ToLower(strings.TrimSuffix(host, ".")); host == "" {
+		return "", 0, fmt.Errorf("service_name %q: not a DNS name", s)
+	}
+	return host, port, nil
 }
 
 var errNoRecords = errors.New("no records")

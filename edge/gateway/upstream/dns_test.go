@@ -210,6 +210,7 @@ func TestParseServiceName(t *testing.T) {
 		{"a.test:x", "", 0, false},
 		{"bad name", "", 0, false},
 		{"", "", 0, false},
+		{".", "", 0, false}, // found by FuzzGatewayServiceName
 	} {
 		h, p, err := ParseServiceName(tc.in)
 		if (err == nil) != tc.ok || h != tc.host || p != tc.port {
