@@ -420,8 +420,8 @@ func (c *Config) Unenforced() []NotEnforced {
 			"with their upstreams (static nodes; roundrobin, chash, least_conn, ewma; retries, retry_timeout, timeout, pass_host, http/https with tls, " +
 			"keepalive_pool.idle_timeout; active and passive health checks), but the data plane is not built for: every plugin " +
 			"(a route, service or plugin config with an enabled plugin, and every route while a global rule has one, answers 503 rather than run without it), " +
-			"consumers and credentials, filter_func and script (those routes answer 503), WebSocket proxying (enable_websocket; upgrades answer 501), " +
-			"discovery_type and non-HTTP schemes (those routes answer 503), keepalive_pool.size and .requests, SSL certificates (no TLS listener), " +
+			"consumers and credentials, filter_func and script (those routes answer 503), " +
+			"discovery types other than dns and non-HTTP schemes (those routes answer 503), keepalive_pool.size and .requests, SSL certificates unless gateway.tls_listen is set, secret references in SSL certificates, " +
 			"stream routes, plugin metadata and secrets"})
 		if c.GatewayListen == "" {
 			out[len(out)-1].Missing = "gateway.listen is empty: the data plane is not built into this process's listeners, so no stored route is served"
