@@ -179,8 +179,10 @@ func TestGatewayNetE2E(t *testing.T) {
 			t.Errorf("record change served after %v; the TTL is 1 s", d)
 		}
 		// The DNS server failing keeps the last good nodes.
+		const failed = "dns discovery failed; keeping the last nodes"
+		before := strings.Count(g.stderr.String(), failed)
 		zone.fail(true)
-		time.Sleep(1500 * time.Millisecond) // past the TTL, so a refresh failed
+		waitFor(t, "a failed refresh", func() bool { return strings.Count(g.stderr.String(), failed) > before })
 		if code, body := g.get(t, "GET", "/srv"); code != 200 || !strings.HasPrefix(body, "B ") {
 			t.Errorf("while DNS fails: %d %s; want the last good nodes", code, body)
 		}
