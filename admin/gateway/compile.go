@@ -101,7 +101,9 @@ func Compile(st *State, rev int64) *Snapshot {
 			return err
 		}
 		s.SSLs[r.ID] = c
-		if spec := r.spec.(*sslSpec); (spec.Status == nil || *spec.Status == 1) && c.Type == "server" {
+		spec := r.spec.(*sslSpec)
+		c.Enabled = spec.Status == nil || *spec.Status == 1
+		if c.Enabled && c.Type == "server" {
 			for _, sni := range c.SNIs {
 				if strings.HasPrefix(sni, "*.") {
 					s.sniWildcard[sni[1:]] = c

@@ -174,6 +174,7 @@ type Cert struct {
 	// reference ($secret:// or $env://) the data plane resolves.
 	Certificates []tls.Certificate
 	Reference    bool
+	Enabled      bool // status 1 (a disabled certificate is not served)
 }
 
 // StreamRoute is a compiled L4 route.

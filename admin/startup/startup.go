@@ -50,6 +50,12 @@ type Config struct {
 	// GatewayListen serves the admin-managed routes (only with the admin
 	// API on); "" disables the data plane.
 	GatewayListen string
+	// GatewayTLSListen serves the same routes over TLS with the admin
+	// API's certificates chosen by SNI; "" (the default) disables it.
+	GatewayTLSListen string
+	// GatewayDNSServers are the resolvers of discovery_type dns upstreams
+	// (comma-separated host:port); "" reads /etc/resolv.conf.
+	GatewayDNSServers string
 	// The admin API's store: "embedded" (single node, in AdminDataDir) or
 	// "etcd" (AdminEtcdEndpoints, keys under AdminEtcdPrefix).
 	AdminStore         string
@@ -189,6 +195,8 @@ var Settings = []Setting{
 	{"cache.redis_probe_interval", "GW_CACHE_REDIS_PROBE_INTERVAL", "cache-redis-probe-interval", "while Redis is unreachable, how often the response cache probes it to reattach (lookups miss meanwhile)", duration(func(c *Config) *time.Duration { return &c.CacheRedisProbeInterval })},
 	{"admin.listen", "GW_ADMIN_LISTEN", "admin-listen", "admin API listener; empty disables the admin API", str(func(c *Config) *string { return &c.AdminListen })},
 	{"gateway.listen", "GW_GATEWAY_LISTEN", "gateway-listen", "listener of the general gateway serving the admin API's routes (only with admin.listen); empty disables it", str(func(c *Config) *string { return &c.GatewayListen })},
+	{"gateway.tls_listen", "GW_GATEWAY_TLS_LISTEN", "gateway-tls-listen", "TLS listener of the general gateway: the same routes, certificates from the admin API's ssls chosen by SNI (only with admin.listen); empty (default) disables it", str(func(c *Config) *string { return &c.GatewayTLSListen })},
+	{"gateway.dns_servers", "GW_GATEWAY_DNS_SERVERS", "gateway-dns-servers", "comma-separated DNS servers (host:port) for discovery_type dns upstreams; empty reads /etc/resolv.conf", str(func(c *Config) *string { return &c.GatewayDNSServers })},
 	{"admin.key", "GW_ADMIN_KEY", "admin-key", "admin API key (X-API-KEY); prefer the env variable", str(func(c *Config) *string { return &c.AdminKey })},
 	{"admin.store", "GW_STORE", "store", "admin API store: embedded (single node, survives restarts in data_dir) or etcd", str(func(c *Config) *string { return &c.AdminStore })},
 	{"admin.data_dir", "GW_DATA_DIR", "data-dir", "directory of the embedded admin store (one gw process at a time)", str(func(c *Config) *string { return &c.AdminDataDir })},
@@ -349,7 +357,7 @@ func (c *Config) Validate() (warnings []string, err error) {
 	if c.ResourcesFile == "" && c.AdminListen == "" {
 		return nil, errors.New("resources file is required unless the admin API is on: pass --resources-file (GW_RESOURCES_FILE, resources_file) or --admin-listen")
 	}
-	for _, l := range []struct{ name, addr string }{{"listen", c.Listen}, {"observability.debug", c.DebugListen}, {"status.listen", c.StatusListen}, {"admin.listen", c.AdminListen}, {"gateway.listen", c.GatewayListen}} {
+	for _, l := range []struct{ name, addr string }{{"listen", c.Listen}, {"observability.debug", c.DebugListen}, {"status.listen", c.StatusListen}, {"admin.listen", c.AdminListen}, {"gateway.listen", c.GatewayListen}, {"gateway.tls_listen", c.GatewayTLSListen}} {
 		if l.addr == "" {
 			if l.name == "listen" {
 				return nil, errors.New("listen: required")
@@ -415,8 +423,8 @@ func (c *Config) Unenforced() []NotEnforced {
 			"with their upstreams (static nodes; roundrobin, chash, least_conn, ewma; retries, retry_timeout, timeout, pass_host, http/https with tls, " +
 			"keepalive_pool.idle_timeout; active and passive health checks), but the data plane is not built for: every plugin " +
 			"(a route, service or plugin config with an enabled plugin, and every route while a global rule has one, answers 503 rather than run without it), " +
-			"consumers and credentials, filter_func and script (those routes answer 503), WebSocket proxying (enable_websocket; upgrades answer 501), " +
-			"discovery_type and non-HTTP schemes (those routes answer 503), keepalive_pool.size and .requests, SSL certificates (no TLS listener), " +
+			"consumers and credentials, filter_func and script (those routes answer 503), " +
+			"discovery types other than dns and non-HTTP schemes (those routes answer 503), keepalive_pool.size and .requests, SSL certificates unless gateway.tls_listen is set, secret references in SSL certificates, " +
 			"stream routes, plugin metadata and secrets"})
 		if c.GatewayListen == "" {
 			out[len(out)-1].Missing = "gateway.listen is empty: the data plane is not built into this process's listeners, so no stored route is served"

@@ -27,7 +27,14 @@ type gatewayRuntime struct {
 const gatewayPoll = 20 * time.Millisecond
 
 func startGateway(cfg startup.Config, adm *adminRuntime, log *slog.Logger) *gatewayRuntime {
-	g := gateway.New(adm.Holder, upstream.Options{MaxResponseBytes: int(cfg.UpstreamMaxResponse)}, log.With("component", "gateway"))
+	opt := upstream.Options{MaxResponseBytes: int(cfg.UpstreamMaxResponse)}
+	if res, err := upstream.NewDNSResolver(cfg.GatewayDNSServers); err == nil {
+		opt.DNS = res
+	} else {
+		// discovery_type dns routes then answer 503 with this reason.
+		log.Warn("gateway dns discovery unavailable", "error", err.Error())
+	}
+	g := gateway.New(adm.Holder, opt, log.With("component", "gateway"))
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &gatewayRuntime{cancel: cancel, done: make(chan struct{})}
 	go func() { g.Run(ctx, gatewayPoll); close(r.done) }()

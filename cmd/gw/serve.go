@@ -224,6 +224,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	var gatewayTLSLn net.Listener
+	if adm != nil && cfg.GatewayTLSListen != "" {
+		if gatewayTLSLn, err = net.Listen("tcp", cfg.GatewayTLSListen); err != nil {
+			for _, l := range []net.Listener{mainLn, statusLn, debugLn, adminLn, gatewayLn} {
+				if l != nil {
+					l.Close()
+				}
+			}
+			fmt.Fprintln(stderr, "gw: cannot listen on", cfg.GatewayTLSListen+":", err)
+			return 1
+		}
+	}
 
 	proxy := &edge.Proxy{Holder: mgr.Holder(), RealIP: edge.RealIP{Trusted: cfg.TrustedProxies, Header: []byte(cfg.RealIPHeader)}, Logger: log, Health: health,
 		MaxResponseBytes: cfg.UpstreamMaxResponse}
@@ -292,13 +304,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if adminLn != nil {
 		go func() { errc <- adm.serve(adminLn) }()
 	}
-	if gatewayLn != nil {
+	if gatewayLn != nil || gatewayTLSLn != nil {
 		gwSrv := startGateway(cfg, adm, log)
 		defer gwSrv.close()
-		go func() { errc <- gwSrv.serve(gatewayLn) }()
+		if gatewayLn != nil {
+			go func() { errc <- gwSrv.serve(gatewayLn) }()
+		}
+		if gatewayTLSLn != nil {
+			go func() { errc <- gwSrv.serveTLS(gatewayTLSLn, adm, log) }()
+		}
 	}
 	log.Info("gw serving", "version", version, "listen", mainLn.Addr().String(),
-		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "admin_listen", addrOf(adminLn), "gateway_listen", addrOf(gatewayLn), "resources_file", cfg.ResourcesFile)
+		"status_listen", addrOf(statusLn), "debug_listen", addrOf(debugLn), "admin_listen", addrOf(adminLn), "gateway_listen", addrOf(gatewayLn),
+		"gateway_tls_listen", addrOf(gatewayTLSLn), "resources_file", cfg.ResourcesFile)
 
 	for {
 		select {

@@ -232,7 +232,6 @@ var (
 	body502 = []byte(`{"error_msg":"502 Bad Gateway"}`)
 	body503 = []byte(`{"error_msg":"503 Service Temporarily Unavailable"}`)
 	body504 = []byte(`{"error_msg":"504 Gateway Timeout"}`)
-	body501 = []byte(`{"error_msg":"501 Not Implemented: WebSocket proxying is not built"}`)
 
 	hopHeaders = []string{"Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Proxy-Authorization"}
 )
@@ -264,15 +263,15 @@ func (g *Gateway) Handler(ctx *fasthttp.RequestCtx) {
 		fail(ctx, 503, body503)
 		return
 	}
-	if len(ctx.Request.Header.Peek("Upgrade")) > 0 {
-		fail(ctx, 501, body501)
+	if b.snap.Routes[e.Index()].EnableWebsocket && wsUpgrade(&ctx.Request.Header) {
+		g.serveWS(ctx, rt, rt.pool.Current(), rs)
 		return
 	}
 	g.proxy(ctx, rt, rs)
 }
 
 func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
-	p := rt.pool
+	p := rt.pool.Current()
 	req := &ctx.Request
 	for _, h := range hopHeaders {
 		req.Header.Del(h)

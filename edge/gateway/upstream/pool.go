@@ -67,6 +67,12 @@ type Pool struct {
 	log          func(msg string, args ...any)
 	stop         chan struct{}
 	stopOnce     sync.Once
+	// connect, send and read are the effective timeouts, kept for the
+	// connections the gateway opens itself (WebSocket upgrades).
+	connect, send, read time.Duration
+	// disc is the node source of a discovery_type upstream (nil: static
+	// nodes); requests go to Current.
+	disc *discovered
 }
 
 const (
@@ -88,6 +94,8 @@ type Options struct {
 	MaxResponseBytes int
 	// Log reports health transitions and probe errors.
 	Log func(msg string, args ...any)
+	// DNS resolves discovery_type dns upstreams (nil: they are not served).
+	DNS *DNSResolver
 }
 
 // Fingerprint identifies an upstream's configuration; equal fingerprints
@@ -105,10 +113,10 @@ func Fingerprint(u *gateway.Upstream, owner string, routeTimeout *gateway.Timeou
 // New builds a pool; it starts active health checks when the upstream has
 // them (Close stops them).
 func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snapshot, opt Options) (*Pool, error) {
-	p := &Pool{Up: u, retries: u.Retries, retryTimeout: secs(u.RetryTimeout), log: opt.Log, stop: make(chan struct{})}
 	if u.DiscoveryType != "" {
-		return nil, fmt.Errorf("cannot build upstream %s: discovery_type %q is not built", u.ID, u.DiscoveryType)
+		return newDiscovered(u, routeTimeout, snap, opt)
 	}
+	p := &Pool{Up: u, retries: u.Retries, retryTimeout: secs(u.RetryTimeout), log: opt.Log, stop: make(chan struct{})}
 	switch u.Scheme {
 	case "http", "https":
 	default:
@@ -129,6 +137,7 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 	if tmo != nil {
 		connect, send, read = orDur(tmo.Connect, connect), orDur(tmo.Send, send), orDur(tmo.Read, read)
 	}
+	p.connect, p.send, p.read = connect, send, read
 	idle := 60 * time.Second
 	if len(u.KeepalivePool) > 0 {
 		var kp struct {
