@@ -171,7 +171,9 @@ func (a *bedrockMessagesAnswer) writeChunk(w *bufio.Writer, event []byte) {
 }
 
 func (a *bedrockMessagesAnswer) writeStart(w *bufio.Writer) {
-	if !a.replay {
+	// Bedrock throttles before the model's first event: stream_error_after=0
+	// sends the exception alone.
+	if !a.replay && (!a.k.StreamError || a.k.StreamErrorAfter > 0) {
 		a.render(w, a.messagesAnswer.writeStart)
 	}
 }
