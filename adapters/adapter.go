@@ -83,6 +83,13 @@ type NativeBuilder interface {
 	BuildNative(req *fasthttp.Request, in *ChatInput, s Surface) error
 }
 
+// NativeModeler is implemented by NativeBuilders whose native surfaces
+// serve only some of the key's models (Bedrock: Messages natively for Claude
+// models only); the others are converted as when NativeBase is "".
+type NativeModeler interface {
+	NativeModel(s Surface, model string) bool
+}
+
 // Protocoler is implemented by adapters whose upstream does not answer in
 // the chat-completions wire format; the edge converts their answers.
 type Protocoler interface {

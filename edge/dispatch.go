@@ -412,6 +412,11 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 		return p.buildEndpoint(ctx, c, up) // endpoints.go
 	}
 	c.native = c.surf.native != adapters.SurfaceChat && up.Native[c.surf.native] != nil && !c.chatOnly
+	if c.native {
+		if nm, ok := up.Adapter.(adapters.NativeModeler); ok && !nm.NativeModel(c.surf.native, t.Plan.UpstreamModel) {
+			c.native = false // this model of the key is converted (Bedrock: native Messages on Claude only)
+		}
+	}
 	if !c.native && c.surf == surfCount {
 		p.countLocally(ctx, c)
 		return nil, nil

@@ -167,6 +167,9 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 			e.CostUSD = usage.Cost(u.Prompt, u.Completion, u.Reasoning, u.Total, cost.InputPer1K, cost.OutputPer1K)
 		}
 	}
+	if c.up != nil { // transcriptions and translations (upload.go)
+		e.AudioSeconds = c.up.seconds
+	}
 	if a := &c.addUsage; a.Total > 0 || c.addCost > 0 { // ensemble members (ensemble.go)
 		e.PromptTokens += a.Prompt
 		e.CompletionTokens += a.Completion

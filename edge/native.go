@@ -215,7 +215,11 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 		}
 		f := c.surf.nativeEvent(s, c, ev)
 		if f&evFailed != 0 {
-			return preFailed, prefetchErr{status: fasthttp.StatusBadGateway, body: c.surf.nativeErrBody(ev.Data)}
+			status := fasthttp.StatusBadGateway
+			if es, ok := s.rd.(errStatuser); ok && es.ErrStatus() != 0 {
+				status = es.ErrStatus() // a Bedrock exception frame: 429 for throttling ...
+			}
+			return preFailed, prefetchErr{status: status, body: c.surf.nativeErrBody(ev.Data)}
 		}
 		s.pending = append(s.pending, s.out...)
 		if f&evContent != 0 {

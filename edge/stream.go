@@ -148,7 +148,7 @@ var relayPool = sync.Pool{New: func() any {
 
 func (s *relayState) release() {
 	if s.rd != nil {
-		s.proto.closeSource(s.rd)
+		s.proto.closeSource(s.rd, s.native)
 	}
 	if s.resp != nil {
 		// A body read to its end returns the connection to the pool; closing
@@ -252,7 +252,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 			if !c.native && up.Protocol == "" {
 				s.reason = openai.ReasoningField(up.Key.Response.ReasoningField)
 			}
-			s.rd = s.proto.openSource(resp.BodyStream())
+			s.rd = s.proto.openSource(resp.BodyStream(), c.native)
 			switch {
 			case c.native:
 				s.native = true // the upstream speaks the caller's format: relay events as they are

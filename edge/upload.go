@@ -88,6 +88,9 @@ type uploadState struct {
 	val    []byte // scratch: a field value
 	judge  []byte // scratch: the answer text as guardrails read it
 	out    []byte // scratch: an answer rewritten with masked text
+	// seconds is the audio duration the upstream reported (verbose_json's
+	// duration, whisper's duration usage); 0 when it reported none.
+	seconds float64
 }
 
 var uploadPool = sync.Pool{New: func() any { return new(uploadState) }}
@@ -102,7 +105,7 @@ func releaseUpload(u *uploadState) {
 	if u.r != nil {
 		multipart.Release(u.r) // closes the spill file: its disk space is freed
 	}
-	u.r, u.read, u.format = nil, false, fmtJSON
+	u.r, u.read, u.format, u.seconds = nil, false, fmtJSON, 0
 	u.src.Reset(nil)
 	u.prompt, u.ctype, u.val, u.judge, u.out = u.prompt[:0], u.ctype[:0], u.val[:0], u.judge[:0], u.out[:0]
 	uploadPool.Put(u)
@@ -351,6 +354,7 @@ func (p *Proxy) writeUpload(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.Re
 	body := resp.Body()
 	if u.format != fmtText {
 		c.usage, c.haveUsage = c.surf.nativeUsage(body)
+		u.seconds = audioSeconds(body)
 	}
 	if c.outputOn() {
 		var ok bool
@@ -434,6 +438,38 @@ func transcriptionUsage(body []byte) (adapters.Usage, bool) {
 	return imagesUsage(body)
 }
 
+// audioSeconds reads the audio duration of a transcription or translation
+// answer: usage {"type":"duration","seconds"} (whisper's json answers and
+// done events), else verbose_json's top-level duration (a number, or a
+// numeric string as some OpenAI-compatible servers send it); 0 when none.
+// The uploaded file's own header is not read: the file part streams through
+// edge/multipart without gw looking into it (docs/USAGE.md).
+func audioSeconds(body []byte) float64 {
+	if t, _, ok := rawjson.GetPath(body, "usage", "type"); ok && rawjson.StringEquals(t, "duration") {
+		if v, kind, ok := rawjson.GetPath(body, "usage", "seconds"); ok && kind == rawjson.Number {
+			return parseSeconds(v)
+		}
+	}
+	v, kind, ok := rawjson.Get(body, "duration")
+	switch {
+	case !ok:
+		return 0
+	case kind == rawjson.String:
+		v = v[1 : len(v)-1]
+	case kind != rawjson.Number:
+		return 0
+	}
+	return parseSeconds(v)
+}
+
+func parseSeconds(v []byte) float64 {
+	f, ok := rawjson.ParseFloat(v)
+	if !ok || f < 0 || f != f || f > 1e9 {
+		return 0
+	}
+	return f
+}
+
 var (
 	evTranscriptDelta  = []byte("transcript.text.delta")
 	evTranscriptDone   = []byte("transcript.text.done")
@@ -454,6 +490,7 @@ func transcriptEvent(s *relayState, c *call, ev sse.Event) evFlags {
 		if u, ok := transcriptionUsage(ev.Data); ok {
 			c.usage, c.haveUsage = u, true
 		}
+		c.up.seconds = audioSeconds(ev.Data)
 		return evContent | evEnd
 	case bytesEq(typ, evError), rawjson.KindOf(ev.Data) == rawjson.Object && hasErrorMember(ev.Data):
 		c.errClass = "upstream_error_event"

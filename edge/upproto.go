@@ -31,6 +31,12 @@ type upProtocol struct {
 	source func(body io.Reader) eventSource
 	// closeSource releases what source returned (nil: nothing to release).
 	closeSrc func(eventSource)
+	// nativeSource reads the stream body of a native call (the caller's
+	// surface served by the upstream itself) when it is not SSE: Bedrock's
+	// InvokeModelWithResponseStream wraps Messages events in event-stream
+	// chunks. nil: native streams are SSE. closeNative releases it.
+	nativeSource func(body io.Reader) eventSource
+	closeNative  func(eventSource)
 }
 
 // upStream converts one upstream stream's events into chat-chunk frames.
@@ -92,8 +98,15 @@ func protocolOf(name string) *upProtocol {
 	return upProtocols[name]
 }
 
-// openSource returns the event source of a stream body.
-func (pr *upProtocol) openSource(body io.Reader) eventSource {
+// openSource returns the event source of a stream body; native says the
+// call is native (see nativeSource).
+func (pr *upProtocol) openSource(body io.Reader, native bool) eventSource {
+	if native {
+		if pr != nil && pr.nativeSource != nil {
+			return pr.nativeSource(body)
+		}
+		return sse.AcquireReader(body)
+	}
 	if pr == nil || pr.source == nil {
 		return sse.AcquireReader(body)
 	}
@@ -101,7 +114,15 @@ func (pr *upProtocol) openSource(body io.Reader) eventSource {
 }
 
 // closeSource releases what openSource returned.
-func (pr *upProtocol) closeSource(src eventSource) {
+func (pr *upProtocol) closeSource(src eventSource, native bool) {
+	if native {
+		if pr != nil && pr.nativeSource != nil {
+			pr.closeNative(src)
+		} else {
+			sse.ReleaseReader(src.(*sse.Reader))
+		}
+		return
+	}
 	if pr == nil || pr.source == nil {
 		sse.ReleaseReader(src.(*sse.Reader))
 		return

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -63,4 +64,32 @@ func BenchmarkBuildChat(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkInvokeSourceEvent is the per-event decode cost of the native
+// Messages path: event-stream frame (both CRCs), the chunk's base64 and the
+// event's type, over the recorded thinking stream in chunk frames.
+func BenchmarkInvokeSourceEvent(b *testing.B) {
+	fx, err := os.ReadFile("testdata/anthropic_thinking_then_text.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	frames, _ := chunkFrames(b, fx)
+	var rd bytes.Reader
+	s := AcquireInvokeSource(nil)
+	defer ReleaseInvokeSource(s)
+	events := 0
+	b.SetBytes(int64(len(frames)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(frames)
+		s.Reset(&rd)
+		for {
+			if _, err := s.Next(); err != nil {
+				break
+			}
+			events++
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 }

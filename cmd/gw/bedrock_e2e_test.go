@@ -257,7 +257,8 @@ func TestBedrockCallerFormatsE2E(t *testing.T) {
 	e := startBedrockE2E(t)
 	ctx := context.Background()
 
-	// Anthropic SDK caller: tool use streamed, converted chat → Messages.
+	// Anthropic SDK caller: tool use streamed, native on Claude
+	// (InvokeModelWithResponseStream, bedrock_messages_e2e_test.go).
 	base := strings.TrimSuffix(e.base, "/v1")
 	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("caller-e2e"), aoption.WithMaxRetries(0))
 	mp := anthropic.MessageNewParams{
@@ -279,8 +280,9 @@ func TestBedrockCallerFormatsE2E(t *testing.T) {
 	if string(msg.Model) != "claude" || msg.StopReason != "tool_use" || msg.Content[len(msg.Content)-1].Type != "tool_use" || msg.Usage.InputTokens == 0 {
 		t.Fatalf("anthropic SDK via gw to bedrock: %+v", msg)
 	}
-	if r := e.lastRequest(t); !strings.Contains(r.Body, `"system":[{"text":"Be brief."}]`) {
-		t.Fatalf("upstream body: %s", r.Body)
+	if r := e.lastRequest(t); !strings.HasSuffix(r.Path, "/invoke-with-response-stream") || !strings.Contains(r.Body, `"text":"Be brief."`) ||
+		!strings.Contains(r.Body, `"anthropic_version":"bedrock-2023-05-31"`) {
+		t.Fatalf("upstream request: %s %s", r.Path, r.Body)
 	}
 
 	// Anthropic SDK, buffered.

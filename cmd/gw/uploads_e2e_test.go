@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
 
+	"gw/edge/usage/usagetest"
 	"gw/perf/mock"
 )
 
@@ -346,5 +347,41 @@ func TestUploadsTooLarge(t *testing.T) {
 	if _, err := client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{
 		Model: "stt", File: openai.File(audio(uploadLimit/2), "speech.wav", "audio/wav")}); err != nil {
 		t.Fatalf("upload under the limit: %v", err)
+	}
+}
+
+// TestUploadsAudioSecondsE2E: the usage record of a transcription carries
+// the audio duration the upstream reported (whisper's duration usage,
+// verbose_json's duration), exported over OTLP as gw.usage.audio_seconds;
+// an answer without one (token usage only) has none.
+func TestUploadsAudioSecondsE2E(t *testing.T) {
+	rcv := usagetest.StartOTLP(t)
+	t.Setenv("UP_OTLP", rcv.URL)
+	startMock(t, "UP_MOCK", mock.Config{})
+	g := startGW(t, writeTemp(t, "uploads-usage.yaml", uploadsFile+`observability_exporters:
+  - {name: otel, kind: otlp_http, endpoint: "${UP_OTLP}", batch_size: 1, flush_interval_ms: 100}
+`))
+	client := openai.NewClient(option.WithBaseURL("http://"+g.addr+"/v1"), option.WithAPIKey("caller-e2e"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	const size = 64 << 10 // the mock's audio is 16 kB/s: 4 s
+	for i, tc := range []struct {
+		model  string
+		format openai.AudioResponseFormat
+		want   any
+	}{
+		{"whisper", openai.AudioResponseFormatJSON, 4.0},
+		{"stt", openai.AudioResponseFormatVerboseJSON, 4.0},
+		{"stt", openai.AudioResponseFormatJSON, nil},
+	} {
+		var resp *http.Response
+		if _, err := client.Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{Model: tc.model,
+			File: openai.File(audio(size), "speech.wav", "audio/wav"), ResponseFormat: tc.format}, option.WithResponseInto(&resp)); err != nil {
+			t.Fatalf("%s %s: %v", tc.model, tc.format, err)
+		}
+		usagetest.Eventually(t, 10*time.Second, "the usage record", func() bool { return len(rcv.Spans()) > i })
+		sp := rcv.Spans()[i]
+		if got := usagetest.Attr(sp, "gw.usage.audio_seconds"); got != tc.want || usagetest.Attr(sp, "gen_ai.request.model") != tc.model {
+			t.Fatalf("%s %s: audio_seconds %v; want %v", tc.model, tc.format, got, tc.want)
+		}
 	}
 }

@@ -81,6 +81,12 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	}
 	dst = append(dst, `,"cost_usd":`...)
 	dst = appendFloat(dst, r.CostUSD)
+	dst = append(dst, `,"audio_seconds":`...)
+	if r.AudioSeconds > 0 {
+		dst = appendFloat(dst, r.AudioSeconds)
+	} else {
+		dst = append(dst, "null"...)
+	}
 
 	dst = append(dst, `,"latency_ms":`...)
 	dst = appendMS(dst, r.Latency)

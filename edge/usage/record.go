@@ -144,6 +144,9 @@ type Record struct {
 	CachedPromptTokens int64
 	TotalTokens        int64
 	CostUSD            float64
+	// AudioSeconds is the duration of the audio a transcription or
+	// translation processed, as the upstream reported it; 0 when unknown.
+	AudioSeconds float64
 
 	// Latency split: downstream (what the caller saw) and upstream (time
 	// waiting on the provider). A zero TTFT means no first byte.

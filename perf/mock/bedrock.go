@@ -48,7 +48,7 @@ var bedrockConverseRoute = route{
 	method: fasthttp.MethodPost,
 	match: func(path []byte) bool {
 		return bytes.Contains(path, strBedrockModel) && (bytes.HasSuffix(path, strConverse) || bytes.HasSuffix(path, strConverseStream) ||
-			bytes.HasSuffix(path, strInvoke))
+			bytes.HasSuffix(path, strInvoke) || bytes.HasSuffix(path, strInvokeStream))
 	},
 	serve:       (*Server).serveBedrockConverse,
 	appendError: appendBedrockError,
@@ -97,7 +97,7 @@ func (s *Server) bedrockError(ctx *fasthttp.RequestCtx, status int, typ, message
 }
 
 func (s *Server) serveBedrockConverse(ctx *fasthttp.RequestCtx, k *Knobs) {
-	if bytes.HasSuffix(ctx.Path(), strInvoke) {
+	if bytes.HasSuffix(ctx.Path(), strInvoke) || bytes.HasSuffix(ctx.Path(), strInvokeStream) {
 		s.serveBedrockInvoke(ctx, k) // bedrock_invoke.go
 		return
 	}

@@ -29,13 +29,21 @@ var strInvoke = []byte("/invoke")
 
 const hdrBedrockInputTokens = "X-Amzn-Bedrock-Input-Token-Count"
 
-func (s *Server) serveBedrockInvoke(ctx *fasthttp.RequestCtx, _ *Knobs) {
+func (s *Server) serveBedrockInvoke(ctx *fasthttp.RequestCtx, k *Knobs) {
 	if typ, msg := verifyBedrockSignature(ctx); typ != "" {
 		s.bedrockError(ctx, fasthttp.StatusForbidden, typ, msg)
 		return
 	}
 	path := ctx.Path()
 	i := bytes.Index(path, strBedrockModel) + len(strBedrockModel)
+	if bytes.HasSuffix(path, strInvokeStream) {
+		s.serveBedrockClaude(ctx, k, path[i:max(i, len(path)-len(strInvokeStream))], true) // bedrock_messages.go
+		return
+	}
+	if m := path[i:max(i, len(path)-len(strInvoke))]; isBedrockClaude(m) {
+		s.serveBedrockClaude(ctx, k, m, false)
+		return
+	}
 	model := string(path[i:max(i, len(path)-len(strInvoke))])
 	invalid := func(msg string) {
 		s.bedrockError(ctx, fasthttp.StatusBadRequest, "ValidationException", msg)

@@ -97,3 +97,44 @@ func TestRequestAllocs(t *testing.T) {
 		t.Fatalf("got %v allocs; want 0", n)
 	}
 }
+
+// TestThinkingBlocksAllocs: chat chunks carrying thinking_blocks (an
+// Anthropic thinking stream converted to chat) become signature_delta
+// events without allocating.
+func TestThinkingBlocksAllocs(t *testing.T) {
+	m2c := msgconv.AcquireMessagesToChatStream([]byte("m"))
+	chat := runStream(t, m2c, "m", readFixture(t, "anthropic_thinking_then_text.sse"), nil)
+	msgconv.ReleaseMessagesToChatStream(m2c)
+	evs := parseSSE(t, chat, nil)
+	datas := make([][]byte, len(evs))
+	for i, ev := range evs {
+		datas[i] = []byte(ev.Data)
+	}
+	c2m := msgconv.AcquireChatToMessagesStream(nil)
+	defer msgconv.ReleaseChatToMessagesStream(c2m)
+	dst := make([]byte, 0, 64<<10)
+	model := []byte("m")
+	run := func() {
+		c2m.Reset(model)
+		out := dst[:0]
+		for _, d := range datas {
+			out, _ = c2m.Event(out, nil, d)
+		}
+		if out = c2m.End(out); !bytesContains(out, "signature_delta") {
+			t.Fatalf("no signature_delta in\n%s", out)
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Fatalf("got %v allocs per stream; want 0", n)
+	}
+}
+
+func bytesContains(b []byte, s string) bool {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if string(b[i:i+len(s)]) == s {
+			return true
+		}
+	}
+	return false
+}

@@ -15,6 +15,8 @@ import (
 // The message has id msg_<chat id without chatcmpl->, type message, role
 // assistant, content blocks from choice 0 (reasoning_content → a thinking
 // block with an empty signature, content and refusal → text blocks,
+// thinking_blocks → thinking blocks with their signatures (replacing
+// reasoning_content) and redacted_thinking blocks,
 // tool_calls → tool_use blocks with the arguments parsed as input; arguments
 // that are not a JSON object become {"_raw": "<arguments>"}), stop_reason
 // per StopReason, stop_sequence null and usage {input_tokens = prompt −
@@ -39,7 +41,7 @@ func ChatResponseToMessages(dst, body, model []byte) ([]byte, transcode.Usage, e
 }
 
 var chatRespKeys = []string{"id", "model", "choices", "usage", "error"}
-var chatMessageKeys = []string{"content", "reasoning_content", "refusal", "tool_calls", "reasoning"}
+var chatMessageKeys = []string{"content", "reasoning_content", "refusal", "tool_calls", "reasoning", "thinking_blocks"}
 
 func (c *respScratch) chatToMessages(dst, body, model []byte, u *transcode.Usage) ([]byte, error) {
 	var v [5][]byte
@@ -61,7 +63,7 @@ func (c *respScratch) chatToMessages(dst, body, model []byte, u *transcode.Usage
 	}
 	msg, _, _ := rawjson.Get(choice, "message")
 	finish, _, _ := rawjson.Get(choice, "finish_reason")
-	var m [5][]byte
+	var m [6][]byte
 	if rawjson.ScanTop(msg, chatMessageKeys, m[:]) != nil {
 		return dst, respErr("must be an object", "choices[0].message")
 	}
@@ -101,12 +103,46 @@ func (c *respScratch) chatToMessages(dst, body, model []byte, u *transcode.Usage
 	if reasoning == nil {
 		reasoning = m[4]
 	}
-	if isNonEmptyStr(reasoning) {
+	// Signed thinking blocks (thinking_blocks, see sse/converse and
+	// MessagesResponseToChat) replace the unsigned reasoning_content they
+	// repeat: the caller sends them back to continue a tool loop.
+	signed := false
+	_ = rawjson.ForEachElem(m[5], func(_ int, b []byte, k rawjson.Kind) bool {
+		t, _, _ := rawjson.Get(b, "type")
+		signed = k == rawjson.Object && rawjson.StringEquals(t, "thinking")
+		return !signed
+	})
+	if isNonEmptyStr(reasoning) && !signed {
 		sep()
 		dst = append(dst, `{"type":"thinking","thinking":`...)
 		dst = append(dst, reasoning...)
 		dst = append(dst, `,"signature":""}`...)
 	}
+	_ = rawjson.ForEachElem(m[5], func(_ int, b []byte, k rawjson.Kind) bool {
+		var bv [4][]byte // type, thinking, signature, data
+		if k != rawjson.Object || rawjson.ScanTop(b, thinkingBlockKeys, bv[:]) != nil {
+			return true
+		}
+		switch {
+		case rawjson.StringEquals(bv[0], "thinking") && rawjson.KindOf(bv[2]) == rawjson.String:
+			th := bv[1]
+			if rawjson.KindOf(th) != rawjson.String {
+				th = strEmptyString
+			}
+			sep()
+			dst = append(dst, `{"type":"thinking","thinking":`...)
+			dst = append(dst, th...)
+			dst = append(dst, `,"signature":`...)
+			dst = append(dst, bv[2]...)
+			dst = append(dst, '}')
+		case rawjson.StringEquals(bv[0], "redacted_thinking") && rawjson.KindOf(bv[3]) == rawjson.String:
+			sep()
+			dst = append(dst, `{"type":"redacted_thinking","data":`...)
+			dst = append(dst, bv[3]...)
+			dst = append(dst, '}')
+		}
+		return true
+	})
 	switch content := m[0]; rawjson.KindOf(content) {
 	case rawjson.String:
 		if !isEmptyStr(content) {

@@ -24,6 +24,15 @@ import (
 //     and delta.reasoning → a thinking block: content_block_start, then a
 //     text_delta / thinking_delta per fragment; switching kinds closes the
 //     open block (content_block_stop) first, so one block is open at a time;
+//   - delta.thinking_blocks (a converted upstream's signed reasoning: an
+//     Anthropic signature_delta through MessagesToChatStream, a Converse
+//     reasoning signature, see sse/converse) → for a thinking element, its
+//     text as thinking_delta (usually empty: the text came as
+//     reasoning_content), then signature_delta on the open thinking block
+//     (one is opened when none is) and content_block_stop, so a Messages
+//     caller gets the block exactly as Anthropic streams it and can send it
+//     back on its next turn; a redacted_thinking element → its own block
+//     {type: redacted_thinking, data}, started and stopped;
 //   - a new delta.tool_calls[j] → a tool_use block {id, name, input: {}}
 //     at the next block index, its arguments fragments → input_json_delta.
 //     If call j starts while call k's arguments are not yet a complete JSON
@@ -51,8 +60,9 @@ type ChatToMessagesStream struct {
 
 	vals [4][]byte
 	cv   [3][]byte
-	dv   [5][]byte
+	dv   [6][]byte
 	tv   [3][]byte
+	bv   [4][]byte // one thinking_blocks element
 	fv   [2][]byte
 
 	nextBlock int
@@ -135,6 +145,7 @@ func (s *ChatToMessagesStream) Reset(model []byte) {
 	clear(s.vals[:])
 	clear(s.cv[:])
 	clear(s.dv[:])
+	clear(s.bv[:])
 	clear(s.tv[:])
 	clear(s.fv[:])
 	s.nextBlock, s.openKind, s.openIndex, s.openTool = 0, blockNone, 0, 0
@@ -246,6 +257,8 @@ func c2mDeltaSlot(name []byte) int {
 		return 3
 	case "tool_calls":
 		return 4
+	case "thinking_blocks":
+		return 5
 	}
 	return -1
 }
@@ -259,6 +272,14 @@ func (s *ChatToMessagesStream) choice(dst []byte) []byte {
 		}
 		if isNonEmptyStr(r) {
 			dst = s.textDelta(dst, blockThinking, r)
+		}
+		if tb := s.dv[5]; rawjson.KindOf(tb) == rawjson.Array {
+			_ = rawjson.ForEachElem(tb, func(_ int, b []byte, k rawjson.Kind) bool {
+				if k == rawjson.Object {
+					dst = s.thinkingBlock(dst, b)
+				}
+				return true
+			})
 		}
 		for _, t := range [2][]byte{s.dv[0], s.dv[3]} {
 			if isNonEmptyStr(t) {
@@ -352,6 +373,53 @@ func (s *ChatToMessagesStream) textDelta(dst []byte, kind uint8, val []byte) []b
 		return dst[:n]
 	}
 	return append(dst, "}}\n\n"...)
+}
+
+// thinkingBlock appends the events of one delta.thinking_blocks element.
+func (s *ChatToMessagesStream) thinkingBlock(dst, b []byte) []byte {
+	if rawjson.ScanTop(b, thinkingBlockKeys, s.bv[:]) != nil {
+		return dst
+	}
+	switch {
+	case rawjson.StringEquals(s.bv[0], "thinking"):
+		if isNonEmptyStr(s.bv[1]) {
+			dst = s.textDelta(dst, blockThinking, s.bv[1])
+		}
+		if rawjson.KindOf(s.bv[2]) != rawjson.String {
+			return dst
+		}
+		if s.openKind != blockThinking {
+			dst = s.closeAll(dst)
+			dst = s.openBlock(dst, blockThinking, nil, nil)
+		}
+		n := len(dst)
+		dst = append(s.deltaHead(dst), `{"type":"signature_delta","signature":`...)
+		var ok bool
+		if dst, ok = appendStr(dst, s.bv[2], &s.tmp); !ok {
+			return dst[:n]
+		}
+		// The signature ends its block, as in Anthropic's own streams:
+		// reasoning that follows belongs to a new block.
+		return s.closeOpen(append(dst, "}}\n\n"...))
+	case rawjson.StringEquals(s.bv[0], "redacted_thinking"):
+		if rawjson.KindOf(s.bv[3]) != rawjson.String {
+			return dst
+		}
+		dst = s.closeAll(dst)
+		n := len(dst)
+		dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
+		dst = strconv.AppendInt(dst, int64(s.nextBlock), 10)
+		dst = append(dst, `,"content_block":{"type":"redacted_thinking","data":`...)
+		var ok bool
+		if dst, ok = appendStr(dst, s.bv[3], &s.tmp); !ok {
+			return dst[:n]
+		}
+		s.openKind, s.openIndex = blockRedacted, s.nextBlock
+		s.nextBlock++
+		s.started = true
+		return s.closeOpen(append(dst, "}}\n\n"...))
+	}
+	return dst
 }
 
 func (s *ChatToMessagesStream) deltaHead(dst []byte) []byte {

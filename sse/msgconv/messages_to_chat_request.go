@@ -21,7 +21,10 @@ import (
 //     document text source → text part. String content stays a string;
 //   - assistant turns: text blocks joined → content (null when none),
 //     tool_use → tool_calls {id, type: function, function: {name, arguments:
-//     the input as a JSON string}}; thinking blocks are dropped;
+//     the input as a JSON string}}; signed thinking and redacted_thinking
+//     blocks → thinking_blocks (restored by ChatRequestToMessages and
+//     sse/converse, ignored by other upstreams' conversions), unsigned
+//     ones dropped;
 //   - tools → {type: function, function: {name, description, parameters,
 //     strict}}; server tools are rejected; tool_choice auto / any / none /
 //     tool → auto / required / none / {function}; disable_parallel_tool_use
@@ -51,6 +54,7 @@ type m2cReq struct {
 	msgs  []byte // the messages array content
 	parts []byte // the pending user parts
 	calls []byte // the assistant's tool_calls
+	think []byte // the assistant's thinking_blocks elements
 	text  []byte // joined text
 	tmp   []byte
 	np    int
@@ -61,7 +65,7 @@ var m2cReqPool = sync.Pool{New: func() any { return new(m2cReq) }}
 
 func releaseM2CReq(c *m2cReq) {
 	clear(c.vals[:])
-	c.msgs, c.parts, c.calls, c.text, c.tmp = keep(c.msgs), keep(c.parts), keep(c.calls), keep(c.text), keep(c.tmp)
+	c.msgs, c.parts, c.calls, c.text, c.tmp, c.think = keep(c.msgs), keep(c.parts), keep(c.calls), keep(c.text), keep(c.tmp), keep(c.think)
 	c.np, c.err = 0, nil
 	m2cReqPool.Put(c)
 }
@@ -441,7 +445,7 @@ func (c *m2cReq) part(i, j int, v *[10][]byte, field string) error {
 
 // assistantBlocks writes an assistant message: joined text and tool_calls.
 func (c *m2cReq) assistantBlocks(i int, content []byte) error {
-	c.text, c.calls = c.text[:0], c.calls[:0]
+	c.text, c.calls, c.think = c.text[:0], c.calls[:0], c.think[:0]
 	hasText := false
 	var err error
 	_ = rawjson.ForEachElem(content, func(j int, b []byte, _ rawjson.Kind) bool {
@@ -482,7 +486,9 @@ func (c *m2cReq) assistantBlocks(i int, content []byte) error {
 			c.calls = append(c.calls, `,"arguments":`...)
 			c.calls = rawjson.AppendQuoteBytes(c.calls, input)
 			c.calls = append(c.calls, "}}"...)
-		case "thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result":
+		case "thinking", "redacted_thinking":
+			c.thinkingBlock(b)
+		case "server_tool_use", "web_search_tool_result":
 			// No chat form; dropped.
 		default:
 			err = reqErr("this block type has no chat equivalent", "messages[#].content[#].type", i, j)
@@ -508,8 +514,47 @@ func (c *m2cReq) assistantBlocks(i int, content []byte) error {
 		c.msgs = append(c.msgs, c.calls...)
 		c.msgs = append(c.msgs, ']')
 	}
+	if len(c.think) > 0 {
+		c.msgs = append(c.msgs, `,"thinking_blocks":[`...)
+		c.msgs = append(c.msgs, c.think...)
+		c.msgs = append(c.msgs, ']')
+	}
 	c.msgs = append(c.msgs, '}')
 	return nil
+}
+
+// thinkingBlock adds a signed thinking or a redacted_thinking block of an
+// assistant turn to c.think as a thinking_blocks element, the form
+// ChatRequestToMessages and sse/converse restore the block from: a
+// Messages caller on a converted Claude upstream (Bedrock Converse) can
+// continue a tool loop with thinking. Blocks without a signature or data
+// cannot be verified upstream and are dropped.
+func (c *m2cReq) thinkingBlock(b []byte) {
+	var v [4][]byte // type, thinking, signature, data
+	if rawjson.ScanTop(b, thinkingBlockKeys, v[:]) != nil {
+		return
+	}
+	sep := func() {
+		if len(c.think) > 0 {
+			c.think = append(c.think, ',')
+		}
+	}
+	switch {
+	case rawjson.StringEquals(v[0], "thinking") && isNonEmptyStr(v[2]):
+		th := v[1]
+		if rawjson.KindOf(th) != rawjson.String {
+			th = strEmptyString
+		}
+		sep()
+		c.think = append(c.think, `{"type":"thinking","thinking":`...)
+		c.think = append(c.think, th...)
+		c.think = append(c.think, `,"signature":`...)
+		c.think = append(append(c.think, v[2]...), '}')
+	case rawjson.StringEquals(v[0], "redacted_thinking") && isNonEmptyStr(v[3]):
+		sep()
+		c.think = append(c.think, `{"type":"redacted_thinking","data":`...)
+		c.think = append(append(c.think, v[3]...), '}')
+	}
 }
 
 var msgToolKeys = []string{"name", "description", "input_schema", "type", "strict"}

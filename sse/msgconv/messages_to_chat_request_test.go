@@ -42,7 +42,8 @@ func TestMessagesRequestToChatRoles(t *testing.T) {
 		{"role":"user","content":"Weather in Oslo?"},
 		{"role":"assistant","content":"Checking.","tool_calls":[
 			{"id":"toolu_01A","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},
-			{"id":"toolu_01B","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
+			{"id":"toolu_01B","type":"function","function":{"name":"get_time","arguments":"{}"}}],
+			"thinking_blocks":[{"type":"thinking","thinking":"t","signature":"s"}]},
 		{"role":"tool","tool_call_id":"toolu_01A","content":"{\"temp_c\":4}"},
 		{"role":"tool","tool_call_id":"toolu_01B","content":"12:00\nUTC"},
 		{"role":"user","content":[{"type":"text","text":"Thanks"}]}]}`)

@@ -88,7 +88,8 @@ const (
 	blockText
 	blockThinking
 	blockTool
-	blockOther // server tools, results, redacted thinking: no chat form
+	blockOther    // server tools, results, redacted thinking: no chat form
+	blockRedacted // ChatToMessagesStream: a redacted_thinking block
 )
 
 // maxBlocks bounds the block table; later blocks are ignored.

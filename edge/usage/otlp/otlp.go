@@ -245,6 +245,9 @@ func Span(r *usage.Record) *trace.Span {
 		a = append(a, i64("gw.usage.total_tokens", r.TotalTokens))
 	}
 	a = append(a, f64("gw.usage.cost_usd", r.CostUSD), f64("gw.usage.latency_ms", ms(r.Latency)))
+	if r.AudioSeconds > 0 {
+		a = append(a, f64("gw.usage.audio_seconds", r.AudioSeconds))
+	}
 	for _, d := range []struct {
 		k string
 		v time.Duration

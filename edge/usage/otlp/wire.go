@@ -181,6 +181,9 @@ func appendSpan(dst []byte, r *usage.Record, sc *scratch) []byte {
 		sc.i64("gw.usage.total_tokens", r.TotalTokens)
 	}
 	sc.f64("gw.usage.cost_usd", r.CostUSD)
+	if r.AudioSeconds > 0 {
+		sc.f64("gw.usage.audio_seconds", r.AudioSeconds)
+	}
 	sc.f64("gw.usage.latency_ms", ms(r.Latency))
 	for _, d := range [...]struct {
 		k string
