@@ -107,29 +107,29 @@ func (h *Handler) client(snap *snapshot.Snapshot, r *resources.PassthroughRoute)
 
 // call is one request's state. Pooled.
 type call struct {
-	h      *Handler
-	start  time.Time
-	snap   *snapshot.Snapshot
-	route  *resources.PassthroughRoute
-	caller *snapshot.Caller
-	status int
-	class  string
-	msg    string
-	ttfb   time.Duration
-	upDur  time.Duration
-	reqN   int64
-	respN  int64
-	stream bool
-	method string // one of resources.PassthroughMethods (a constant, never the request's bytes)
-	resp   *fasthttp.Response
-	guard  bool
-	e      guard.Exec
-	body   []byte // a request body read whole for a guardrail
-	text   []byte // its extracted text
-	buf    []byte // relay copy buffer
-	url    []byte // the upstream URL
-	lk     []byte // a header name, lowercased
-	lr     limitReader
+	h        *Handler
+	start    time.Time
+	snap     *snapshot.Snapshot
+	route    *resources.PassthroughRoute
+	caller   *snapshot.Caller
+	status   int
+	class    string
+	msg      string
+	ttfb     time.Duration
+	upDur    time.Duration
+	reqN     int64
+	respN    int64
+	stream   bool
+	method   string // one of resources.PassthroughMethods (a constant, never the request's bytes)
+	resp     *fasthttp.Response
+	guard    bool
+	e        guard.Exec
+	body     []byte // a request body read whole for a guardrail
+	text     []byte // its extracted text
+	buf      []byte // relay copy buffer
+	url      []byte // the upstream URL
+	lk       []byte // a header name, lowercased
+	lr       limitReader
 	bodyRead bool // body holds the whole request body
 }
 
