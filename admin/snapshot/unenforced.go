@@ -40,9 +40,9 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missMCP         = "MCP aggregation (/mcp) is not built"
-	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
-	missSemCache    = "semantic cache matching is not built: a match: semantic policy caches nothing"
+	missMCP        = "MCP aggregation (/mcp) is not built"
+	missGuardrails = "guardrails are not enforced: requests and answers pass unchecked"
+	missSemCache   = "semantic cache matching is not built: a match: semantic policy caches nothing"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
