@@ -29,7 +29,7 @@ passthrough_routes:
   - name: oa-files
     path: /openai
     provider_key: oa
-    timeout_ms: 1500
+    timeout_ms: 400
   - name: oa-ro
     path: /openai-ro
     provider_key: oa
@@ -74,7 +74,7 @@ func (u *ptUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	case strings.HasSuffix(path, "/slow"):
-		time.Sleep(3 * time.Second)
+		time.Sleep(time.Second)
 	case strings.HasSuffix(path, "/upload"):
 		var buf [4096]byte
 		n, _ := io.ReadAtLeast(r.Body, buf[:], 1)
@@ -232,12 +232,14 @@ func TestPassthroughE2E(t *testing.T) {
 	})
 	t.Run("streamed request body", func(t *testing.T) {
 		pr, pw := io.Pipe()
+		var buffered atomic.Bool
 		go func() {
 			pw.Write(bytes.Repeat([]byte("a"), 1000))
 			// The rest is sent only once the upstream has the first bytes.
 			select {
 			case <-up.gotBody:
-			case <-time.After(10 * time.Second):
+			case <-time.After(5 * time.Second):
+				buffered.Store(true) // gw held the body back
 			}
 			for i := 0; i < 64; i++ {
 				pw.Write(bytes.Repeat([]byte("b"), 64<<10))
@@ -249,6 +251,9 @@ func TestPassthroughE2E(t *testing.T) {
 		json.Unmarshal(b, &m)
 		if resp.StatusCode != 200 || m["bytes"] != 1000+64*64<<10 {
 			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		if buffered.Load() {
+			t.Fatal("the upstream saw no byte before the whole body was sent")
 		}
 	})
 	t.Run("usage records", func(t *testing.T) {
