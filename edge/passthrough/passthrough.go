@@ -9,7 +9,6 @@
 package passthrough
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -131,6 +130,7 @@ type call struct {
 	lk       []byte // a header name, lowercased
 	lr       limitReader
 	bodyRead bool // body holds the whole request body
+	relay    bodyRelay
 }
 
 var callPool = sync.Pool{New: func() any { return &call{buf: make([]byte, 32<<10)} }}
@@ -144,7 +144,7 @@ func (c *call) reset() {
 	if cap(c.body) > 1<<20 {
 		c.body = nil
 	}
-	c.body, c.text, c.bodyRead, c.method, c.lr = c.body[:0], c.text[:0], false, "", limitReader{}
+	c.body, c.text, c.bodyRead, c.method, c.lr, c.relay = c.body[:0], c.text[:0], false, "", limitReader{}, bodyRelay{}
 }
 
 // Serve relays ctx to route r of snap.
@@ -231,33 +231,70 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 		return false
 	}
 	c.resp, c.stream = resp, true
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relay(w, c, timeout) })
+	c.relay = bodyRelay{c: c, src: resp.BodyStream()}
+	upstream.SetIdleHook(resp, keepReading, timeout)
+	size := resp.Header.ContentLength()
+	if size < 0 || resp.Header.ContentType() != nil && isEventStream(resp.Header.ContentType()) {
+		size = -1 // chunked: each upstream read leaves at once (fasthttp flushes every chunk)
+	}
+	ctx.Response.SetBodyStream(&c.relay, size)
 	return true
 }
 
-// relay streams the answer to the caller, then finishes c.
-func (h *Handler) relay(w *bufio.Writer, c *call, gap time.Duration) {
-	resp := c.resp
-	if bs := resp.BodyStream(); bs != nil {
-		n, err := gate.Relay(w, bs, resp, gap, c.buf)
-		c.respN = n
-		if err != nil {
-			c.class, c.msg = "stream_error", upstream.Describe(err)
-			if !upstream.IsTimeout(err) && w.Flush() != nil {
-				c.status = 499 // the caller left
-			} else {
-				c.status, _ = gate.Status(err)
-			}
-		}
-	} else {
-		b := resp.Body()
-		_, _ = w.Write(b)
-		c.respN = int64(len(b))
+// keepReading is the idle hook of a relayed answer: it only arms the gap
+// timeout (SetIdleHook); the listener reports a caller that left through
+// the body stream's CloseWithError.
+func keepReading() bool { return true }
+
+func isEventStream(ct []byte) bool {
+	const es = "text/event-stream"
+	return len(ct) >= len(es) && strings.EqualFold(string(ct[:len(es)]), es)
+}
+
+// bodyRelay is the caller's response body: the upstream's body stream,
+// read by the listener as it writes (nothing is held in between). Its
+// CloseWithError, called by the listener once the answer is written or
+// failed, finishes the request.
+type bodyRelay struct {
+	c   *call
+	src io.Reader
+	eof bool
+	err bool // the upstream read failed (recorded)
+}
+
+func (b *bodyRelay) Read(p []byte) (int, error) {
+	if b.src == nil {
+		b.eof = true
+		return 0, io.EOF
 	}
+	n, err := b.src.Read(p)
+	b.c.respN += int64(n)
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil && !b.err:
+		b.err = true
+		b.c.status, _ = gate.Status(err)
+		b.c.class, b.c.msg = "stream_error", upstream.Describe(err)
+	}
+	return n, err
+}
+
+// CloseWithError ends the relay: err is the listener's write error (the
+// caller left) or nil. fasthttp calls it exactly once (it would call an
+// io.Closer's Close as well: bodyRelay deliberately has none).
+func (b *bodyRelay) CloseWithError(err error) error {
+	c := b.c
+	if !b.err && (err != nil || !b.eof) {
+		c.status, c.class = 499, "client_gone" // the caller left mid-answer
+	}
+	resp := c.resp
+	upstream.SetIdleHook(resp, nil, 0)
 	upstream.CloseStream(resp)
 	fasthttp.ReleaseResponse(resp)
 	c.resp = nil
-	h.finish(c)
+	c.h.finish(c)
+	return nil
 }
 
 // finish records the request (metrics, usage) and releases c.
