@@ -57,7 +57,7 @@ func ParseRequest(body []byte) (Request, error) {
 		case rawjson.String, rawjson.Number, rawjson.Null:
 			r.ID = id
 		default:
-			return r, ErrInvalid
+			return Request{}, ErrInvalid
 		}
 	}
 	return r, nil
