@@ -73,29 +73,30 @@ func TestForwardHeader(t *testing.T) {
 		t.Fatal(n)
 		return nil
 	}
-	f := func(r, h, slot string, want bool) {
+	f := func(r, h string, want bool) {
 		t.Helper()
-		if got := forwardHeader(route(r), []byte(h), slot); got != want {
-			t.Fatalf("%s: forwardHeader(%q, slot %q) = %v; want %v", r, h, slot, got, want)
+		if got := forwardHeader(route(r), []byte(h)); got != want {
+			t.Fatalf("%s: forwardHeader(%q) = %v; want %v", r, h, got, want)
 		}
 	}
 	// Inject mode: credentials and the key's strip_headers go; the rest stays.
-	f("oa", "authorization", "", false)
-	f("oa", "x-api-key", "", false)
-	f("oa", "cookie", "", false)
-	f("oa", "x-secret", "", false)
-	f("oa", "openai-beta", "", true)
-	f("oa", "connection", "", false)
-	f("oa", "x-gw-debug", "", false)
+	f("oa", "authorization", false)
+	f("oa", "x-api-key", false)
+	f("oa", "cookie", false)
+	f("oa", "x-secret", false)
+	f("oa", "openai-beta", true)
+	f("oa", "connection", false)
+	f("oa", "x-gw-debug", false)
 	// forward_client_headers: exactly the listed names.
-	f("claude", "anthropic-beta", "", true)
-	f("claude", "x-keep", "", true)
-	f("claude", "openai-beta", "", false)
-	f("claude", "cookie", "", false)
-	// Plain mode: all but the header that carried gw's credential.
-	f("plain", "authorization", "authorization", false)
-	f("plain", "x-api-key", "authorization", true)
-	f("plain", "cookie", "authorization", true)
+	f("claude", "anthropic-beta", true)
+	f("claude", "x-keep", true)
+	f("claude", "openai-beta", false)
+	f("claude", "cookie", false)
+	// Forward mode: all but gw's own credential headers.
+	f("plain", "authorization", false)
+	f("plain", "x-api-key", false)
+	f("plain", "api-key", true)
+	f("plain", "cookie", true)
 }
 
 func TestExtractText(t *testing.T) {

@@ -41,34 +41,15 @@ func methodOf(m []byte) string {
 	return ""
 }
 
-// gwCredentialSlot is the header that carried the caller's gw credential
-// (authn reads `Authorization: Bearer` first, then `x-api-key`); "" when
-// the caller presented none (an anonymous_key caller).
-func gwCredentialSlot(h *fasthttp.RequestHeader) string {
-	if v := h.Peek("Authorization"); len(v) > 7 && (v[0]|0x20) == 'b' && string(v[1:7]) == "earer " || len(v) > 7 && string(v[:7]) == "Bearer " {
-		return "authorization"
-	}
-	if len(h.Peek("x-api-key")) > 0 {
-		return "x-api-key"
-	}
-	return ""
-}
-
 // forwardHeader decides whether client header k (lowercased in lk) goes
 // upstream. Hop-by-hop and framing headers never do. With the route's
 // forward_client_headers, exactly the listed names (one '*' at most) do;
 // otherwise, in inject mode, all but the provider key's strip_headers; in
-// plain mode, all. Inject mode always drops authorization and x-api-key,
-// plain mode the header that carried the gw credential.
-func forwardHeader(r *resources.PassthroughRoute, lk []byte, gwSlot string) bool {
-	if gate.HopByHop(lk) || (len(lk) > 5 && string(lk[:5]) == "x-gw-") {
-		return false
-	}
-	if r.Inject() {
-		if string(lk) == "authorization" || string(lk) == "x-api-key" {
-			return false
-		}
-	} else if gwSlot != "" && string(lk) == gwSlot {
+// forward mode, all. authorization and x-api-key, the headers of gw's own
+// caller credential, never leave (docs/CONFIG.md "passthrough_routes").
+func forwardHeader(r *resources.PassthroughRoute, lk []byte) bool {
+	if gate.HopByHop(lk) || (len(lk) > 5 && string(lk[:5]) == "x-gw-") ||
+		string(lk) == "authorization" || string(lk) == "x-api-key" {
 		return false
 	}
 	if r.ForwardClientHeadersSet {
@@ -104,13 +85,9 @@ func (h *Handler) buildRequest(ctx *fasthttp.RequestCtx, c *call, req *fasthttp.
 	c.url = u
 	req.SetRequestURIBytes(u)
 
-	gwSlot := ""
-	if !r.Inject() {
-		gwSlot = gwCredentialSlot(&ctx.Request.Header)
-	}
 	for k, v := range ctx.Request.Header.All() {
 		c.lk = lowerInto(c.lk[:0], k)
-		if forwardHeader(r, c.lk, gwSlot) {
+		if forwardHeader(r, c.lk) {
 			req.Header.AddBytesKV(k, v)
 		}
 	}
