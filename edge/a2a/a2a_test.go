@@ -51,9 +51,9 @@ func TestRewriteCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var card struct {
-		Name       string `json:"name"`
-		URL        string `json:"url"`
-		Transport  string `json:"preferredTransport"`
+		Name       string                            `json:"name"`
+		URL        string                            `json:"url"`
+		Transport  string                            `json:"preferredTransport"`
 		Interfaces []struct{ URL, Transport string } `json:"additionalInterfaces"`
 		Schemes    map[string]any                    `json:"securitySchemes"`
 		Security   []map[string][]string             `json:"security"`

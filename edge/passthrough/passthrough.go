@@ -59,6 +59,7 @@ type table struct {
 	snap    *snapshot.Snapshot
 	clients map[*resources.PassthroughRoute]*upstream.Client
 	errs    map[*resources.PassthroughRoute]error
+	creds   map[*resources.PassthroughRoute]credential // inject mode; absent: none or not buildable
 }
 
 // Match returns the route whose path covers path (the longest one), or nil.
@@ -82,11 +83,24 @@ func covers(prefix string, p []byte) bool {
 // client returns the upstream client of r under snap, building the
 // snapshot's table on its first request.
 func (h *Handler) client(snap *snapshot.Snapshot, r *resources.PassthroughRoute) (*upstream.Client, error) {
+	cl, _, err := h.route(snap, r)
+	return cl, err
+}
+
+// route returns what r needs under snap: its client, and its credential in
+// inject mode (built once per snapshot, not per request).
+func (h *Handler) route(snap *snapshot.Snapshot, r *resources.PassthroughRoute) (*upstream.Client, credential, error) {
 	t := h.tables.Load()
 	if t == nil || t.snap != snap {
 		// Slow path - the first request under this snapshot.
-		t = &table{snap: snap, clients: map[*resources.PassthroughRoute]*upstream.Client{}, errs: map[*resources.PassthroughRoute]error{}}
+		t = &table{snap: snap, clients: map[*resources.PassthroughRoute]*upstream.Client{}, errs: map[*resources.PassthroughRoute]error{},
+			creds: map[*resources.PassthroughRoute]credential{}}
 		for _, rt := range snap.Resources.PassthroughRoutes {
+			if rt.Inject() {
+				if cr, ok := credentialOf(rt.ProviderKey); ok {
+					t.creds[rt] = cr
+				}
+			}
 			if snap.Options.Pool == nil {
 				t.errs[rt] = errors.New("no upstream pool")
 				continue
@@ -101,7 +115,7 @@ func (h *Handler) client(snap *snapshot.Snapshot, r *resources.PassthroughRoute)
 		}
 		h.tables.Store(t)
 	}
-	return t.clients[r], t.errs[r]
+	return t.clients[r], t.creds[r], t.errs[r]
 }
 
 // call is one request's state. Pooled.
@@ -131,6 +145,7 @@ type call struct {
 	lr       limitReader
 	bodyRead bool // body holds the whole request body
 	relay    bodyRelay
+	bodySent bool // the request (body included) reached the upstream
 }
 
 var callPool = sync.Pool{New: func() any { return &call{buf: make([]byte, 32<<10)} }}
@@ -144,6 +159,7 @@ func (c *call) reset() {
 	if cap(c.body) > 1<<20 {
 		c.body = nil
 	}
+	c.bodySent = false
 	c.body, c.text, c.bodyRead, c.method, c.lr, c.relay = c.body[:0], c.text[:0], false, "", limitReader{}, bodyRelay{}
 }
 
@@ -153,6 +169,11 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot, r *re
 	c.h, c.start, c.snap, c.route = h, time.Now(), snap, r
 	if h.serve(ctx, c) {
 		return // the body stream finishes c
+	}
+	if !c.bodyRead && !c.bodySent && ctx.RequestBodyStream() != nil && ctx.Request.Header.ContentLength() != 0 {
+		// Rejected before its body went anywhere: the unread bytes must not
+		// be taken for the next request on this connection.
+		ctx.SetConnectionClose()
 	}
 	c.status = ctx.Response.StatusCode()
 	h.finish(c)
@@ -179,17 +200,13 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 		c.class = "route_not_allowed"
 		return false
 	}
-	cred, credOK := credential{}, true
-	if r.Inject() {
-		cred, credOK = credentialOf(r.ProviderKey)
-	}
-	if !credOK {
+	cl, cred, err := h.route(c.snap, r)
+	if r.Inject() && cred.name == "" {
 		gate.WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			"inject mode is not built for adapter "+r.ProviderKey.Adapter+" keys (their requests are signed)")
 		c.class = "not_implemented"
 		return false
 	}
-	cl, err := h.client(c.snap, r)
 	if err != nil {
 		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error", "cannot reach the route's upstream: "+err.Error())
 		c.class = "upstream_error"
@@ -210,6 +227,7 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 	err = cl.DoStream(req, resp, timeout)
 	c.upDur = time.Since(up)
 	fasthttp.ReleaseRequest(req)
+	c.bodySent = err == nil
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		status, code := gate.Status(err)
