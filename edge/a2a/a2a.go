@@ -404,7 +404,10 @@ func (h *Handler) relayEvents(w *bufio.Writer, c *call) {
 func (h *Handler) relayBody(w *bufio.Writer, c *call) {
 	resp := c.resp
 	if bs := resp.BodyStream(); bs != nil {
-		c.out = append(c.out[:0], make([]byte, 16<<10)...)
+		if cap(c.out) < 16<<10 {
+			c.out = make([]byte, 16<<10)
+		}
+		c.out = c.out[:16<<10]
 		n, err := gate.Relay(w, bs, resp, c.agent.Timeout(), c.out)
 		c.respN = n
 		if err != nil {
