@@ -9,7 +9,9 @@ import (
 	"gw/adapters"
 	"gw/adapters/headers"
 	"gw/admin/resources"
+	"gw/edge/a2a"
 	"gw/edge/authn"
+	"gw/edge/passthrough"
 	"gw/sse/msgconv"
 	"gw/sse/rawjson"
 	"gw/sse/respconv"
@@ -257,4 +259,34 @@ func fillVars(v *headers.Vars, k *resources.APIKey, alias string) {
 	v[resources.VarAPIKeyUserID] = k.UserID
 	v[resources.VarAPIKeyUserName] = k.UserName
 	v[resources.VarModel] = alias
+}
+
+// serveAgents serves /a2a (edge/a2a) and the passthrough routes
+// (edge/passthrough), which run their own stages outside the model
+// pipeline; false when path is neither.
+func (p *Proxy) serveAgents(ctx *fasthttp.RequestCtx, path []byte) bool {
+	if len(path) >= len(a2a.Prefix) && string(path[:len(a2a.Prefix)]) == a2a.Prefix &&
+		(len(path) == len(a2a.Prefix) || path[len(a2a.Prefix)] == '/') {
+		if p.A2A == nil {
+			WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented", "gw does not serve /a2a in this build")
+			return true
+		}
+		p.A2A.Serve(ctx, p.Holder.Load())
+		return true
+	}
+	if p.Passthrough == nil {
+		return false
+	}
+	snap := p.Holder.Load()
+	if r := passthrough.Match(snap, path); r != nil {
+		p.Passthrough.Serve(ctx, snap, r)
+		return true
+	}
+	return false
+}
+
+// streamsBody reports a request whose body the listener must not read
+// whole: a passthrough route relays it as it arrives.
+func (p *Proxy) streamsBody(path []byte) bool {
+	return p != nil && p.Passthrough != nil && passthrough.Match(p.Holder.Load(), path) != nil
 }

@@ -11,7 +11,9 @@ import (
 	"gw/adapters"
 	"gw/admin/snapshot"
 	"gw/balancer"
+	"gw/edge/a2a"
 	"gw/edge/authn"
+	"gw/edge/passthrough"
 	"gw/limiter"
 )
 
@@ -37,6 +39,9 @@ type Proxy struct {
 	// MaxUploadBytes bounds a multipart upload (server.max_upload_bytes,
 	// upload.go); 0: edge/multipart's default.
 	MaxUploadBytes int64
+	// A2A serves /a2a and Passthrough the passthrough routes (agents.go); nil: 501 and 404.
+	A2A         *a2a.Handler
+	Passthrough *passthrough.Handler
 }
 
 var (
@@ -51,7 +56,7 @@ var (
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
 	"/v1/messages": true, "/v1/messages/count_tokens": true,
-	"/v1/responses": true, "/a2a": true, "/mcp": true,
+	"/v1/responses": true, "/mcp": true,
 }
 
 // Handle serves ctx when its path is a proxy endpoint and reports whether it did.
@@ -134,6 +139,7 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 		p.serveUpload(ctx, surfImageEdits)
 	case string(path) == pathRealtime:
 		p.serveRealtime(ctx)
+	case p.serveAgents(ctx, path): // pipeline.go: /a2a, passthrough routes
 	case notBuilt[string(path)]:
 		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			"gw does not serve "+string(path)+" in this build")

@@ -146,7 +146,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.SetConnectionClose()
 		return
 	}
-	if !isUploadPath(ctx.Path()) && !readBody(ctx, s.maxBody) {
+	if !isUploadPath(ctx.Path()) && !s.Proxy.streamsBody(ctx.Path()) && !readBody(ctx, s.maxBody) {
 		return
 	}
 	if s.OpsOnMain && s.Ops.Handle(ctx) {

@@ -667,3 +667,7 @@ func compileGroup(p *Plan, reg *balancer.Registry) error {
 	}
 	return nil
 }
+
+// ScopeGuard returns the compiled guardrail chain attached to scope (a
+// passthrough route, an A2A agent ...), nil when none is.
+func (s *Snapshot) ScopeGuard(scope resources.GuardrailScope) any { return s.guards[scope] }

@@ -40,11 +40,9 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missMCP         = "MCP aggregation (/mcp) is not built"
-	missA2A         = "A2A agents (/a2a) are not built"
-	missPassthrough = "passthrough routes are not built"
-	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
-	missSemCache    = "semantic cache matching is not built: a match: semantic policy caches nothing"
+	missMCP        = "MCP aggregation (/mcp) is not built"
+	missGuardrails = "guardrails are not enforced: requests and answers pass unchecked"
+	missSemCache   = "semantic cache matching is not built: a match: semantic policy caches nothing"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -52,8 +50,6 @@ const (
 var wholeCollections = map[string]string{
 	resources.CollMCPAuthSettings:      missMCP,
 	resources.CollMCPServers:           missMCP,
-	resources.CollA2AAgents:            missA2A,
-	resources.CollPassthroughRoutes:    missPassthrough,
 	resources.CollGuardrails:           missGuardrails,
 	resources.CollGuardrailAttachments: missGuardrails,
 }
@@ -79,7 +75,7 @@ var fieldRules = map[string]map[string]string{
 		"response.content_list_to_string": "",
 		"response.reasoning_field":        "",
 		"response.error_envelope":         "no adapter reads it: upstream error bodies are relayed as they are",
-		"strip_headers":                   missPassthrough + " (strip_headers applies to them only)",
+		"strip_headers":                   "", // inject-mode passthrough routes (edge/passthrough)
 		"telemetry_tags":                  "",
 	},
 	resources.CollModels: {
@@ -103,8 +99,8 @@ var fieldRules = map[string]map[string]string{
 		"expires_at": "", "disabled": "", "team_id": "", "user_id": "", "user_name": "",
 		"mcp_access":      missMCP,
 		"mcp_rate_limits": missMCP,
-		"allowed_agents":  missA2A,
-		"allowed_routes":  missPassthrough,
+		"allowed_agents":  "",
+		"allowed_routes":  "",
 		"jwt_subject":     "",
 		"jwt_provider":    "",
 	},
@@ -127,6 +123,16 @@ var fieldRules = map[string]map[string]string{
 		"name": "", "backend": "", "match": "", "ttl_seconds": "", "models": "", "max_entry_bytes": "",
 		"namespace": "", "enabled": "",
 		"semantic": missSemCache,
+	},
+	// edge/a2a serves every field.
+	resources.CollA2AAgents: {
+		"name": "", "display_name": "", "url": "", "description": "", "headers": "", "timeout_ms": "", "agent_card_path": "",
+	},
+	// edge/passthrough serves every field; routes injecting the key of an
+	// adapter family whose requests are signed are listed per entry below.
+	resources.CollPassthroughRoutes: {
+		"name": "", "display_name": "", "path": "", "upstream": "", "methods": "", "strip_prefix": "", "timeout_ms": "",
+		"provider_key": "", "provider_key_id": "", "anonymous_key": "", "anonymous_key_id": "", "forward_client_headers": "",
 	},
 	resources.CollRateLimitPolicies: {
 		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",
@@ -226,6 +232,12 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 	if guards != nil {
 		out = append(out, unenforcedGuardrails(res, guards)...)
 	}
+	for _, r := range res.PassthroughRoutes {
+		if pk := r.ProviderKey; pk != nil && (pk.Adapter == resources.AdapterBedrock || pk.Adapter == resources.AdapterVertex) {
+			out = append(out, Unenforced{Collection: resources.CollPassthroughRoutes, Entry: r.IDField + "=" + r.Name, Field: "provider_key",
+				Missing: "inject mode is not built for adapter " + pk.Adapter + " keys (their requests are signed): the route answers 501"})
+		}
+	}
 	// Provider keys whose adapter family is not in this build, and the
 	// aliases that therefore cannot be served.
 	for _, p := range plans {
@@ -283,8 +295,6 @@ func unenforcedGuardrails(res *resources.Resources, guards GuardrailCompiler) []
 		switch a.Scope.Type {
 		case resources.GuardrailScopeMCPServer:
 			why = missMCP
-		case resources.GuardrailScopePassthroughRoute:
-			why = missPassthrough
 		}
 		if why != "" {
 			out = append(out, Unenforced{Collection: resources.CollGuardrailAttachments, Entry: "identity=" + a.Identity(), Missing: why})

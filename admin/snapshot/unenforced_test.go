@@ -64,8 +64,6 @@ func TestUnenforcedExample(t *testing.T) {
 	}
 	want := []string{
 		"api_keys|display_name=demo|mcp_access",
-		"api_keys|display_name=demo|allowed_agents",
-		"api_keys|display_name=demo|allowed_routes",
 		"api_keys|display_name=team-a|mcp_rate_limits",
 		"api_keys|display_name=team-a|mcp_access",
 		"api_keys|display_name=anonymous-docs|mcp_access",
@@ -86,8 +84,6 @@ func TestUnenforcedExample(t *testing.T) {
 		"guardrail_attachments|identity=prompt-attacks/model/gpt-4o-safe|",
 		"mcp_servers|name=docs|",
 		"mcp_servers|name=github|",
-		"a2a_agents|name=planner|",
-		"passthrough_routes|name=openai-files|",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("unenforced list of examples/gw.yaml:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -113,7 +109,6 @@ func TestUnenforcedRules(t *testing.T) {
 		got = append(got, u.Entry+"|"+u.Field)
 	}
 	want := []string{
-		"display_name=oa|strip_headers",
 		"display_name=oa|response.error_envelope",
 		// The body rules apply on the anthropic family too (adapters/bodyrules).
 		"name=sem|semantic", // a semantic cache policy: semantic matching is not built

@@ -26,10 +26,12 @@ import (
 	"gw/admin/startup"
 	"gw/balancer"
 	"gw/edge"
+	"gw/edge/a2a"
 	"gw/edge/authn"
 	"gw/edge/cache"
 	"gw/edge/embed"
 	"gw/edge/guard/kinds"
+	"gw/edge/passthrough"
 	gwusage "gw/edge/usage"
 	"gw/edge/usage/controlplane"
 	"gw/edge/usage/exporters"
@@ -262,6 +264,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	metrics.NewGauge(`gw_cache_memory_bytes`, func() float64 { return float64(cacheMem.Bytes()) })
 	proxy.Cache = edge.NewCaches(cacheMem, cacheRedis)
+	// Agents' traffic outside the model pipeline: /a2a and passthrough routes.
+	proxy.A2A = &a2a.Handler{Usage: pipeline}
+	proxy.Passthrough = &passthrough.Handler{Usage: pipeline, Logger: log, MaxBodyBytes: cfg.MaxUploadBytes}
 	if cfg.AccessLog {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()

@@ -9,14 +9,19 @@ import (
 	"testing"
 )
 
-// unenforcedFile configures things this build cannot act on: an A2A agent
-// (/a2a is not built), an ensemble alias whose panel weight is ignored
+// unenforcedFile configures things this build cannot act on: a passthrough
+// route injecting a Bedrock key (signed requests: the route answers 501),
+// an ensemble alias whose panel weight is ignored
 // (spec) and that can be served.
 const unenforcedFile = `_format_version: "1"
 provider_keys:
   - display_name: oa
     api_key: ${E2E_OPENAI_KEY}
     api_base: http://127.0.0.1:9/v1
+  - display_name: br
+    adapter: bedrock
+    api_key: ${UNENF_BEDROCK_CREDS}
+    api_base: http://127.0.0.1:9
 api_keys:
   - display_name: dev
     key_env: E2E_CALLER_KEY
@@ -30,20 +35,22 @@ models:
     ensemble:
       panel: [{model: gpt, weight: 2}, {model: gpt}]
       judge: {model: gpt}
-a2a_agents:
-  - name: planner
-    url: https://agents.example.com/planner
+passthrough_routes:
+  - name: signed
+    path: /bedrock
+    provider_key: br
 `
 
 // TestUnenforcedIsLoud: what loads but has no effect is warned about at
 // startup, listed in /status/config, counted by a gauge and printed by
 // gw validate; aliases that cannot be served leave /v1/models.
 func TestUnenforcedIsLoud(t *testing.T) {
+	t.Setenv("UNENF_BEDROCK_CREDS", `{"access_key_id":"AKIDEXAMPLE","secret_access_key":"not-a-secret","region":"us-east-1"}`)
 	path := writeTemp(t, "unenforced.yaml", unenforcedFile)
 	g := startGW(t, path, "--admin-listen=127.0.0.1:0", "--gateway-listen=127.0.0.1:0", "--admin-key=e2e-admin-key-not-used", "--data-dir="+t.TempDir())
 	logs := g.stderr.String()
 	for _, want := range []string{
-		`"msg":"configured but not enforced","collection":"a2a_agents","entry":"name=planner"`,
+		`"msg":"configured but not enforced","collection":"passthrough_routes","entry":"name=signed","field":"provider_key"`,
 		`"collection":"models","entry":"display_name=panel","field":"ensemble.panel[].weight"`,
 		`"collection":"startup","entry":"","field":"admin.listen"`,
 	} {
@@ -62,7 +69,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 			t.Errorf("%+v: no reason", u)
 		}
 	}
-	want := "startup||admin.listen models|display_name=panel|ensemble.panel[].weight a2a_agents|name=planner|"
+	want := "startup||admin.listen models|display_name=panel|ensemble.panel[].weight passthrough_routes|name=signed|provider_key"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("/status/config unenforced: %v; want %s", got, want)
 	}
@@ -72,7 +79,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	m, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, series := range []string{`gw_config_unenforced_resources{collection="a2a_agents"} 1`, `gw_config_unenforced_resources{collection="startup"} 1`, `gw_config_unenforced_resources{collection="models"} 1`} {
+	for _, series := range []string{`gw_config_unenforced_resources{collection="passthrough_routes"} 1`, `gw_config_unenforced_resources{collection="startup"} 1`, `gw_config_unenforced_resources{collection="models"} 1`} {
 		if !bytes.Contains(m, []byte(series)) {
 			t.Errorf("/metrics lacks %s", series)
 		}
@@ -99,7 +106,7 @@ func TestUnenforcedIsLoud(t *testing.T) {
 	}
 	for _, want := range []string{
 		"warning: models (display_name=panel): ensemble.panel[].weight: not enforced in this build",
-		"warning: a2a_agents (name=planner): not enforced in this build",
+		"warning: passthrough_routes (name=signed): provider_key: not enforced in this build",
 	} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("validate output lacks %q:\n%s", want, stderr.String())

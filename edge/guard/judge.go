@@ -470,3 +470,8 @@ func check(ctx context.Context, st *Stage, req *Request, v *Verdict) error {
 	}
 	return st.Checker.Check(ctx, req, v)
 }
+
+// ClearTexts drops the texts added so far, keeping the outcome: a caller
+// that judges the request and then the answer of one call with the same
+// Exec (passthrough routes) starts the answer's texts afresh.
+func (e *Exec) ClearTexts() { e.clearTexts() }

@@ -1,0 +1,456 @@
+// Package a2a serves the A2A agents of a2a_agents behind gw (spec
+// "Remaining collections", "Authentication" 4): /a2a/{agent} relays the
+// agent's JSON-RPC methods (message/send answered whole, message/stream
+// and tasks/resubscribe relayed event by event as they arrive), its agent
+// card is served from agent_card_path with gw's address in place of the
+// agent's, and /a2a lists the agents the caller may reach. Callers
+// authenticate as for model traffic; allowed_agents grants access; every
+// call writes one usage record (inbound_protocol a2a).
+//
+// gw relays the JSON-RPC bytes as they are and reads only the framing
+// (jsonrpc, method, id): it does not need the A2A types, so no A2A SDK is
+// imported (docs/DEPENDENCIES.md).
+package a2a
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters/upstream"
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+	"gw/edge/passthrough/gate"
+	"gw/edge/usage"
+	"gw/sse"
+	"gw/sse/rawjson"
+)
+
+// Protocol is the usage records' inbound_protocol.
+const Protocol = "a2a"
+
+// Prefix is the path every A2A request starts with.
+const Prefix = "/a2a"
+
+var (
+	requests = gate.NewCounters("gw_a2a_requests_total", "agent")
+	latency  = metrics.NewPrometheusHistogram(`gw_a2a_request_duration_seconds`)
+	events   = metrics.NewCounter(`gw_a2a_stream_events_total`)
+)
+
+// Card paths an A2A client may ask under an agent's gw address.
+var cardPaths = [...]string{"/.well-known/agent-card.json", "/.well-known/agent.json"}
+
+// Handler serves /a2a from the active snapshot.
+type Handler struct {
+	// Usage receives one record per call; nil: none.
+	Usage *usage.Pipeline
+
+	mu      sync.Mutex
+	snap    *snapshot.Snapshot
+	clients map[*resources.A2AAgent]*upstream.Client
+}
+
+// Serve answers ctx, whose path is Prefix or below it.
+func (h *Handler) Serve(ctx *fasthttp.RequestCtx, snap *snapshot.Snapshot) {
+	c := callPool.Get().(*call)
+	c.h, c.start, c.snap = h, time.Now(), snap
+	if h.serve(ctx, c) {
+		return // the event stream finishes c
+	}
+	c.status = ctx.Response.StatusCode()
+	h.finish(c)
+}
+
+type call struct {
+	h      *Handler
+	start  time.Time
+	snap   *snapshot.Snapshot
+	agent  *resources.A2AAgent
+	caller *snapshot.Caller
+	op     string
+	status int
+	class  string
+	msg    string
+	stream bool
+	ttfb   time.Duration
+	upDur  time.Duration
+	reqN   int64
+	respN  int64
+	resp   *fasthttp.Response
+	out    []byte
+}
+
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+func (c *call) release() {
+	out := c.out[:0]
+	if cap(out) > 64<<10 {
+		out = nil
+	}
+	*c = call{out: out}
+	callPool.Put(c)
+}
+
+// split parses Prefix{/name{/rest}}: name "" for Prefix itself.
+func split(path []byte) (name, rest []byte) {
+	p := path[len(Prefix):]
+	if len(p) == 0 || (len(p) == 1 && p[0] == '/') {
+		return nil, nil
+	}
+	p = p[1:]
+	if i := strings.IndexByte(string(p), '/'); i >= 0 {
+		return p[:i], p[i:]
+	}
+	return p, nil
+}
+
+func agentByName(snap *snapshot.Snapshot, name []byte) *resources.A2AAgent {
+	for _, a := range snap.Resources.A2AAgents {
+		if a.Name == string(name) {
+			return a
+		}
+	}
+	return nil
+}
+
+func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
+	name, rest := split(ctx.Path())
+	if c.caller = gate.Authenticate(ctx, c.snap, c.start, nil); c.caller == nil {
+		c.class = "unauthorized"
+		return false
+	}
+	if name == nil {
+		if !ctx.IsGet() {
+			methodNotAllowed(ctx, "GET")
+			return false
+		}
+		c.op = "agents/list"
+		h.list(ctx, c)
+		return false
+	}
+	a := agentByName(c.snap, name)
+	if a == nil {
+		gate.WriteError(ctx, fasthttp.StatusNotFound, "invalid_request_error", "agent_not_found", "unknown A2A agent")
+		c.class = "agent_not_found"
+		return false
+	}
+	c.agent = a
+	if !gate.Granted(c.caller.Key.AllowedAgents, a.Name) {
+		gate.WriteError(ctx, fasthttp.StatusForbidden, "permission_error", "agent_not_allowed",
+			"This key may not use A2A agent `"+a.Name+"`.")
+		c.class = "agent_not_allowed"
+		return false
+	}
+	cl, err := h.client(c.snap, a)
+	if err != nil {
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error", "cannot reach the agent: "+err.Error())
+		c.class = "upstream_error"
+		return false
+	}
+	switch {
+	case len(rest) == 0 || (len(rest) == 1 && rest[0] == '/'):
+		if ctx.IsGet() { // the card at the agent's own address, for convenience
+			h.card(ctx, c, cl)
+			return false
+		}
+		if !ctx.IsPost() {
+			methodNotAllowed(ctx, "GET, POST")
+			return false
+		}
+		return h.rpc(ctx, c, cl)
+	case string(rest) == cardPaths[0] || string(rest) == cardPaths[1]:
+		if !ctx.IsGet() {
+			methodNotAllowed(ctx, "GET")
+			return false
+		}
+		h.card(ctx, c, cl)
+		return false
+	}
+	gate.WriteError(ctx, fasthttp.StatusNotFound, "invalid_request_error", "not_found",
+		"A2A agents answer JSON-RPC at /a2a/{agent} and their card at /a2a/{agent}/.well-known/agent-card.json")
+	c.class = "not_found"
+	return false
+}
+
+func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
+	gate.WriteError(ctx, fasthttp.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use "+allow)
+	ctx.Response.Header.Set("Allow", allow)
+}
+
+// client returns the agent's upstream client, building the snapshot's
+// clients on its first A2A request.
+func (h *Handler) client(snap *snapshot.Snapshot, a *resources.A2AAgent) (*upstream.Client, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.snap != snap {
+		h.snap, h.clients = snap, map[*resources.A2AAgent]*upstream.Client{}
+	}
+	if cl := h.clients[a]; cl != nil {
+		return cl, nil
+	}
+	if snap.Options.Pool == nil {
+		return nil, errors.New("no upstream pool")
+	}
+	cl, err := snap.Options.Pool.Client(upstream.Target{BaseURL: a.URL, TLS: upstream.TLS{Verify: true}})
+	if err != nil {
+		return nil, err
+	}
+	h.clients[a] = cl
+	return cl, nil
+}
+
+// gwURL is the agent's address at gw as the caller reached gw.
+func gwURL(ctx *fasthttp.RequestCtx, a *resources.A2AAgent) string {
+	scheme := "http://"
+	if ctx.IsTLS() {
+		scheme = "https://"
+	}
+	return scheme + string(ctx.Host()) + Prefix + "/" + a.Name
+}
+
+// setAgentHeaders sets the agent's configured headers on an upstream request.
+func setAgentHeaders(req *fasthttp.Request, a *resources.A2AAgent) {
+	for _, hd := range a.Headers {
+		req.Header.Set(hd.Name, hd.Value.Reveal())
+	}
+}
+
+// card fetches the agent card from agent_card_path and serves it with gw's
+// address (RewriteCard).
+func (h *Handler) card(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) {
+	c.op = OperationCard
+	a := c.agent
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(a.AgentCardURL())
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.Header.Set("Accept", "application/json")
+	setAgentHeaders(req, a)
+	up := time.Now()
+	err := cl.Do(req, resp, a.Timeout())
+	c.upDur = time.Since(up)
+	if err != nil {
+		status, code := gate.Status(err)
+		c.class, c.msg = code, upstream.Describe(err)
+		gate.WriteError(ctx, status, "api_error", code, "cannot fetch the agent card: "+c.msg)
+		return
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		c.class, c.msg = "upstream_error", "agent card answered "+fasthttp.StatusMessage(resp.StatusCode())
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error", "cannot fetch the agent card: the agent answered "+
+			itoa(resp.StatusCode()))
+		return
+	}
+	out, err := RewriteCard(c.out[:0], resp.Body(), gwURL(ctx, a))
+	c.out = out
+	if err != nil {
+		c.class, c.msg = "upstream_error", err.Error()
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error", "cannot serve the agent card: "+err.Error())
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(out)
+	c.respN = int64(len(out))
+}
+
+func itoa(n int) string { return string(appendInt(nil, n)) }
+
+// list answers GET /a2a: the agents the caller may reach, with gw's
+// address for each.
+func (h *Handler) list(ctx *fasthttp.RequestCtx, c *call) {
+	b := append(c.out[:0], `{"agents":[`...)
+	n := 0
+	for _, a := range c.snap.Resources.A2AAgents {
+		if !gate.Granted(c.caller.Key.AllowedAgents, a.Name) {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, `{"name":`...)
+		b = rawjson.AppendQuote(b, a.Name)
+		if a.Description != "" {
+			b = append(b, `,"description":`...)
+			b = rawjson.AppendQuote(b, a.Description)
+		}
+		b = append(b, `,"url":`...)
+		b = rawjson.AppendQuote(b, gwURL(ctx, a))
+		b = append(b, `,"agent_card_url":`...)
+		b = rawjson.AppendQuote(b, gwURL(ctx, a)+cardPaths[0])
+		b = append(b, '}')
+	}
+	b = append(b, "]}\n"...)
+	c.out = b
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+// rpc relays one JSON-RPC call; true when a stream owns c now.
+func (h *Handler) rpc(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) bool {
+	body := ctx.PostBody()
+	c.reqN = int64(len(body))
+	r, err := ParseRequest(body)
+	if err != nil {
+		code := CodeInvalidRequest
+		if err == ErrParse {
+			code = CodeParseError
+		}
+		c.op, c.class = OperationOther, "invalid_request"
+		// JSON-RPC errors travel on HTTP 200 (A2A JSON-RPC binding).
+		c.out = AppendError(c.out[:0], nil, code, err.Error())
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(c.out)
+		return false
+	}
+	c.op = operation(r.Method)
+	a := c.agent
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	req.SetRequestURI(a.URL)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	if streaming(r.Method) {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	// A2A extension negotiation is end to end; the caller's credentials
+	// are gw's and never leave it.
+	if v := ctx.Request.Header.Peek("X-A2A-Extensions"); len(v) > 0 {
+		req.Header.SetBytesV("X-A2A-Extensions", v)
+	}
+	setAgentHeaders(req, a)
+	req.SetBodyRaw(body)
+	up := time.Now()
+	err = cl.DoStream(req, resp, a.Timeout())
+	c.upDur = time.Since(up)
+	fasthttp.ReleaseRequest(req)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		status, code := gate.Status(err)
+		c.class, c.msg = code, upstream.Describe(err)
+		gate.WriteError(ctx, status, "api_error", code, "the A2A agent failed: "+c.msg)
+		return false
+	}
+	c.ttfb = time.Since(c.start)
+	gate.CopyResponseHeaders(&ctx.Response.Header, &resp.Header)
+	if resp.StatusCode() >= 400 {
+		c.class = "upstream_error"
+	}
+	c.resp = resp
+	if isEventStream(resp.Header.ContentType()) {
+		c.stream = true
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relayEvents(w, c) })
+		return true
+	}
+	// A whole answer (message/send, tasks/get ...): relayed as it arrives.
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relayBody(w, c) })
+	return true
+}
+
+func isEventStream(ct []byte) bool {
+	const es = "text/event-stream"
+	return len(ct) >= len(es) && strings.EqualFold(string(ct[:len(es)]), es)
+}
+
+// relayEvents writes each SSE event to the caller as soon as it is
+// complete (sse.Reader), flushing after each one; the gap between events
+// is bounded by the agent's timeout_ms.
+func (h *Handler) relayEvents(w *bufio.Writer, c *call) {
+	resp := c.resp
+	gap := c.agent.Timeout()
+	rd := sse.AcquireReader(resp.BodyStream())
+	for {
+		upstream.SetReadDeadline(resp, time.Now().Add(gap))
+		ev, err := rd.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.class, c.msg = "stream_error", upstream.Describe(err)
+				c.status, _ = gate.Status(err)
+			}
+			break
+		}
+		_, werr := w.Write(ev.Raw)
+		if ev.Unterminated {
+			_, werr = w.WriteString("\n\n")
+		}
+		if werr == nil {
+			werr = w.Flush()
+		}
+		if werr != nil {
+			c.class, c.status = "client_gone", 499
+			break
+		}
+		c.respN += int64(len(ev.Raw))
+		events.Inc()
+	}
+	sse.ReleaseReader(rd)
+	h.closeStream(c)
+}
+
+func (h *Handler) relayBody(w *bufio.Writer, c *call) {
+	resp := c.resp
+	if bs := resp.BodyStream(); bs != nil {
+		if cap(c.out) < 16<<10 {
+			c.out = make([]byte, 16<<10)
+		}
+		c.out = c.out[:16<<10]
+		n, err := gate.Relay(w, bs, resp, c.agent.Timeout(), c.out)
+		c.respN = n
+		if err != nil {
+			c.class, c.msg = "stream_error", upstream.Describe(err)
+			c.status, _ = gate.Status(err)
+		}
+	}
+	h.closeStream(c)
+}
+
+func (h *Handler) closeStream(c *call) {
+	if c.status == 0 {
+		c.status = c.resp.StatusCode()
+	}
+	upstream.CloseStream(c.resp)
+	fasthttp.ReleaseResponse(c.resp)
+	c.resp = nil
+	h.finish(c)
+}
+
+// finish records the call (metrics, usage record) and releases c.
+func (h *Handler) finish(c *call) {
+	now := time.Now()
+	name := ""
+	if c.agent != nil {
+		name = c.agent.Name
+	}
+	requests.Inc(name, c.status)
+	latency.Update(now.Sub(c.start).Seconds())
+	if h.Usage != nil && c.caller != nil {
+		k := c.caller.Key
+		op := c.op
+		if op == "" {
+			op = OperationOther
+		}
+		h.Usage.Emit(&usage.Record{
+			OccurredAt: now, RequestID: usage.NewRequestID(), Attempt: 1, AttemptKind: usage.AttemptFinal,
+			StatusCode: c.status, ErrorClass: c.class, ErrorMessage: c.msg,
+			APIKeyID: k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
+			Model: name, InboundProtocol: Protocol, Operation: op, CacheStatus: usage.CacheNone, Stream: c.stream,
+			Latency: now.Sub(c.start), TTFT: c.ttfb, UpstreamLatency: c.upDur,
+			RequestBodyBytes: c.reqN, ResponseBodyBytes: c.respN,
+		})
+	}
+	c.release()
+}
