@@ -44,7 +44,6 @@ const (
 	missA2A         = "A2A agents (/a2a) are not built"
 	missPassthrough = "passthrough routes are not built"
 	missGuardrails  = "guardrails are not enforced: requests and answers pass unchecked"
-	missSemCache    = "semantic cache matching is not built: a match: semantic policy caches nothing"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -122,11 +121,10 @@ var fieldRules = map[string]map[string]string{
 		"provider": "", "bucket": "", "prefix": "", "region": "", "auth_mode": "", "access_key_id": "", "secret_access_key": "",
 		"project": "", "logstore": "", "access_key_secret": "", "site": "", "api_key": "", "service": "",
 	},
-	// Exact-match policies work (edge/cache); semantic matching does not.
+	// Exact and semantic policies work (edge/cache, edge/cache_stage.go).
 	resources.CollCachePolicies: {
 		"name": "", "backend": "", "match": "", "ttl_seconds": "", "models": "", "max_entry_bytes": "",
-		"namespace": "", "enabled": "",
-		"semantic": missSemCache,
+		"namespace": "", "enabled": "", "semantic": "",
 	},
 	resources.CollRateLimitPolicies: {
 		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",
