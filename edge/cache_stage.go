@@ -21,8 +21,8 @@ import (
 	"gw/admin/snapshot"
 	"gw/edge/cache"
 	"gw/edge/embed"
-	"gw/edge/vecindex"
 	"gw/edge/usage"
+	"gw/edge/vecindex"
 )
 
 // Caches are the response cache's stores; they outlive snapshots.

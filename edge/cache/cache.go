@@ -124,6 +124,6 @@ var (
 	_ Matcher   = (*Semantic)(nil)
 	_ NearStore = (*SemMemory)(nil)
 	_ NearStore = (*Redis)(nil)
-	_ Store   = (*Memory)(nil)
-	_ Store   = (*Redis)(nil)
+	_ Store     = (*Memory)(nil)
+	_ Store     = (*Redis)(nil)
 )
