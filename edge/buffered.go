@@ -150,6 +150,15 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 			return
 		}
 	}
+	var judge adapters.Usage
+	panel := false
+	if c.ensembleAnswer() { // ensemble_usage.go: the answer's usage covers the panel
+		eb := bodyBufPool.Get().(*[]byte)
+		defer bodyBufPool.Put(eb)
+		if out, own, ok := appendPanelUsage((*eb)[:0], body, &c.addUsage); ok {
+			*eb, body, judge, panel = out, out, own, true
+		}
+	}
 	if c.surf.fromChat != nil {
 		out, u, err := c.surf.fromChat((*bb)[:0], body, c)
 		if err != nil {
@@ -168,6 +177,9 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
+	}
+	if panel {
+		c.usage, c.haveUsage = judge, true
 	}
 	// The answer was built in bb: it becomes the response body as it is
 	// (the response's empty buffer goes back to the pool in its place)

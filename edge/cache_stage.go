@@ -9,6 +9,8 @@ package edge
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -16,22 +18,27 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/resources"
+	"gw/admin/snapshot"
 	"gw/edge/cache"
+	"gw/edge/embed"
 	"gw/edge/usage"
+	"gw/edge/vecindex"
 )
 
 // Caches are the response cache's stores; they outlive snapshots.
 type Caches struct {
-	mem, redis *cache.Exact // nil redis: no shared store configured
+	mem, redis       *cache.Exact    // nil redis: no shared store configured
+	semMem, semRedis *cache.Semantic // match: semantic policies
 }
 
-// NewCaches returns the stores of backends memory and redis. A nil r
-// (no shared store configured) makes redis policies answer cache_status
-// error: always a miss, never a failed request.
-func NewCaches(m *cache.Memory, r *cache.Redis) *Caches {
-	cs := &Caches{mem: &cache.Exact{Store: m}}
+// NewCaches returns the stores of backends memory and redis, exact (m) and
+// semantic (sm). A nil r (no shared store configured) makes redis policies
+// answer cache_status error: always a miss, never a failed request.
+func NewCaches(m *cache.Memory, sm *cache.SemMemory, r *cache.Redis) *Caches {
+	cs := &Caches{mem: &cache.Exact{Store: m}, semMem: &cache.Semantic{Store: sm}}
 	if r != nil {
 		cs.redis = &cache.Exact{Store: r}
+		cs.semRedis = &cache.Semantic{Store: r}
 	}
 	return cs
 }
@@ -43,11 +50,15 @@ type cacheCall struct {
 	m      cache.Matcher
 	req    cache.Request
 	buf    []byte // the canonical request; kept across calls
+	// Semantic policies: the scope, the prompt text and its vector; kept
+	// across calls.
+	scope, txt []byte
+	vec        []float32
 }
 
 func (cc *cacheCall) reset() {
-	buf := cc.buf[:0]
-	*cc = cacheCall{buf: buf}
+	buf, scope, txt, vec := cc.buf[:0], cc.scope[:0], cc.txt[:0], cc.vec[:0]
+	*cc = cacheCall{buf: buf, scope: scope, txt: txt, vec: vec}
 }
 
 var (
@@ -97,6 +108,11 @@ func (p *Proxy) cacheLookup(ctx *fasthttp.RequestCtx, c *call) bool {
 		return c.cacheDone(ctx, cache.Bypass)
 	}
 	cc.req = cache.Request{Namespace: rule.Namespace, Canon: cc.buf}
+	if rule.Embed != nil {
+		if cc.scope, cc.txt, ok = cache.AppendScope(cc.scope[:0], cc.txt[:0], c.surf.protocol, c.plan.Alias, body); !ok {
+			return c.cacheDone(ctx, cache.Bypass)
+		}
+	}
 	switch rule.Backend {
 	case resources.CacheBackendRedis:
 		if p.Cache.redis == nil {
@@ -107,8 +123,17 @@ func (p *Proxy) cacheLookup(ctx *fasthttp.RequestCtx, c *call) bool {
 			return c.cacheDone(ctx, cache.Error)
 		}
 		cc.m = p.Cache.redis
+		if rule.Embed != nil {
+			cc.m = p.Cache.semRedis
+		}
 	default:
 		cc.m = p.Cache.mem
+		if rule.Embed != nil {
+			cc.m = p.Cache.semMem
+		}
+	}
+	if rule.Embed != nil && !p.cacheEmbed(c, rule) {
+		return c.cacheDone(ctx, cache.Error) // a miss that stores nothing
 	}
 	cc.save = true
 	if noCache {
@@ -140,6 +165,38 @@ func (p *Proxy) cacheLookup(ctx *fasthttp.RequestCtx, c *call) bool {
 	c.respBytes = len(answer)
 	c.ttfb = time.Since(c.start)
 	return false
+}
+
+// cacheEmbed embeds the prompt of a semantic policy's request (cc.txt)
+// with the policy's embedding model, under that model's timeout and
+// retries, and completes cc.req with the vector and the scope. It reports
+// false when the embedding fails: the request then goes upstream as a
+// miss (cache_status error), never failing for it.
+func (p *Proxy) cacheEmbed(c *call, rule *snapshot.CacheRule) bool {
+	cc := &c.cache
+	res := embed.AcquireResult()
+	defer embed.ReleaseResult(res)
+	c.semBatch[0] = cc.txt
+	err := embed.Embed(context.Background(), rule.Embed, c.semBatch[:], 0, res)
+	c.semBatch[0] = nil
+	if err == nil && !vecindex.Normalize(res.Vec(0)) {
+		err = errors.New("embed: a zero vector")
+	}
+	if err != nil {
+		if p.Logger != nil {
+			p.Logger.Warn("cache: cannot embed the prompt for a semantic cache policy; served as a miss",
+				"policy", rule.Name, "embedding_model", rule.Embed.Alias, "error", err.Error())
+		}
+		return false
+	}
+	cc.vec = append(cc.vec[:0], res.Vec(0)...)
+	// The scope also names the embedding model: vectors of two models
+	// are never compared.
+	cc.scope = append(cc.scope, 0)
+	cc.scope = append(cc.scope, rule.Embed.Alias...)
+	cc.req.Scope = cache.Sum(rule.Namespace, cc.scope)
+	cc.req.Vec, cc.req.Threshold = cc.vec, rule.Threshold
+	return true
 }
 
 // cacheDone records the stage's outcome and its header; it returns true

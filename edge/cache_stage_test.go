@@ -46,7 +46,7 @@ cache_policies:
 `
 	h := &snapshot.Holder{}
 	h.Store(compileFile(tb, src, env))
-	return &Proxy{Holder: h, Cache: NewCaches(cache.NewMemory(1<<20), nil)}
+	return &Proxy{Holder: h, Cache: NewCaches(cache.NewMemory(1<<20), cache.NewSemMemory(1<<20), nil)}
 }
 
 func chatCtx(ctx *fasthttp.RequestCtx, body []byte) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gw/adapters"
 	"gw/admin/snapshot"
 )
 
@@ -172,4 +173,29 @@ models:
 	f("some", 200, "gpt", `"model":"some"`)
 	f("notext", 502, "gpt", "1 of 2 panel members answered, 2 required: toolsonly: the answer has no text")
 	f("few", 502, "gpt", "1 of 3 panel members answered, 2 required: slow: upstream timeout; broken: upstream returned 500")
+}
+
+// TestAppendPanelUsage: the answer's usage becomes the panel's sum; the
+// answer's own counts are returned; a body without usage is left alone.
+func TestAppendPanelUsage(t *testing.T) {
+	add := adapters.Usage{Prompt: 10, Completion: 20, Total: 30, Cached: 4, Reasoning: 5}
+	for _, c := range []struct {
+		in, want string
+		own      adapters.Usage
+		ok       bool
+	}{
+		{`{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"model":"m"}`,
+			`{"id":"x","usage":{"prompt_tokens":11,"completion_tokens":22,"total_tokens":33,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":5}},"model":"m"}`,
+			adapters.Usage{Prompt: 1, Completion: 2, Total: 3}, true},
+		{`{"usage":{"prompt_tokens":1,"completion_tokens":2}}`, // no total: prompt + completion
+			`{"usage":{"prompt_tokens":11,"completion_tokens":22,"total_tokens":33,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":5}}}`,
+			adapters.Usage{Prompt: 1, Completion: 2, Total: 3}, true},
+		{`{"choices":[],"usage":null}`, "", adapters.Usage{}, false},
+		{`{"choices":[]}`, "", adapters.Usage{}, false},
+	} {
+		out, own, ok := appendPanelUsage(nil, []byte(c.in), &add)
+		if ok != c.ok || string(out) != c.want || own != c.own {
+			t.Errorf("%s: %v %s %+v; want %v %s %+v", c.in, ok, out, own, c.ok, c.want, c.own)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters"
 	"gw/adapters/openai"
 	"gw/adapters/upstream"
 	"gw/edge/guard"
@@ -40,6 +41,7 @@ type relayState struct {
 	pending []byte // events read before the commit point, already rewritten
 	out     []byte // one outgoing event
 	tmp     []byte // scratch for the usage-field removal
+	panel   []byte // scratch for an ensemble's usage chunk (ensemble_usage.go)
 	sawDone bool
 	gap     time.Duration
 	marker  string           // response.stream_done_marker of the provider key
@@ -366,11 +368,21 @@ func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 // `model` becomes the alias. It reports whether s.out holds an event.
 func (s *relayState) processChunk(c *call, data []byte) bool {
 	s.out = s.out[:0]
+	var judge adapters.Usage
+	panel := false
+	if c.ensembleAnswer() && openai.IsUsageOnlyChunk(data) { // ensemble_usage.go
+		if d, own, ok := appendPanelUsage(s.panel[:0], data, &c.addUsage); ok {
+			s.panel, data, judge, panel = d, d, own, true
+		}
+	}
 	if s.conv != nil {
 		out, err := s.conv.Event(s.out, nil, data)
 		s.out = out
 		if u, ok := s.conv.Usage(); ok {
 			c.usage, c.haveUsage = chatUsage(u), true
+		}
+		if panel {
+			c.usage, c.haveUsage = judge, true
 		}
 		if err != nil {
 			c.errClass = "upstream_error_event"
@@ -387,6 +399,9 @@ func (s *relayState) processChunk(c *call, data []byte) bool {
 	if openai.IsUsageOnlyChunk(data) {
 		if u, ok := openai.ExtractUsage(data); ok {
 			c.usage, c.haveUsage = u, true
+		}
+		if panel {
+			c.usage, c.haveUsage = judge, true
 		}
 		if c.in.ForceUsage {
 			return false

@@ -7,15 +7,15 @@ import (
 	"gw/admin/resources"
 )
 
-// TestCompileCache: each alias gets the first enabled exact policy (file
-// order) whose models cover it; semantic and disabled policies cover
-// nothing.
+// TestCompileCache: each alias gets the first enabled policy (file order)
+// whose models cover it; a semantic policy carries its embedding model's
+// plan and threshold; disabled policies cover nothing.
 func TestCompileCache(t *testing.T) {
 	s, err := Compile(loadFile(t, "testdata/every_field.yaml", map[string]string{"K": "caller"}), DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for alias, want := range map[string]string{"gpt": "exact-all", "claude": "exact-all", "embed": "", "group": ""} {
+	for alias, want := range map[string]string{"gpt": "exact-all", "claude": "exact-all", "embed": "sem", "group": "sem"} {
 		got := ""
 		if r := s.Plans[alias].Cache; r != nil {
 			got = r.Name
@@ -25,13 +25,16 @@ func TestCompileCache(t *testing.T) {
 		}
 	}
 	r := s.Plans["gpt"].Cache
-	if r.Backend != resources.CacheBackendRedis || r.TTL != time.Minute || r.MaxEntryBytes != 4096 || r.Namespace != "ns:1" {
+	if r.Backend != resources.CacheBackendRedis || r.TTL != time.Minute || r.MaxEntryBytes != 4096 || r.Namespace != "ns:1" || r.Embed != nil {
 		t.Fatalf("rule %+v", r)
+	}
+	if r := s.Plans["group"].Cache; r.Embed != s.Plans["embed"] || r.Threshold != 0.9 {
+		t.Fatalf("semantic rule: embed %v threshold %v", r.Embed, r.Threshold)
 	}
 
 	res := &resources.Resources{CachePolicies: []*resources.CachePolicy{
 		{Name: "off", Match: resources.CacheMatchExact, Enabled: false},
-		{Name: "sem", Match: resources.CacheMatchSemantic, Enabled: true},
+		{Name: "sem", Match: resources.CacheMatchSemantic, Enabled: true}, // no semantic block: the loader reported it
 		{Name: "first", Match: resources.CacheMatchExact, Enabled: true, Models: []string{"a*"}, Namespace: "first"},
 		{Name: "all", Match: resources.CacheMatchExact, Enabled: true, Namespace: "all", TTLSeconds: 1 << 62},
 	}}

@@ -42,7 +42,6 @@ func (u Unenforced) String() string {
 const (
 	missMCP        = "MCP aggregation (/mcp) is not built"
 	missGuardrails = "guardrails are not enforced: requests and answers pass unchecked"
-	missSemCache   = "semantic cache matching is not built: a match: semantic policy caches nothing"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
@@ -118,11 +117,10 @@ var fieldRules = map[string]map[string]string{
 		"provider": "", "bucket": "", "prefix": "", "region": "", "auth_mode": "", "access_key_id": "", "secret_access_key": "",
 		"project": "", "logstore": "", "access_key_secret": "", "site": "", "api_key": "", "service": "",
 	},
-	// Exact-match policies work (edge/cache); semantic matching does not.
+	// Exact and semantic policies work (edge/cache, edge/cache_stage.go).
 	resources.CollCachePolicies: {
 		"name": "", "backend": "", "match": "", "ttl_seconds": "", "models": "", "max_entry_bytes": "",
-		"namespace": "", "enabled": "",
-		"semantic": missSemCache,
+		"namespace": "", "enabled": "", "semantic": "",
 	},
 	// edge/a2a serves every field.
 	resources.CollA2AAgents: {

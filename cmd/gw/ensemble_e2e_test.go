@@ -153,7 +153,9 @@ func TestEnsembleE2E(t *testing.T) {
 	// Streaming judge on chat: the members stay buffered, the judge's
 	// stream reaches the caller, with the members header.
 	m.ClearRequests()
-	st := sdk.Chat.Completions.NewStreaming(ctx, chatParams2("duo"), option.WithMiddleware(headerGrab(&hdr)))
+	sp := chatParams2("duo")
+	sp.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	st := sdk.Chat.Completions.NewStreaming(ctx, sp, option.WithMiddleware(headerGrab(&hdr)))
 	acc := openai.ChatCompletionAccumulator{}
 	for st.Next() {
 		acc.AddChunk(st.Current())
@@ -161,7 +163,8 @@ func TestEnsembleE2E(t *testing.T) {
 	if err := st.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if acc.Model != "duo" || acc.Choices[0].Message.Content == "" || hdr.Get("x-gw-ensemble-members") != "a,b" {
+	duoStreamUsage := acc.Usage.TotalTokens
+	if acc.Model != "duo" || acc.Choices[0].Message.Content == "" || hdr.Get("x-gw-ensemble-members") != "a,b" || duoStreamUsage == 0 {
 		t.Fatalf("streamed duo: model %q members %q", acc.Model, hdr.Get("x-gw-ensemble-members"))
 	}
 	reqs = m.Requests()
@@ -208,6 +211,7 @@ func TestEnsembleE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	msgUsage := msg.Usage.InputTokens + msg.Usage.OutputTokens
 	if string(msg.Model) != "duo" || len(msg.Content) == 0 || msg.Content[0].Text == "" {
 		t.Fatalf("messages: %+v", msg)
 	}
@@ -233,6 +237,7 @@ func TestEnsembleE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	respUsage := rr.Usage.TotalTokens
 	if rr.Model != "duo" || rr.OutputText() == "" {
 		t.Fatalf("responses: %+v", rr)
 	}
@@ -299,8 +304,20 @@ func TestEnsembleE2E(t *testing.T) {
 			if final["target_model"] != "judge" || len(failed) != 0 || math.Abs(cost-(p+2*c)/1000) > 1e-9 {
 				t.Fatalf("duo final: %v", final)
 			}
-			if final["operation"] == "chat.completions" && final["stream"] == false && final["total_tokens"].(float64) <= float64(duoUsage) {
-				t.Fatalf("duo final record total %v does not exceed the judge's own %d", final["total_tokens"], duoUsage)
+			// The answer's usage covers the panel: it equals the record's.
+			var want int64 = -1
+			switch {
+			case final["operation"] == "chat.completions" && final["stream"] == false:
+				want = duoUsage
+			case final["operation"] == "chat.completions":
+				want = duoStreamUsage
+			case final["operation"] == "messages" && final["stream"] == false:
+				want = msgUsage
+			case final["operation"] == "responses":
+				want = respUsage
+			}
+			if want >= 0 && final["total_tokens"].(float64) != float64(want) {
+				t.Fatalf("duo %v (stream %v): the answer's usage total %d; the record's %v", final["operation"], final["stream"], want, final["total_tokens"])
 			}
 			sawDuo = true
 		case "trio":

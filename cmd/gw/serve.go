@@ -262,8 +262,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		defer cacheRedis.Close()
 		metrics.NewGauge(`gw_cache_store_state`, func() float64 { return float64(cacheRedis.State()) })
 	}
+	// The semantic memory store has its own bound of the same size (it
+	// uses nothing without a match: semantic policy on backend memory).
+	cacheSem := cache.NewSemMemory(cfg.CacheMemoryMaxBytes)
 	metrics.NewGauge(`gw_cache_memory_bytes`, func() float64 { return float64(cacheMem.Bytes()) })
-	proxy.Cache = edge.NewCaches(cacheMem, cacheRedis)
+	metrics.NewGauge(`gw_cache_semantic_memory_bytes`, func() float64 { return float64(cacheSem.Bytes()) })
+	proxy.Cache = edge.NewCaches(cacheMem, cacheSem, cacheRedis)
 	// Agents' traffic outside the model pipeline: /a2a and passthrough routes.
 	proxy.A2A = &a2a.Handler{Usage: pipeline}
 	proxy.Passthrough = &passthrough.Handler{Usage: pipeline, Logger: log, MaxBodyBytes: cfg.MaxUploadBytes}

@@ -59,10 +59,16 @@ type Store interface {
 }
 
 // Request is what a Matcher needs of one request. Canon is the canonical
-// request (AppendCanonical); Namespace the policy's.
+// request (AppendCanonical); Namespace the policy's. A semantic Matcher
+// also needs Scope (the hash of the canonical request without its prompt,
+// AppendScope), Vec (the prompt's unit embedding) and Threshold.
 type Request struct {
 	Namespace string
 	Canon     []byte
+
+	Scope     Key
+	Vec       []float32
+	Threshold float32
 
 	key   Key
 	keyed bool
@@ -94,9 +100,30 @@ func (x *Exact) Lookup(r *Request) (Entry, Status) { return x.Store.Get(r.Key())
 // Save stores e under r's key.
 func (x *Exact) Save(r *Request, e Entry, ttl time.Duration) { x.Store.Set(r.Key(), e, ttl) }
 
+// NearStore keeps entries by scope and prompt vector: GetNear returns the
+// entry of r.Scope whose vector scores highest against r.Vec, if that
+// score reaches r.Threshold.
+type NearStore interface {
+	GetNear(r *Request) (Entry, Status)
+	SetNear(r *Request, e Entry, ttl time.Duration)
+}
+
+// Semantic matches on prompt similarity within the request's scope. Use it
+// by pointer, like Exact.
+type Semantic struct{ Store NearStore }
+
+// Lookup finds the nearest stored prompt of r's scope.
+func (x *Semantic) Lookup(r *Request) (Entry, Status) { return x.Store.GetNear(r) }
+
+// Save stores e with r's vector in r's scope.
+func (x *Semantic) Save(r *Request, e Entry, ttl time.Duration) { x.Store.SetNear(r, e, ttl) }
+
 // Interface guards.
 var (
-	_ Matcher = (*Exact)(nil)
-	_ Store   = (*Memory)(nil)
-	_ Store   = (*Redis)(nil)
+	_ Matcher   = (*Exact)(nil)
+	_ Matcher   = (*Semantic)(nil)
+	_ NearStore = (*SemMemory)(nil)
+	_ NearStore = (*Redis)(nil)
+	_ Store     = (*Memory)(nil)
+	_ Store     = (*Redis)(nil)
 )

@@ -51,30 +51,38 @@ type member struct{ k, v []byte }
 // format for alias to dst. It reports false when body is not a JSON object
 // of at most MaxMembers members. It does not allocate when dst has room.
 func AppendCanonical(dst []byte, format, alias string, body []byte) ([]byte, bool) {
+	dst, _, ok := appendCanon(dst, nil, format, alias, body, "")
+	return dst, ok
+}
+
+// appendCanon is AppendCanonical; with a prompt field pf (a raw key), it
+// is AppendScope: that member's value goes through appendScopeValue and
+// the prompt's text is appended to txt.
+func appendCanon(dst, txt []byte, format, alias string, body []byte, pf string) ([]byte, []byte, bool) {
 	var ms [MaxMembers]member
 	n := 0
 	var c rawjson.Cursor
 	c.Reset(body)
 	if c.Kind() != rawjson.Object || !c.Begin() {
-		return dst, false
+		return dst, txt, false
 	}
 	for c.More() {
 		k, _ := c.Key()
 		v, _, _ := c.Value()
 		if k == nil || v == nil {
-			return dst, false
+			return dst, txt, false
 		}
 		if isIgnored(k) {
 			continue
 		}
 		if n == MaxMembers {
-			return dst, false
+			return dst, txt, false
 		}
 		ms[n] = member{k, v}
 		n++
 	}
 	if c.End() != nil {
-		return dst, false
+		return dst, txt, false
 	}
 	// Insertion sort: n is small and the members often arrive sorted.
 	for i := 1; i < n; i++ {
@@ -82,20 +90,36 @@ func AppendCanonical(dst []byte, format, alias string, body []byte) ([]byte, boo
 			ms[j], ms[j-1] = ms[j-1], ms[j]
 		}
 	}
-	dst = append(dst, "gwc1\x00"...)
+	if pf == "" {
+		dst = append(dst, "gwc1\x00"...)
+	} else {
+		dst = append(dst, "gws1\x00"...) // a scope never equals an exact key's bytes
+	}
 	dst = append(dst, format...)
 	dst = append(dst, 0)
 	dst = append(dst, alias...)
 	dst = append(dst, 0, '{')
+	found := false
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, ms[i].k...)
 		dst = append(dst, ':')
+		if pf != "" && string(ms[i].k) == pf {
+			var ok bool
+			if dst, txt, ok = appendScopeValue(dst, txt, ms[i].v); !ok {
+				return dst, txt, false
+			}
+			found = true
+			continue
+		}
 		dst = appendCompact(dst, ms[i].v)
 	}
-	return append(dst, '}'), true
+	if pf != "" && !found {
+		return dst, txt, false
+	}
+	return append(dst, '}'), txt, true
 }
 
 func isIgnored(k []byte) bool {

@@ -105,6 +105,9 @@ type write struct {
 	key []byte
 	val []byte
 	ttl time.Duration
+	// A semantic write also pushes item onto buckets (semredis.go).
+	item    []byte
+	buckets [lshTables][]byte
 }
 
 // NewRedis dials Redis once; an unreachable server is not an error: the
@@ -225,8 +228,17 @@ func (r *Redis) writer() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-			err := c.Do(ctx, c.B().Set().Key(rueidis.BinaryString(w.key)).Value(rueidis.BinaryString(w.val)).
-				Px(w.ttl).Build()).Error()
+			var err error
+			if w.item == nil {
+				err = c.Do(ctx, c.B().Set().Key(rueidis.BinaryString(w.key)).Value(rueidis.BinaryString(w.val)).
+					Px(w.ttl).Build()).Error()
+			} else {
+				for _, res := range c.DoMulti(ctx, r.semCommands(c, &w)...) {
+					if err = res.Error(); err != nil {
+						break
+					}
+				}
+			}
 			cancel()
 			if err != nil {
 				r.failure(err)

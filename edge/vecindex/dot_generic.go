@@ -1,4 +1,4 @@
-//go:build !(goexperiment.simd && amd64)
+//go:build !amd64 || (purego && !goexperiment.simd)
 
 package vecindex
 

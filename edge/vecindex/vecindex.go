@@ -187,7 +187,7 @@ func (x *Index) Pick(q []float32, thresholds []float32) (group int, score float3
 				}
 				continue
 			}
-			if s, ok := x.partial(q, v, qt[:x.nb+1], x.tails[i*x.nb:(i+1)*x.nb], need); ok && s > best {
+			if s, ok := partialDot(q, v, qt[:x.nb+1], x.tails[i*x.nb:(i+1)*x.nb], need, x.nb, x.dims); ok && s > best {
 				best = s
 			}
 		}
@@ -198,14 +198,14 @@ func (x *Index) Pick(q []float32, thresholds []float32) (group int, score float3
 	return group, score
 }
 
-// partial computes q·v block by block and gives up (false) as soon as the
+// partialDot computes q·v block by block and gives up (false) as soon as the
 // sum so far plus the largest possible rest is below need. The bound is
 // widened by a small slack so float32 rounding can never abandon a vector
 // whose true score reaches need.
-func (x *Index) partial(q, v, qt, vt []float32, need float32) (float32, bool) {
+func partialDot(q, v, qt, vt []float32, need float32, nb, dims int) (float32, bool) {
 	var s float32
-	for k := 0; k < x.nb; k++ {
-		lo, hi := k*block, min((k+1)*block, x.dims)
+	for k := 0; k < nb; k++ {
+		lo, hi := k*block, min((k+1)*block, dims)
 		if s+qt[k]*vt[k]+boundSlack < need {
 			return s, false
 		}
