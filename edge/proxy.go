@@ -12,6 +12,7 @@ import (
 	"gw/admin/snapshot"
 	"gw/balancer"
 	"gw/edge/authn"
+	"gw/edge/mcp"
 	"gw/limiter"
 )
 
@@ -37,6 +38,9 @@ type Proxy struct {
 	// MaxUploadBytes bounds a multipart upload (server.max_upload_bytes,
 	// upload.go); 0: edge/multipart's default.
 	MaxUploadBytes int64
+	// MCP serves /mcp, /mcp/{server} and the OAuth protected-resource
+	// metadata (edge/mcp); nil: those paths answer 501.
+	MCP *mcp.Handler
 }
 
 var (
@@ -51,7 +55,7 @@ var (
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
 	"/v1/messages": true, "/v1/messages/count_tokens": true,
-	"/v1/responses": true, "/a2a": true, "/mcp": true,
+	"/v1/responses": true, "/a2a": true,
 }
 
 // Handle serves ctx when its path is a proxy endpoint and reports whether it did.
@@ -134,6 +138,10 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 		p.serveUpload(ctx, surfImageEdits)
 	case string(path) == pathRealtime:
 		p.serveRealtime(ctx)
+	case p.MCP != nil && (string(path) == "/mcp" || len(path) > 5 && string(path[:5]) == "/mcp/"):
+		p.MCP.Serve(ctx, string(path[min(len(path), 5):])) // edge/mcp
+	case p.MCP != nil && mcp.IsMetadataPath(string(path)):
+		p.MCP.ServeMetadata(ctx)
 	case notBuilt[string(path)]:
 		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			"gw does not serve "+string(path)+" in this build")
