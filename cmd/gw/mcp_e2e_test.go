@@ -44,7 +44,7 @@ mcp_servers:
   - {name: beta, url: "${E2E_BETA}", transport: sse}
 mcp_auth_settings:
   - resource_url: ${E2E_GW}/mcp
-    anonymous: {api_key_id: ${E2E_ANON_ID}, source_cidrs: [127.0.0.2/32], servers: [alpha]}
+    anonymous: {api_key_id: "${E2E_ANON_ID}", source_cidrs: [127.0.0.2/32], servers: [alpha]}
 guardrails:
   - name: no-secrets
     kind: keyword

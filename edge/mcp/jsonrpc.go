@@ -28,5 +28,12 @@ func DecodeMessage(b []byte) (jsonrpc.Message, error) {
 		}
 		break
 	}
-	return jsonrpc.DecodeMessage(b)
+	msg, err := jsonrpc.DecodeMessage(b)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := msg.(*jsonrpc.Request); ok && r.Method == "" {
+		return nil, errors.New("method must not be empty")
+	}
+	return msg, nil
 }

@@ -51,6 +51,26 @@ func dial(ctx context.Context, base http.RoundTripper, srv *resources.MCPServer)
 	return cs, nil
 }
 
+// dialTimeout dials within srv's timeout. The context given to Connect
+// must outlive it: the legacy SSE transport's GET stream lives on it, so
+// it is cancelled only when the dial times out.
+func dialTimeout(base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(srv.Timeout(), cancel)
+	cs, err := dial(ctx, base, srv)
+	if !timer.Stop() {
+		if cs != nil {
+			cs.Close()
+		}
+		cancel()
+		return nil, errors.New("cannot open an MCP session to server " + srv.Name + ": timed out after " + srv.Timeout().String())
+	}
+	if err != nil {
+		cancel()
+	}
+	return cs, err
+}
+
 // session is one caller session of gw: the principal it belongs to and its
 // upstream sessions, opened on first use.
 type session struct {
@@ -95,9 +115,7 @@ func (s *session) upstream(ctx context.Context, base http.RoundTripper, srv *res
 		u = &upConn{ready: make(chan struct{}), srv: srv}
 		s.up[srv.Name] = u
 		s.mu.Unlock()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), srv.Timeout())
-		u.cs, u.err = dial(dctx, base, srv)
-		cancel()
+		u.cs, u.err = dialTimeout(base, srv)
 		close(u.ready)
 		if u.err != nil {
 			s.drop(srv.Name, u)
