@@ -52,15 +52,18 @@ type toolCall struct {
 }
 
 func (h *Handler) toolsCall(ctx context.Context, c *call) {
-	var p sdk.CallToolParams
+	// Arguments stay raw until policy needs them (one decode, numbers kept
+	// as written).
 	var raw struct {
+		Meta      sdk.Meta        `json:"_meta,omitempty"`
+		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := json.Unmarshal(c.req.Params, &p); err != nil {
+	if err := json.Unmarshal(c.req.Params, &raw); err != nil {
 		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
 		return
 	}
-	_ = json.Unmarshal(c.req.Params, &raw)
+	p := sdk.CallToolParams{Meta: raw.Meta, Name: raw.Name}
 	s, tool, ok := c.owner(p.Name)
 	if !ok || !c.p.toolAllowed(s, tool) {
 		// Unknown and forbidden tools answer alike: no tool name leaks.
