@@ -96,7 +96,7 @@ mcp_servers:
 // sha256("sk-bench")
 const benchKeyHash = "3b4d9ae0b3a5c2c6a7c1d9e6b1f2c1e3c0f5d6a7b8c9d0e1f2a3b4c5d6e7f8a9"
 
-func benchHandler(b *testing.B) (*Handler, string) {
+func benchHandler(b testing.TB) (*Handler, string) {
 	b.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
 	type in struct {
@@ -181,4 +181,45 @@ func BenchmarkToolsCallDirect(b *testing.B) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestServeConcurrent: one session used by several goroutines at once
+// (run under -race): lists, calls, an unknown tool, a notification, a
+// bad session and a malformed body.
+func TestServeConcurrent(t *testing.T) {
+	h, sid := benchHandler(t)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 10; i++ {
+				if ctx := serveOnce(h, "", benchCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
+					t.Errorf("call: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+				if ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, sid); !strings.Contains(string(ctx.Response.Body()), `"up__echo"`) {
+					t.Errorf("list: %s", ctx.Response.Body())
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	for _, tc := range []struct {
+		body, sid string
+		status    int
+		want      string
+	}{
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__nope","arguments":{}}}`, sid, 200, `"code":-32602`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid, 202, ``},
+		{benchCall, "not-a-session", 404, `unknown or expired`},
+		{benchCall, "", 400, `Mcp-Session-Id is required`},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, sid, 400, `batches`},
+		{`{"jsonrpc":"2.0","id":5,"method":"completion/complete"}`, sid, 200, `"code":-32601`},
+	} {
+		ctx := serveOnce(h, "", tc.body, tc.sid)
+		if ctx.Response.StatusCode() != tc.status || !strings.Contains(string(ctx.Response.Body()), tc.want) {
+			t.Errorf("%s: %d %s", tc.body, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
 }
