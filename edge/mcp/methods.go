@@ -63,11 +63,15 @@ func (h *Handler) toolsList(ctx context.Context, c *call) {
 		c.upstreamFailed(err)
 		return
 	}
-	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
+	// A merged list has no cursor; the SDK result type would also write the
+	// zero values of newer protocol fields (ttlMs, cacheScope).
+	tools := []*sdk.Tool{}
 	for i := range servers {
-		res.Tools = append(res.Tools, lists[i]...)
+		tools = append(tools, lists[i]...)
 	}
-	c.result(res)
+	c.result(struct {
+		Tools []*sdk.Tool `json:"tools"`
+	}{tools})
 }
 
 func (h *Handler) promptsList(ctx context.Context, c *call) {
@@ -94,11 +98,13 @@ func (h *Handler) promptsList(ctx context.Context, c *call) {
 		c.upstreamFailed(err)
 		return
 	}
-	res := &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}}
+	prompts := []*sdk.Prompt{}
 	for i := range servers {
-		res.Prompts = append(res.Prompts, lists[i]...)
+		prompts = append(prompts, lists[i]...)
 	}
-	c.result(res)
+	c.result(struct {
+		Prompts []*sdk.Prompt `json:"prompts"`
+	}{prompts})
 }
 
 func (h *Handler) promptsGet(ctx context.Context, c *call) {
@@ -155,11 +161,13 @@ func (h *Handler) resourcesList(ctx context.Context, c *call) {
 		c.upstreamFailed(err)
 		return
 	}
-	res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	list := []*sdk.Resource{}
 	for i := range servers {
-		res.Resources = append(res.Resources, lists[i]...)
+		list = append(list, lists[i]...)
 	}
-	c.result(res)
+	c.result(struct {
+		Resources []*sdk.Resource `json:"resources"`
+	}{list})
 }
 
 func (h *Handler) templatesList(ctx context.Context, c *call) {
@@ -186,11 +194,13 @@ func (h *Handler) templatesList(ctx context.Context, c *call) {
 		c.upstreamFailed(err)
 		return
 	}
-	res := &sdk.ListResourceTemplatesResult{ResourceTemplates: []*sdk.ResourceTemplate{}}
+	list := []*sdk.ResourceTemplate{}
 	for i := range servers {
-		res.ResourceTemplates = append(res.ResourceTemplates, lists[i]...)
+		list = append(list, lists[i]...)
 	}
-	c.result(res)
+	c.result(struct {
+		ResourceTemplates []*sdk.ResourceTemplate `json:"resourceTemplates"`
+	}{list})
 }
 
 func (h *Handler) resourcesRead(ctx context.Context, c *call) {
