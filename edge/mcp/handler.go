@@ -85,10 +85,7 @@ func (h *Handler) transport() http.RoundTripper {
 	return http.DefaultTransport
 }
 
-const (
-	hdrSession  = "Mcp-Session-Id"
-	hdrProtocol = "Mcp-Protocol-Version"
-)
+const hdrSession = "Mcp-Session-Id"
 
 // supportedVersions are the protocol versions gw speaks to callers, newest
 // first. gw answers every request with one JSON body (the JSON answer form

@@ -208,9 +208,3 @@ func (ss *sessions) sweep(now time.Time) {
 		s.close()
 	}
 }
-
-func (ss *sessions) len() int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return len(ss.byID)
-}
