@@ -13,6 +13,7 @@ import (
 	"gw/balancer"
 	"gw/edge/a2a"
 	"gw/edge/authn"
+	"gw/edge/mcp"
 	"gw/edge/passthrough"
 	"gw/limiter"
 )
@@ -42,6 +43,9 @@ type Proxy struct {
 	// A2A serves /a2a and Passthrough the passthrough routes (agents.go); nil: 501 and 404.
 	A2A         *a2a.Handler
 	Passthrough *passthrough.Handler
+	// MCP serves /mcp, /mcp/{server} and the OAuth protected-resource
+	// metadata (edge/mcp); nil: those paths answer 501.
+	MCP *mcp.Handler
 }
 
 var (
@@ -56,7 +60,7 @@ var (
 // they answer 501 rather than 404 so SDKs see a clear capability error.
 var notBuilt = map[string]bool{
 	"/v1/messages": true, "/v1/messages/count_tokens": true,
-	"/v1/responses": true, "/mcp": true,
+	"/v1/responses": true,
 }
 
 // Handle serves ctx when its path is a proxy endpoint and reports whether it did.
@@ -140,6 +144,10 @@ func (p *Proxy) Handle(ctx *fasthttp.RequestCtx) bool {
 	case string(path) == pathRealtime:
 		p.serveRealtime(ctx)
 	case p.serveAgents(ctx, path): // pipeline.go: /a2a, passthrough routes
+	case p.MCP != nil && (string(path) == "/mcp" || len(path) > 5 && string(path[:5]) == "/mcp/"):
+		p.MCP.Serve(ctx, string(path[min(len(path), 5):])) // edge/mcp
+	case p.MCP != nil && mcp.IsMetadataPath(string(path)):
+		p.MCP.ServeMetadata(ctx)
 	case notBuilt[string(path)]:
 		WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
 			"gw does not serve "+string(path)+" in this build")

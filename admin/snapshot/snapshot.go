@@ -102,6 +102,9 @@ type Snapshot struct {
 	// Guardrails maps each attached scope (model, api_key, team, mcp_server,
 	// passthrough_route by canonical name) to its ordered input/output chains.
 	Guardrails map[resources.GuardrailScope]*resources.GuardrailChain
+	// MCPGuards are the compiled guardrail chains attached to MCP servers,
+	// by server name (edge/mcp judges tool arguments and results with them).
+	MCPGuards map[string]any
 	// OIDC is the JWT verifier order (by issuer, then issuer-less HMAC providers).
 	OIDC *resources.OIDCVerifiers
 	// JWT maps verified tokens to callers (jwt_subject bindings, claim_mappings).
@@ -401,6 +404,11 @@ func (s *Snapshot) compileGuardrails(gc GuardrailCompiler) error {
 			if c := s.CallersByName[scope.Name]; c != nil {
 				c.Guard = ch
 			}
+		case resources.GuardrailScopeMCPServer:
+			if s.MCPGuards == nil {
+				s.MCPGuards = make(map[string]any)
+			}
+			s.MCPGuards[scope.Name] = ch
 		case resources.GuardrailScopeTeam:
 			for _, c := range s.CallersByName {
 				if c.Key.TeamID == scope.Name {

@@ -40,15 +40,13 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missMCP        = "MCP aggregation (/mcp) is not built"
+	missOpenAPI    = "type openapi MCP servers (OpenAPI operations as tools) are not built: the server is left out of /mcp and /mcp/{server} answers 501"
 	missGuardrails = "guardrails are not enforced: requests and answers pass unchecked"
 )
 
 // wholeCollections have no runtime effect at all in this build: each entry
 // is reported once, whatever its fields.
 var wholeCollections = map[string]string{
-	resources.CollMCPAuthSettings:      missMCP,
-	resources.CollMCPServers:           missMCP,
 	resources.CollGuardrails:           missGuardrails,
 	resources.CollGuardrailAttachments: missGuardrails,
 }
@@ -96,8 +94,8 @@ var fieldRules = map[string]map[string]string{
 	resources.CollAPIKeys: {
 		"display_name": "", "key_env": "", "key_hash": "", "allowed_models": "", "rate_limit": "",
 		"expires_at": "", "disabled": "", "team_id": "", "user_id": "", "user_name": "",
-		"mcp_access":      missMCP,
-		"mcp_rate_limits": missMCP,
+		"mcp_access":      "",
+		"mcp_rate_limits": "",
 		"allowed_agents":  "",
 		"allowed_routes":  "",
 		"jwt_subject":     "",
@@ -131,6 +129,16 @@ var fieldRules = map[string]map[string]string{
 	resources.CollPassthroughRoutes: {
 		"name": "", "display_name": "", "path": "", "upstream": "", "methods": "", "strip_prefix": "", "timeout_ms": "",
 		"provider_key": "", "provider_key_id": "", "anonymous_key": "", "anonymous_key_id": "", "forward_client_headers": "",
+	},
+	// edge/mcp serves type mcp servers; type openapi entries are reported
+	// whole (unenforcedMCP).
+	resources.CollMCPServers: {
+		"name": "", "display_name": "", "type": "", "url": "", "transport": "", "headers": "", "provider_key": "",
+		"allowed_tools": "", "timeout_ms": "", "description": "",
+		"spec_url": "", "spec": "", // only on type openapi entries, reported whole
+	},
+	resources.CollMCPAuthSettings: {
+		"resource_url": "", "anonymous": "",
 	},
 	resources.CollRateLimitPolicies: {
 		"name": "", "scope": "", "scope_ref": "", "window": "", "max_requests": "", "max_tokens": "", "match": "",
@@ -227,6 +235,11 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		}
 		out = append(out, Unenforced{Collection: f.Collection, Entry: entry, Field: field, Missing: missing})
 	}
+	for _, srv := range res.MCPServers {
+		if srv.Type == resources.MCPTypeOpenAPI {
+			out = append(out, Unenforced{Collection: resources.CollMCPServers, Entry: srv.IDField + "=" + srv.Name, Missing: missOpenAPI})
+		}
+	}
 	if guards != nil {
 		out = append(out, unenforcedGuardrails(res, guards)...)
 	}
@@ -292,11 +305,22 @@ func unenforcedGuardrails(res *resources.Resources, guards GuardrailCompiler) []
 		why := ""
 		switch a.Scope.Type {
 		case resources.GuardrailScopeMCPServer:
-			why = missMCP
+			if srv := mcpServer(res, a.Scope.Name); srv != nil && srv.Type == resources.MCPTypeOpenAPI {
+				why = missOpenAPI
+			}
 		}
 		if why != "" {
 			out = append(out, Unenforced{Collection: resources.CollGuardrailAttachments, Entry: "identity=" + a.Identity(), Missing: why})
 		}
 	}
 	return out
+}
+
+func mcpServer(res *resources.Resources, name string) *resources.MCPServer {
+	for _, s := range res.MCPServers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }

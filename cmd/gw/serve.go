@@ -31,6 +31,7 @@ import (
 	"gw/edge/cache"
 	"gw/edge/embed"
 	"gw/edge/guard/kinds"
+	"gw/edge/mcp"
 	"gw/edge/passthrough"
 	gwusage "gw/edge/usage"
 	"gw/edge/usage/controlplane"
@@ -252,6 +253,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer proxy.Limiter.Close()
 	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
 	proxy.Usage = pipeline
+	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log}
+	defer proxy.MCP.Close()
 	// The response cache: the memory backend per replica, the redis
 	// backend on the shared store (misses while it is unreachable).
 	cacheMem := cache.NewMemory(cfg.CacheMemoryMaxBytes)

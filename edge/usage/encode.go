@@ -60,6 +60,12 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	dst = rawjson.AppendQuote(dst, r.InboundProtocol)
 	dst = append(dst, `,"operation":`...)
 	dst = rawjson.AppendQuote(dst, r.Operation)
+	if r.MCPServer != "" {
+		dst = append(dst, `,"mcp_server":`...)
+		dst = rawjson.AppendQuote(dst, r.MCPServer)
+		dst = append(dst, `,"mcp_tool":`...)
+		dst = rawjson.AppendQuote(dst, r.MCPTool)
+	}
 	dst = append(dst, `,"cache_status":`...)
 	dst = rawjson.AppendQuote(dst, r.CacheStatus)
 	dst = append(dst, `,"stream":`...)

@@ -137,6 +137,11 @@ type Record struct {
 	CacheStatus     string // CacheNone, CacheMiss, CacheHit, CacheBypass, CacheError
 	Stream          bool
 
+	// MCP tool calls (inbound_protocol mcp): the server and the tool as the
+	// server names it; empty on every other record and then not encoded.
+	MCPServer string
+	MCPTool   string
+
 	// Tokens as reported by the upstream; TotalTokens 0 means absent.
 	PromptTokens       int64
 	CompletionTokens   int64
@@ -189,6 +194,10 @@ var classMessages = map[string]string{
 	"upstream_failed":         "every upstream attempt failed",
 	"all_targets_unavailable": "every routing target is excluded",
 	"rate_limited":            "a rate limit rejected the request",
+	"guardrail_blocked":       "a guardrail blocked the request or its answer",
+	"guardrail_unavailable":   "a guardrail could not evaluate the content and failed closed",
+	"tool_error":              "the MCP tool answered with isError",
+	"upstream_rpc_error":      "the upstream MCP server answered with a JSON-RPC error",
 	"conversion":              "the upstream answer could not be converted to the caller's format",
 }
 

@@ -184,6 +184,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.serveInspection(ctx, path[len(strMockPrefix):])
 		return
 	}
+	if bytes.Equal(path, strMCPPath) { // mcp.go
+		s.serveMCP(ctx)
+		return
+	}
 	if bytes.Equal(path, strOTLPTracesPath) {
 		s.serveOTLPTraces(ctx)
 		return

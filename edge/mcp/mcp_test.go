@@ -1,0 +1,225 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fasthttp"
+
+	"gw/admin/resources"
+	"gw/admin/snapshot"
+)
+
+func TestToolAccess(t *testing.T) {
+	gh := &resources.MCPServer{Name: "github"}
+	docs := &resources.MCPServer{Name: "docs", AllowedTools: []string{"search*"}}
+	key := func(allow []string, deny ...string) *resources.APIKey {
+		return &resources.APIKey{MCPAccess: &resources.MCPAccess{Allow: allow, Deny: deny}}
+	}
+	for _, tc := range []struct {
+		name      string
+		k         *resources.APIKey
+		srv       *resources.MCPServer
+		tool      string
+		tool_ok   bool
+		reachable bool
+	}{
+		{"no block: nothing", &resources.APIKey{}, gh, "get", false, false},
+		{"empty allow: nothing", key([]string{}), gh, "get", false, false},
+		{"star", key([]string{"*"}), gh, "get", true, true},
+		{"deny wins", key([]string{"*"}, "github__delete_repo"), gh, "delete_repo", false, true},
+		{"deny glob of the server", key([]string{"*"}, "github__*"), gh, "get", false, false},
+		{"server glob", key([]string{"github__*"}), gh, "get", true, true},
+		{"other server's glob", key([]string{"github__*"}), docs, "search", false, false},
+		{"exact tool", key([]string{"docs__search"}), docs, "search", true, true},
+		{"allowed_tools hides", key([]string{"*"}), docs, "delete", false, true},
+		{"suffix glob", key([]string{"*__search"}), docs, "search", true, true},
+	} {
+		if got := ToolAllowed(tc.k, tc.srv, tc.tool); got != tc.tool_ok {
+			t.Errorf("%s: ToolAllowed = %v", tc.name, got)
+		}
+		if got := ServerReachable(tc.k, tc.srv); got != tc.reachable {
+			t.Errorf("%s: ServerReachable = %v", tc.name, got)
+		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	servers := []*resources.MCPServer{{Name: "a"}, {Name: "a__b"}, {Name: "gh"}}
+	for _, tc := range []struct{ in, srv, rest string }{
+		{"gh__get", "gh", "get"},
+		{"a__b__c", "a__b", "c"},
+		{"a__x", "a", "x"},
+		{"a__b__", "a", "b__"},
+		{"gh__", "", ""},
+		{"gh", "", ""},
+		{"zz__y", "", ""},
+	} {
+		s, rest, ok := Split(tc.in, servers)
+		if tc.srv == "" {
+			if ok {
+				t.Errorf("%q: want no owner, got %s/%s", tc.in, s.Name, rest)
+			}
+			continue
+		}
+		if !ok || s.Name != tc.srv || rest != tc.rest {
+			t.Errorf("%q: got %v %v %q", tc.in, ok, s, rest)
+		}
+	}
+}
+
+func TestMetadataURL(t *testing.T) {
+	if got := MetadataURL("https://gw.example.com/mcp", nil); got != "https://gw.example.com/.well-known/oauth-protected-resource/mcp" {
+		t.Error(got)
+	}
+	if got := MetadataURL("https://gw.example.com/mcp", &resources.MCPServer{Name: "gh"}); got != "https://gw.example.com/.well-known/oauth-protected-resource/mcp/gh" {
+		t.Error(got)
+	}
+}
+
+// benchFile: one key allowed everything, one server.
+const benchFile = `_format_version: "1"
+api_keys:
+  - {display_name: dev, key_hash: "` + benchKeyHash + `", mcp_access: {allow: ["*"]}}
+mcp_servers:
+  - {name: up, url: "URL"}
+`
+
+// sha256("sk-bench")
+const benchKeyHash = "3b4d9ae0b3a5c2c6a7c1d9e6b1f2c1e3c0f5d6a7b8c9d0e1f2a3b4c5d6e7f8a9"
+
+func benchHandler(b testing.TB) (*Handler, string) {
+	b.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, i in) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: i.Text}}}, nil, nil
+	})
+	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: true}))
+	b.Cleanup(up.Close)
+	src := strings.Replace(benchFile, "URL", up.URL, 1)
+	src = strings.Replace(src, benchKeyHash, sha256Hex("sk-bench"), 1)
+	r := resources.Load([]byte(src), func(string) (string, bool) { return "", false })
+	if err := r.Err(); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := snapshot.Compile(r.Resources, snapshot.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var hold snapshot.Holder
+	hold.Store(snap)
+	h := &Handler{Holder: &hold, ClientIP: func(*fasthttp.RequestCtx) (netip.Addr, bool) { return netip.Addr{}, false }}
+	b.Cleanup(h.Close)
+	ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "")
+	if ctx.Response.StatusCode() != 200 {
+		b.Fatalf("initialize: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	return h, string(ctx.Response.Header.Peek(hdrSession))
+}
+
+func serveOnce(h *Handler, server, body, session string) *fasthttp.RequestCtx {
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("/mcp")
+	req.Header.Set("Authorization", "Bearer sk-bench")
+	req.Header.SetContentType("application/json")
+	if session != "" {
+		req.Header.Set(hdrSession, session)
+	}
+	req.SetBodyString(body)
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
+	h.Serve(ctx, server)
+	return ctx
+}
+
+const benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"hello"}}}`
+
+// BenchmarkToolsCallViaGW is one tools/call through gw's /mcp handler and
+// its upstream session; BenchmarkToolsCallDirect is the same call from an
+// SDK client straight to the server. gw's relay overhead is the difference.
+func BenchmarkToolsCallViaGW(b *testing.B) {
+	h, sid := benchHandler(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ctx := serveOnce(h, "", benchCall, sid)
+		if ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
+			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+}
+
+func BenchmarkToolsCallDirect(b *testing.B) {
+	h, _ := benchHandler(b)
+	srv := h.Holder.Load().Resources.MCPServers[0]
+	cs, err := dial(context.Background(), http.DefaultTransport, srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// TestServeConcurrent: one session used by several goroutines at once
+// (run under -race): lists, calls, an unknown tool, a notification, a
+// bad session and a malformed body.
+func TestServeConcurrent(t *testing.T) {
+	h, sid := benchHandler(t)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 10; i++ {
+				if ctx := serveOnce(h, "", benchCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
+					t.Errorf("call: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+				if ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, sid); !strings.Contains(string(ctx.Response.Body()), `"up__echo"`) {
+					t.Errorf("list: %s", ctx.Response.Body())
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	for _, tc := range []struct {
+		body, sid string
+		status    int
+		want      string
+	}{
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__nope","arguments":{}}}`, sid, 200, `"code":-32602`},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid, 202, ``},
+		{benchCall, "not-a-session", 404, `unknown or expired`},
+		{benchCall, "", 400, `Mcp-Session-Id is required`},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, sid, 400, `batches`},
+		{`{"jsonrpc":"2.0","id":5,"method":"completion/complete"}`, sid, 200, `"code":-32601`},
+	} {
+		ctx := serveOnce(h, "", tc.body, tc.sid)
+		if ctx.Response.StatusCode() != tc.status || !strings.Contains(string(ctx.Response.Body()), tc.want) {
+			t.Errorf("%s: %d %s", tc.body, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+}

@@ -1,0 +1,320 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/valyala/fasthttp"
+
+	"gw/admin/resources"
+	"gw/edge/guard"
+	"gw/edge/usage"
+	"gw/limiter"
+)
+
+// Outcomes of a tool call (usage error_class, metric label).
+const (
+	outcomeOK          = "ok"
+	outcomeToolError   = "tool_error" // the tool answered isError: true
+	outcomeRPCError    = "upstream_rpc_error"
+	outcomeUpstream    = "upstream_failed"
+	outcomeLimited     = "rate_limited"
+	outcomeBlocked     = "guardrail_blocked"
+	outcomeUnavailable = "guardrail_unavailable"
+)
+
+// Messages of in-band guardrail rejections; never the matched value.
+const (
+	msgBlockedArgs   = "The tool call was blocked by guardrail policy"
+	msgBlockedResult = "The tool result was blocked by guardrail policy"
+	msgUnavailable   = "A guardrail could not evaluate the content and fails closed"
+)
+
+// Scope of the limiter counters of mcp_rate_limits: one per server and key.
+const scopeMCPPrefix = "mcp-"
+
+// toolCall is the state of one tools/call.
+type toolCall struct {
+	srv      *resources.MCPServer
+	tool     string
+	outcome  string
+	upDur    time.Duration
+	g        guard.Exec
+	gOn      bool
+	setters  []func(string)
+	reqBytes int
+}
+
+func (h *Handler) toolsCall(ctx context.Context, c *call) {
+	// Arguments stay raw until policy needs them (one decode, numbers kept
+	// as written).
+	var raw struct {
+		Meta      sdk.Meta        `json:"_meta,omitempty"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(c.req.Params, &raw); err != nil {
+		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
+		return
+	}
+	p := sdk.CallToolParams{Meta: raw.Meta, Name: raw.Name}
+	s, tool, ok := c.owner(p.Name)
+	if !ok || !c.p.toolAllowed(s, tool) {
+		// Unknown and forbidden tools answer alike: no tool name leaks.
+		c.rpcError(jsonrpc.CodeInvalidParams, "unknown tool \""+p.Name+"\"")
+		return
+	}
+	tc := &toolCall{srv: s, tool: tool, reqBytes: len(c.ctx.PostBody())}
+	defer h.finishCall(c, tc)
+
+	var args any
+	if len(raw.Arguments) > 0 && string(raw.Arguments) != "null" {
+		if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
+			c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
+			return
+		}
+	}
+	release, ok := h.admit(c, tc)
+	if !ok {
+		return
+	}
+	defer release()
+
+	// Guardrails on the arguments (input phase).
+	h.chain(c, tc)
+	if tc.gOn && len(tc.g.Chain.Input) > 0 && args != nil {
+		tc.setters = tc.setters[:0]
+		tc.walkArgs(&args, guard.RoleUser, guard.PartToolArguments)
+		switch tc.g.Judge(ctx, guard.Input, p.Name, tc.g.Chain.Input) {
+		case guard.Blocked:
+			tc.outcome = outcomeBlocked
+			c.result(rejection(blockMessage(&tc.g, msgBlockedArgs)))
+			return
+		case guard.Unavailable:
+			tc.outcome = outcomeUnavailable
+			c.result(rejection(msgUnavailable))
+			return
+		case guard.Masked:
+			tc.applyMasks()
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
+	defer cancel()
+	cs, err := c.upstream(ctx, s)
+	if err != nil {
+		tc.outcome = outcomeUpstream
+		c.upstreamFailed(err)
+		return
+	}
+	p.Name = tool
+	p.Arguments = args
+	up := time.Now()
+	res, err := cs.CallTool(ctx, &p)
+	tc.upDur = time.Since(up)
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			tc.outcome = outcomeRPCError
+		} else {
+			tc.outcome = outcomeUpstream
+			if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
+				c.sess.mu.Lock()
+				u := c.sess.up[s.Name]
+				c.sess.mu.Unlock()
+				if u != nil {
+					c.sess.drop(s.Name, u)
+				}
+			}
+		}
+		c.upstreamFailed(err)
+		return
+	}
+
+	// Guardrails on the result (output phase): every text content value
+	// and every structuredContent value, each judged on its own.
+	if tc.gOn && len(tc.g.Chain.Output) > 0 {
+		tc.g.Reset()
+		h.chain(c, tc)
+		tc.setters = tc.setters[:0]
+		tc.resultTexts(res)
+		switch tc.g.Judge(ctx, guard.Output, p.Name, tc.g.Chain.Output) {
+		case guard.Blocked:
+			tc.outcome = outcomeBlocked
+			c.result(rejection(blockMessage(&tc.g, msgBlockedResult)))
+			return
+		case guard.Unavailable:
+			tc.outcome = outcomeUnavailable
+			c.result(rejection(msgUnavailable))
+			return
+		case guard.Masked:
+			tc.applyMasks()
+		}
+	}
+	tc.outcome = outcomeOK
+	if res.IsError {
+		tc.outcome = outcomeToolError
+	}
+	c.result(res)
+}
+
+// rejection is the in-band answer of a guardrail rejection: a tool result
+// with isError, on HTTP 200 (spec "Errors" 4).
+func rejection(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}, IsError: true}
+}
+
+func blockMessage(e *guard.Exec, def string) string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return def
+}
+
+// chain merges the guardrails attached to the server, the key and its team.
+func (h *Handler) chain(c *call, tc *toolCall) {
+	sg := c.snap.MCPGuards[tc.srv.Name]
+	kg, teamg := c.p.caller.Guard, c.p.caller.TeamGuard
+	if sg == nil && kg == nil && teamg == nil {
+		return
+	}
+	tc.gOn = guard.Merge(&tc.g.Chain, guard.Of(sg), guard.Of(kg), guard.Of(teamg))
+}
+
+// admit applies the key's rate_limit request windows and the server's
+// mcp_rate_limits entry (request windows and in-flight concurrency) of the
+// key. A refusal answers 429 and reports false; release frees the slots.
+func (h *Handler) admit(c *call, tc *toolCall) (release func(), ok bool) {
+	if h.Limiter == nil {
+		return func() {}, true
+	}
+	key := c.p.caller.Key
+	var r limiter.Reservation
+	var rl *resources.RateLimit
+	for i := range key.MCPRateLimits {
+		if key.MCPRateLimits[i].Server == tc.srv.Name {
+			rl = &key.MCPRateLimits[i].Limit
+		}
+	}
+	mcpSub := limiter.Subject{Scope: scopeMCPPrefix + tc.srv.Name, ID: key.ID}
+	keySub := limiter.Subject{Scope: "key", ID: key.ID} // edge/limits.go's scopeKeyLimit: one counter per key
+	if key.RateLimit != nil {
+		r.AddLimits(keySub, limiter.Limits{RPS: key.RateLimit.RPS, RPM: key.RateLimit.RPM, RPH: key.RateLimit.RPH, RPD: key.RateLimit.RPD})
+	}
+	if rl != nil {
+		r.AddLimits(mcpSub, limiter.Limits{RPS: rl.RPS, RPM: rl.RPM, RPH: rl.RPH, RPD: rl.RPD})
+	}
+	var keySlot, mcpSlot limiter.Slot
+	release = func() {
+		h.Limiter.Settle(&r, 0)
+		keySlot.Release()
+		mcpSlot.Release()
+	}
+	if r.Len() > 0 {
+		if d := h.Limiter.Reserve(&r, 0); !d.Allowed {
+			h.refuse(c, tc, &d)
+			return nil, false
+		}
+	}
+	if key.RateLimit != nil {
+		if d := h.Limiter.Acquire(&keySlot, keySub, key.RateLimit.Concurrency); !d.Allowed {
+			release()
+			h.refuse(c, tc, &d)
+			return nil, false
+		}
+	}
+	if rl != nil {
+		if d := h.Limiter.Acquire(&mcpSlot, mcpSub, rl.Concurrency); !d.Allowed {
+			release()
+			h.refuse(c, tc, &d)
+			return nil, false
+		}
+	}
+	return release, true
+}
+
+func (h *Handler) refuse(c *call, tc *toolCall, d *limiter.Decision) {
+	tc.outcome = outcomeLimited
+	msg := "Rate limit reached for " + d.Kind.String()
+	if d.Limit > 0 {
+		msg += " (limit " + strconv.FormatInt(d.Limit, 10) + ")"
+	}
+	msg += "; retry after " + strconv.FormatInt(d.RetryAfterSeconds(), 10) + "s."
+	c.status = fasthttp.StatusTooManyRequests
+	writeResponse(c.ctx, fasthttp.StatusTooManyRequests, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: -32029, Message: msg}})
+	d.AppendHeaders(nil, c.ctx.Response.Header.SetBytesKV)
+}
+
+// finishCall writes the usage record and the metrics of one tool call.
+func (h *Handler) finishCall(c *call, tc *toolCall) {
+	if tc.outcome == "" {
+		return // answered before the call was attempted (bad arguments)
+	}
+	now := time.Now()
+	lat := now.Sub(c.start)
+	toolCalls(tc.srv.Name, tc.tool, tc.outcome).Inc()
+	toolLatency(tc.srv.Name).Update(lat.Seconds())
+	if h.Usage == nil {
+		return
+	}
+	k := c.p.caller.Key
+	e := &usage.Record{
+		OccurredAt: now, RequestID: usage.NewRequestID(), Attempt: 1, AttemptKind: usage.AttemptFinal,
+		StatusCode: c.status,
+		APIKeyID:   k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
+		Model: Join(tc.srv.Name, tc.tool), InboundProtocol: "mcp", Operation: "tools/call", CacheStatus: usage.CacheNone,
+		MCPServer: tc.srv.Name, MCPTool: tc.tool,
+		Latency: lat, UpstreamLatency: tc.upDur, RequestBodyBytes: int64(tc.reqBytes),
+		ResponseBodyBytes: int64(len(c.ctx.Response.Body())),
+	}
+	if pk := tc.srv.ProviderKey; pk != nil {
+		e.ProviderKey, e.ProviderKeyID = pk.DisplayName, pk.ID
+	}
+	if tc.outcome != outcomeOK {
+		e.ErrorClass = tc.outcome
+		e.ErrorMessage = usage.ClassMessage(tc.outcome)
+	}
+	if tc.gOn {
+		o := &tc.g.Outcome
+		e.AppliedGuardrails = append([]string(nil), o.Applied...)
+		for _, hit := range o.Enforced {
+			e.GuardrailEnforcedHits = append(e.GuardrailEnforcedHits, usage.GuardrailHit{Guardrail: hit.Guardrail, Action: hit.Action})
+		}
+		for _, hit := range o.Monitor {
+			e.GuardrailMonitorHits = append(e.GuardrailMonitorHits, usage.GuardrailHit{Guardrail: hit.Guardrail, Action: hit.Action})
+		}
+		e.GuardrailBypassedReason, e.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+	}
+	h.Usage.Emit(e)
+}
+
+// Metrics: one counter per (server, tool, outcome); tools are those the
+// server lists and the key may call, so the label set stays bounded.
+func toolCalls(server, tool, outcome string) *metrics.Counter {
+	return metrics.GetOrCreateCounter(`gw_mcp_tool_calls_total{server="` + escapeLabel(server) + `",tool="` + escapeLabel(tool) + `",outcome="` + outcome + `"}`)
+}
+
+func toolLatency(server string) *metrics.Histogram {
+	return metrics.GetOrCreateHistogram(`gw_mcp_tool_call_seconds{server="` + escapeLabel(server) + `"}`)
+}
+
+func escapeLabel(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"', '\\':
+			b = append(b, '\\', s[i])
+		case '\n':
+			b = append(b, '\\', 'n')
+		default:
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,210 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"gw/admin/resources"
+)
+
+// headerTransport adds a server's configured headers and its provider
+// credential to every upstream request.
+type headerTransport struct {
+	base http.RoundTripper
+	srv  *resources.MCPServer
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for _, h := range t.srv.Headers {
+		r.Header.Set(h.Name, h.Value.Reveal())
+	}
+	if pk := t.srv.ProviderKey; pk != nil && pk.APIKey.IsSet() {
+		r.Header.Set("Authorization", "Bearer "+pk.APIKey.Reveal())
+	}
+	return t.base.RoundTrip(r)
+}
+
+// upstreamClient is the SDK client identity gw presents upstream.
+var upstreamClient = sdk.NewClient(&sdk.Implementation{Name: "gw", Version: "1"}, nil)
+
+// dial opens an upstream session to srv with the transport it declares.
+func dial(ctx context.Context, base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
+	hc := &http.Client{Transport: &headerTransport{base: base, srv: srv}}
+	var tr sdk.Transport
+	if srv.Transport == resources.MCPTransportSSE {
+		tr = &sdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
+	} else {
+		// No standalone GET stream: gw answers its callers with JSON and
+		// does not relay server-initiated messages.
+		tr = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	}
+	cs, err := upstreamClient.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, errors.New("cannot open an MCP session to server " + srv.Name + ": " + err.Error())
+	}
+	return cs, nil
+}
+
+// dialTimeout dials within srv's timeout. The context given to Connect
+// must outlive it: the legacy SSE transport's GET stream lives on it, so
+// it is cancelled only when the dial times out.
+func dialTimeout(base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(srv.Timeout(), cancel)
+	cs, err := dial(ctx, base, srv)
+	if !timer.Stop() {
+		if cs != nil {
+			cs.Close()
+		}
+		cancel()
+		return nil, errors.New("cannot open an MCP session to server " + srv.Name + ": timed out after " + srv.Timeout().String())
+	}
+	if err != nil {
+		cancel()
+	}
+	return cs, err
+}
+
+// session is one caller session of gw: the principal it belongs to and its
+// upstream sessions, opened on first use.
+type session struct {
+	id     string
+	keyID  string // the caller key the session is bound to
+	server string // "" on /mcp, the server name on /mcp/{server}
+
+	mu       sync.Mutex
+	up       map[string]*upConn // by server name
+	lastUsed time.Time
+	closed   bool
+}
+
+// upConn is one upstream session; ready is closed once cs or err is set.
+type upConn struct {
+	ready chan struct{}
+	cs    *sdk.ClientSession
+	err   error
+	srv   *resources.MCPServer // the entry it was opened for (a reload with new settings reopens)
+}
+
+// upstream returns the session's upstream session to srv, opening it once.
+func (s *session) upstream(ctx context.Context, base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("the MCP session was closed")
+	}
+	s.lastUsed = time.Now()
+	u := s.up[srv.Name]
+	if u != nil && u.srv != srv {
+		select {
+		case <-u.ready:
+			if u.cs != nil {
+				go u.cs.Close()
+			}
+			u = nil
+		default:
+		}
+	}
+	if u == nil {
+		u = &upConn{ready: make(chan struct{}), srv: srv}
+		s.up[srv.Name] = u
+		s.mu.Unlock()
+		u.cs, u.err = dialTimeout(base, srv)
+		close(u.ready)
+		if u.err != nil {
+			s.drop(srv.Name, u)
+		}
+		return u.cs, u.err
+	}
+	s.mu.Unlock()
+	select {
+	case <-u.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return u.cs, u.err
+}
+
+// drop forgets u (a failed dial or a broken session) so the next call reopens.
+func (s *session) drop(name string, u *upConn) {
+	s.mu.Lock()
+	if s.up[name] == u {
+		delete(s.up, name)
+	}
+	s.mu.Unlock()
+	if u.cs != nil {
+		go u.cs.Close()
+	}
+}
+
+func (s *session) close() {
+	s.mu.Lock()
+	s.closed = true
+	ups := s.up
+	s.up = nil
+	s.mu.Unlock()
+	for _, u := range ups {
+		select {
+		case <-u.ready:
+			if u.cs != nil {
+				go u.cs.Close()
+			}
+		default:
+		}
+	}
+}
+
+// sessions holds the live caller sessions; idle ones are closed.
+type sessions struct {
+	mu   sync.Mutex
+	byID map[string]*session
+	idle time.Duration
+}
+
+func (ss *sessions) add(s *session) {
+	ss.mu.Lock()
+	if ss.byID == nil {
+		ss.byID = make(map[string]*session)
+	}
+	ss.byID[s.id] = s
+	ss.mu.Unlock()
+}
+
+func (ss *sessions) get(id string) *session {
+	ss.mu.Lock()
+	s := ss.byID[id]
+	ss.mu.Unlock()
+	return s
+}
+
+func (ss *sessions) remove(id string) *session {
+	ss.mu.Lock()
+	s := ss.byID[id]
+	delete(ss.byID, id)
+	ss.mu.Unlock()
+	return s
+}
+
+// sweep closes sessions idle longer than ss.idle.
+func (ss *sessions) sweep(now time.Time) {
+	var old []*session
+	ss.mu.Lock()
+	for id, s := range ss.byID {
+		s.mu.Lock()
+		if now.Sub(s.lastUsed) > ss.idle {
+			old = append(old, s)
+			delete(ss.byID, id)
+		}
+		s.mu.Unlock()
+	}
+	ss.mu.Unlock()
+	for _, s := range old {
+		s.close()
+	}
+}
