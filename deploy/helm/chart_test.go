@@ -232,10 +232,10 @@ func TestReloadChecksum(t *testing.T) {
 func TestValuesRejected(t *testing.T) {
 	for _, tc := range []struct{ name, values, want string }{
 		{"misspelt key", "replicaCont: 3\n", "replicaCont"},
-		{"unknown config kind", "config: {kind: File}\n", "config.kind"},
-		{"bad port", "service: {port: 70000}\n", "service.port"},
+		{"unknown config kind", "config: {kind: File}\n", "/config/kind"},
+		{"bad port", "service: {port: 70000}\n", "/service/port"},
 		{"bad reload", "reload: sighup\n", "reload"},
-		{"etcd endpoint scheme", "etcd: {endpoints: [etcd:2379]}\n", "etcd.endpoints"},
+		{"etcd endpoint scheme", "etcd: {endpoints: [etcd:2379]}\n", "/etcd/endpoints/0"},
 		{"admin without key", "replicaCount: 1\nadmin: {enabled: true}\n", "admin.keySecret.name"},
 		{"embedded store on replicas", "admin: {enabled: true, keySecret: {name: k}}\n", "one pod"},
 		{"etcd store without endpoints", "admin: {enabled: true, keySecret: {name: k}, store: etcd}\n", "needs etcd.endpoints"},
