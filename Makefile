@@ -29,12 +29,18 @@ export BEDROCK_CREDENTIALS ?= {"access_key_id":"AKIAMOCKBEDROCK00001","secret_ac
 # A service account generated for tests only; its token_uri is the mock's (127.0.0.1:9999).
 export VERTEX_SA ?= $(shell cat perf/mock/testdata/vertex_service_account.json)
 
-.PHONY: all build run test unit fuzz bench perf lint deps clean
+.PHONY: all build run test unit fuzz bench perf lint deps clean image deploy-test
 
 all: build
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gw
+
+# The container image as an OCI archive, built without a Docker daemon
+# (deploy/image; docs/DEPLOY.md). Load it with docker/podman load, or push it
+# with skopeo copy oci-archive:bin/gw-image.tar docker://REGISTRY/gw:TAG.
+image:
+	cd deploy && $(GO) run ./cmd/gwimage -repo .. -version $(VERSION) -out ../bin/gw-image.tar
 
 # Start the mock upstream and gw on the example config. Ctrl-C stops both.
 run: build
@@ -83,12 +89,17 @@ deps:
 		echo "installing openai + ws (npm) into $(OPENAI_NPM_DIR)"; \
 		mkdir -p $(OPENAI_NPM_DIR) && npm install --prefix $(OPENAI_NPM_DIR) --no-audit --no-fund --silent openai@7.55.0 ws@8.23.0 >/dev/null; }
 
-test: deps lint unit fuzz-short
+test: deps lint unit deploy-test fuzz-short
 
 # cmd/gw's end-to-end tests take minutes under -race on 2 cores (the usage
 # outage test alone runs two); go test's default 10-minute limit is too tight.
 unit:
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+# deploy/ is its own module (Helm and the Kubernetes API types stay out of
+# gw's go.mod): its image and chart tests run here.
+deploy-test:
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 # Run every Fuzz* target in fuzz/ for FUZZTIME each.
 fuzz:

@@ -14,7 +14,7 @@ import (
 )
 
 // commands are gw's subcommands as completion offers them.
-var commands = []string{"serve", "validate", "version", "mock", "token", "completion", "help"}
+var commands = []string{"serve", "validate", "version", "mock", "token", "completion", "healthcheck", "help"}
 
 // commandFlags returns the flag names of a subcommand, read from its own
 // flag set's help output so completion never drifts from the flags.
@@ -27,6 +27,8 @@ func commandFlags(cmd string) []string {
 		validate([]string{"-h"}, &buf, &buf)
 	case "token":
 		tokenCmd([]string{"-h"}, &buf, &buf)
+	case "healthcheck":
+		healthcheck([]string{"-h"}, &buf, &buf)
 	case "mock":
 		mock.Usage(&buf)
 	case "version":

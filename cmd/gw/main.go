@@ -1,5 +1,5 @@
 // Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock, gw token,
-// gw completion.
+// gw completion, gw healthcheck.
 package main
 
 import (
@@ -17,6 +17,8 @@ const usage = `usage:
   gw version [-m]          version and build settings; -m lists every module compiled in
   gw completion bash|zsh|fish
                            print a shell completion script
+  gw healthcheck [--addr HOST:PORT] [--ready]
+                           exit 0 when the local gw answers /livez (/readyz) with 200
   gw mock [flags]          run the mock upstream provider (tests, demos, perf)
   gw token --secret-env NAME [--sub S] [--aud A] [--iss I] [--ttl 1h]
                            print a JWT for a shared-secret oidc_providers entry (demos)
@@ -42,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return versionCmd(args[1:], stdout)
 	case "completion":
 		return completion(args[1:], stdout, stderr)
+	case "healthcheck":
+		return healthcheck(args[1:], stdout, stderr)
 	case "mock":
 		return mockCmd(args[1:], stderr)
 	case "token":
