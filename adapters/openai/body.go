@@ -14,14 +14,20 @@ type scratch struct {
 	bufs [2][]byte // body versions, written alternately
 	msgs []byte    // rebuilt messages array
 	elem []byte    // one message with its role edited
-	flat []byte    // flattened content string
-	text []byte    // unescaped texts being flattened
-	temp []byte    // clamped temperature
-	so   []byte    // new stream_options
-	url  []byte
-	hdr  []byte
-	auth []byte // credential header value; cleared on release
-	vals [][]byte
+	bare []byte    // one message without its thinking_blocks
+	// strip: the body carries thinking_blocks (signed Anthropic reasoning
+	// that gw hands to chat callers and takes back from them, and that a
+	// Messages caller's history becomes): OpenAI-family upstreams do not
+	// know the field, and OpenAI rejects unknown message members.
+	strip bool
+	flat  []byte // flattened content string
+	text  []byte // unescaped texts being flattened
+	temp  []byte // clamped temperature
+	so    []byte // new stream_options
+	url   []byte
+	hdr   []byte
+	auth  []byte // credential header value; cleared on release
+	vals  [][]byte
 }
 
 // maxKeep bounds the buffers a pooled scratch keeps, so one huge body does
@@ -33,7 +39,7 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 func acquireScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func releaseScratch(s *scratch) {
-	for _, b := range []*[]byte{&s.bufs[0], &s.bufs[1], &s.msgs, &s.elem, &s.flat, &s.text, &s.temp, &s.so, &s.url, &s.hdr} {
+	for _, b := range []*[]byte{&s.bufs[0], &s.bufs[1], &s.msgs, &s.elem, &s.bare, &s.flat, &s.text, &s.temp, &s.so, &s.url, &s.hdr} {
 		if cap(*b) > maxKeep {
 			*b = nil
 		} else {
@@ -43,6 +49,7 @@ func releaseScratch(s *scratch) {
 	clear(s.auth[:cap(s.auth)]) // no credential bytes linger in the pool
 	s.auth = s.auth[:0]
 	clear(s.vals)
+	s.strip = false
 	scratchPool.Put(s)
 }
 
@@ -88,7 +95,8 @@ func (a *Adapter) editBody(e *editor, in *adapters.ChatInput) error {
 	pol := a.policyFor(in.Provider)
 	reasoning := pol.maxCompletion && IsReasoningModel(in.UpstreamModel)
 	forceUsage := in.Stream && in.ForceUsage
-	if !pol.devToSystem && !reasoning && !a.body.Has(bodyrules.All) && !forceUsage {
+	e.s.strip = bytes.Contains(in.Body, strThinkingBlocks)
+	if !pol.devToSystem && !reasoning && !a.body.Has(bodyrules.All) && !forceUsage && !e.s.strip {
 		return e.commit(rawjson.SetString(e.dst(), in.Body, "model", in.UpstreamModel))
 	}
 
@@ -112,7 +120,7 @@ func (a *Adapter) editBody(e *editor, in *adapters.ChatInput) error {
 	}
 
 	p := plan{model: in.UpstreamModel}
-	if (pol.devToSystem || a.body.FlattensContent()) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
+	if (pol.devToSystem || a.body.FlattensContent() || s.strip) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
 		var changed bool
 		s.msgs, changed = a.editMessages(s, vals[kMessages], pol.devToSystem)
 		if changed {
@@ -297,7 +305,7 @@ func (a *Adapter) editBodyPasses(e *editor, in *adapters.ChatInput, pol policy, 
 	keys := a.scanKeys
 	// Messages are edited from the caller's body, which stays unchanged.
 	var msgs []byte
-	if (pol.devToSystem || a.body.FlattensContent()) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
+	if (pol.devToSystem || a.body.FlattensContent() || s.strip) && rawjson.KindOf(vals[kMessages]) == rawjson.Array {
 		var changed bool
 		s.msgs, changed = a.editMessages(s, vals[kMessages], pol.devToSystem)
 		if changed {
@@ -429,8 +437,13 @@ func (a *Adapter) editMessage(s *scratch, dst, elem []byte, kind rawjson.Kind, d
 		return append(dst, elem...), false
 	}
 	cur, changed := elem, false
+	if s.strip {
+		if out, err := rawjson.Delete(s.bare[:0], elem, "thinking_blocks"); err == nil && len(out) != len(elem) {
+			s.bare, cur, changed = out, out, true
+		}
+	}
 	if dev && rawjson.KindOf(v[0]) == rawjson.String && rawjson.StringEquals(v[0], "developer") {
-		if out, err := rawjson.SetString(s.elem[:0], elem, "role", "system"); err == nil {
+		if out, err := rawjson.SetString(s.elem[:0], cur, "role", "system"); err == nil {
 			s.elem, cur, changed = out, out, true
 		}
 	}

@@ -95,6 +95,17 @@ func TestBodyEdits(t *testing.T) {
 	f("duplicate model keys all replaced", nil, adapters.ChatInput{},
 		`{"model":"a","model":"b"}`, `{"model":"gpt-4o"}`)
 
+	// thinking_blocks (signed Anthropic reasoning in chat form) never reach an
+	// OpenAI-family upstream; everything else of the message stays.
+	think := `{"model":"m","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","thinking_blocks":[{"type":"thinking","thinking":"t","signature":"sig"}],"tool_calls":[]},{"role":"user","content":"thinking_blocks"}]}`
+	f("thinking_blocks removed from assistant messages", nil, adapters.ChatInput{}, think,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","tool_calls":[]},{"role":"user","content":"thinking_blocks"}]}`)
+	f("thinking_blocks removed and developer renamed", func(k *testKey) { k.Provider = "groq" }, adapters.ChatInput{},
+		`{"model":"m","messages":[{"role":"developer","content":"d","thinking_blocks":[]},{"role":"user","content":"hi"}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"system","content":"d"},{"role":"user","content":"hi"}]}`)
+	f("the word alone changes nothing", nil, adapters.ChatInput{}, `{"model":"m","messages":[{"role":"user","content":"\"thinking_blocks\""}]}`,
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"\"thinking_blocks\""}]}`)
+
 	// developer role
 	dev := `{"model":"m","messages":[{"role":"developer","content":"Be terse."},{"role":"user","content":"hi"}]}`
 	f("developer kept for provider openai", nil, adapters.ChatInput{}, dev,

@@ -35,7 +35,9 @@ var fixedKeys = [numFixedKeys]string{
 
 var (
 	messageKeys = []string{"role", "content"}
-	blockKeys   = []string{"type", "text"}
-	chunkKeys   = []string{"choices", "usage"}
-	usageKeys   = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
+
+	strThinkingBlocks = []byte(`"thinking_blocks"`)
+	blockKeys         = []string{"type", "text"}
+	chunkKeys         = []string{"choices", "usage"}
+	usageKeys         = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
 )
