@@ -14,6 +14,7 @@ import (
 	"gw/edge/gateway/plugin"
 	"gw/edge/gateway/plugins/basicauth"
 	_ "gw/edge/gateway/plugins/builtin"
+	"gw/edge/gateway/plugins/httplogger"
 	"gw/edge/gateway/plugins/limitcount"
 	"gw/edge/gateway/plugins/proxyrewrite"
 	"gw/edge/gateway/vars"
@@ -121,5 +122,16 @@ func FuzzGatewayPluginChain(f *testing.F) {
 		ch.RunHeaderFilter(c)
 		ch.RunBodyFilter(c)
 		ch.RunLog(c)
+	})
+}
+
+// FuzzGatewayLogFormat: any log_format compiles or is refused without
+// panicking.
+func FuzzGatewayLogFormat(f *testing.F) {
+	for _, s := range []string{"$status", "${request_time}", "x$uri${arg_a ?? b}", "\\$", "${", "$rate_limiting_info"} {
+		f.Add("k", s)
+	}
+	f.Fuzz(func(t *testing.T, k, v string) {
+		_ = httplogger.CompileFormat(map[string]string{k: v})
 	})
 }

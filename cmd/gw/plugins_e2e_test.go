@@ -225,10 +225,44 @@ func TestPluginsE2E(t *testing.T) {
 		g.do(t, "GET", "/ka", "apikey", "jack-key").want(t, 200)
 	})
 
+	t.Run("http-logger", func(t *testing.T) {
+		got := make(chan string, 16)
+		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got <- r.Header.Get("Authorization") + " " + string(b)
+		}))
+		defer recv.Close()
+		g.want(t, 201, "PUT", "/plugin_metadata/http-logger", `{"log_format":{"st":"$status","who":"$consumer_name","path":"$uri","rl":"$rate_limiting_info","x":"${arg_x ?? none}"}}`)
+		g.want(t, 201, "PUT", "/routes/hl", `{"uri":"/hl","plugins":{"key-auth":{},"limit-count":{"count":5,"time_window":60,"key":"consumer_name"},`+
+			`"http-logger":{"uri":"`+recv.URL+`/log","auth_header":"Bearer log-token","batch_max_size":2}},`+up+`}`)
+		g.do(t, "GET", "/hl?x=1", "apikey", "jack-key").want(t, 200)
+		g.do(t, "GET", "/hl").want(t, 401)
+		select {
+		case b := <-got:
+			want := `Bearer log-token [{"path":"/hl","rl":"{\"rate_limiting_key\":\"jack\",\"rate_limiting_limit\":5,\"rate_limiting_remaining\":4,\"rate_limiting_reset\":`
+			if !strings.HasPrefix(b, want) || !strings.Contains(b, `"st":200,"who":"jack","x":"1"},{"path":"/hl","rl":"","st":401,"who":"","x":"none"}]`) {
+				t.Errorf("batch %s", b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no batch within 5 s")
+		}
+		// A batch below batch_max_size goes out after inactive_timeout.
+		g.want(t, 201, "PUT", "/routes/hl2", `{"uri":"/hl2","plugins":{"http-logger":{"uri":"`+recv.URL+`/log","inactive_timeout":1,"concat_method":"new_line","log_format":{"s":"$status"}}},`+up+`}`)
+		g.do(t, "GET", "/hl2").want(t, 200)
+		select {
+		case b := <-got:
+			if b != ` {"s":200}` {
+				t.Errorf("new_line batch %q", b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no batch after inactive_timeout")
+		}
+	})
+
 	t.Run("not-built", func(t *testing.T) {
-		code, m := g.call(t, "PUT", "/routes/hl", `{"uri":"/hl","plugins":{"http-logger":{"uri":"http://127.0.0.1:1/log"}},`+up+`}`)
-		if code != 400 || field(m, "error_msg") != "unknown plugin [http-logger]" {
-			t.Errorf("http-logger route: %d %v; want 400 unknown plugin", code, m)
+		code, m := g.call(t, "PUT", "/routes/pm", `{"uri":"/pm","plugins":{"prometheus":{}},`+up+`}`)
+		if code != 400 || field(m, "error_msg") != "unknown plugin [prometheus]" {
+			t.Errorf("prometheus route: %d %v; want 400 unknown plugin", code, m)
 		}
 		resp, err := http.Get(g.admin + "/plugins/list?api_key=" + e2eAdminKey)
 		if err != nil {
@@ -236,7 +270,7 @@ func TestPluginsE2E(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(b), "http-logger") || !strings.Contains(string(b), "key-auth") {
+		if strings.Contains(string(b), "prometheus") || !strings.Contains(string(b), "http-logger") {
 			t.Errorf("/plugins/list: %s", b)
 		}
 	})

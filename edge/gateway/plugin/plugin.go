@@ -273,3 +273,21 @@ type meta struct {
 // plane does not run: the route is refused service (503), never served
 // without it.
 var ErrNotBuilt = errors.New("not built")
+
+// AppendJSONString appends s as a JSON string: quotes, backslashes and
+// control bytes escaped, other bytes as they are.
+func AppendJSONString(dst, s []byte) []byte {
+	const hexd = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, b := range s {
+		switch {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case b < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexd[b>>4], hexd[b&15])
+		default:
+			dst = append(dst, b)
+		}
+	}
+	return append(dst, '"')
+}

@@ -5,6 +5,7 @@ package builtin
 import (
 	_ "gw/edge/gateway/plugins/basicauth"
 	_ "gw/edge/gateway/plugins/errorpage"
+	_ "gw/edge/gateway/plugins/httplogger"
 	_ "gw/edge/gateway/plugins/jwtauth"
 	_ "gw/edge/gateway/plugins/keyauth"
 	_ "gw/edge/gateway/plugins/limitcount"

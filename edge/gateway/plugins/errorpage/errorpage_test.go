@@ -35,7 +35,7 @@ func TestHeaderFilter(t *testing.T) {
 	on := `{"enable":true,"error_404":{"body":"nf"},"error_502":{"body":"bg","content_type":"text/plain"}}`
 	f(on, true, 404, "nf")
 	f(on, true, 502, "bg")
-	f(on, true, 503, "orig") // no page configured
+	f(on, true, 503, "orig")  // no page configured
 	f(on, false, 404, "orig") // upstream answers are never changed
 	f(on, true, 401, "orig")
 	f(`{"enable":false,"error_404":{"body":"nf"}}`, true, 404, "orig")

@@ -249,22 +249,8 @@ func appendInfo(dst, key []byte, limit, remaining, reset int64) []byte {
 	return append(dst, '}')
 }
 
-// AppendJSONString appends s as a JSON string.
-func AppendJSONString(dst, s []byte) []byte {
-	const hexd = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, b := range s {
-		switch {
-		case b == '"' || b == '\\':
-			dst = append(dst, '\\', b)
-		case b < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexd[b>>4], hexd[b&15])
-		default:
-			dst = append(dst, b)
-		}
-	}
-	return append(dst, '"')
-}
+// AppendJSONString appends s as a JSON string (plugin.AppendJSONString).
+func AppendJSONString(dst, s []byte) []byte { return plugin.AppendJSONString(dst, s) }
 
 // interner turns a request's key bytes into the string the limiter keys
 // its counters by, allocating only the first time a key is seen.
