@@ -277,6 +277,19 @@ func (s *Schemas) validateMetadata(name string, v any) error {
 		}
 		return fmt.Errorf("invalid configuration: %v", err)
 	}
+	if name == "prometheus" {
+		// Structural labels (the `type` of http_latency and bandwidth) keep
+		// series apart and cannot be disabled (spec: a 400).
+		if dl, ok := c["disabled_labels"].(map[string]any); ok {
+			for metric, ls := range dl {
+				for _, l := range ls.([]any) {
+					if l == "type" {
+						return fmt.Errorf("failed to check the configuration of plugin prometheus err: label type of %s is structural and cannot be disabled", metric)
+					}
+				}
+			}
+		}
+	}
 	return nil
 }
 

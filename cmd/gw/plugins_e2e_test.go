@@ -116,6 +116,7 @@ func TestPluginsE2E(t *testing.T) {
 	start := time.Now()
 	g := startAdminGW(t, "--data-dir", t.TempDir())
 	be := echoBackend(t)
+	echoAddr := be
 	g.want(t, 201, "PUT", "/upstreams/echo", `{"nodes":{"`+be+`":1}}`)
 	up := `"upstream_id":"echo"`
 	be = strings.TrimPrefix(g.gateway, "http://") // pass_host: the client's Host
@@ -259,10 +260,34 @@ func TestPluginsE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("prometheus", func(t *testing.T) {
+		g.want(t, 400, "PUT", "/plugin_metadata/prometheus", `{"disabled_labels":{"http_latency":["type"]}}`)
+		g.want(t, 201, "PUT", "/plugin_metadata/prometheus", `{"disabled_labels":{"http_status":["node"]}}`)
+		g.want(t, 201, "PUT", "/routes/prom", `{"uri":"/prom","name":"promname","plugins":{"prometheus":{"prefer_name":true},"key-auth":{}},`+up+`}`)
+		g.do(t, "GET", "/prom", "apikey", "jack-key").want(t, 200)
+		g.do(t, "GET", "/prom").want(t, 401)
+		resp, err := http.Get("http://" + g.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{
+			`gw_http_status{code="200",route="promname",service="",consumer="jack"} 1`,
+			`gw_http_status{code="401",route="promname",service="",consumer=""} 1`,
+			`gw_bandwidth{type="egress",route="promname",service="",consumer="jack",node="` + strings.TrimPrefix(echoAddr, "http://") + `"}`,
+			`gw_http_latency_count{type="request",route="promname",service="",consumer="jack",node="`,
+		} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+
 	t.Run("not-built", func(t *testing.T) {
-		code, m := g.call(t, "PUT", "/routes/pm", `{"uri":"/pm","plugins":{"prometheus":{}},`+up+`}`)
-		if code != 400 || field(m, "error_msg") != "unknown plugin [prometheus]" {
-			t.Errorf("prometheus route: %d %v; want 400 unknown plugin", code, m)
+		code, m := g.call(t, "PUT", "/routes/pm", `{"uri":"/pm","plugins":{"ai-proxy-multi":{"instances":[{"name":"a","provider":"openai","weight":1,"auth":{"header":{"Authorization":"Bearer x"}},"options":{"model":"m"}}]}},`+up+`}`)
+		if code != 400 || field(m, "error_msg") != "unknown plugin [ai-proxy-multi]" {
+			t.Errorf("ai-proxy-multi route: %d %v; want 400 unknown plugin", code, m)
 		}
 		resp, err := http.Get(g.admin + "/plugins/list?api_key=" + e2eAdminKey)
 		if err != nil {
@@ -270,7 +295,7 @@ func TestPluginsE2E(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(b), "prometheus") || !strings.Contains(string(b), "http-logger") {
+		if strings.Contains(string(b), "ai-proxy-multi") || !strings.Contains(string(b), "prometheus") {
 			t.Errorf("/plugins/list: %s", b)
 		}
 	})

@@ -9,5 +9,6 @@ import (
 	_ "gw/edge/gateway/plugins/jwtauth"
 	_ "gw/edge/gateway/plugins/keyauth"
 	_ "gw/edge/gateway/plugins/limitcount"
+	_ "gw/edge/gateway/plugins/prometheus"
 	_ "gw/edge/gateway/plugins/proxyrewrite"
 )
