@@ -46,6 +46,11 @@ type Config struct {
 	Log       *slog.Logger
 	// ApplyWait bounds how long a write waits for its snapshot (default 3 s).
 	ApplyWait time.Duration
+	// Built, when set, names the plugins the data plane runs: only those
+	// are listed, served by the schema endpoints and accepted in writes
+	// (another plugin is a 400 "unknown plugin"), so no stored plugin is
+	// silently not run. Nil accepts every plugin with a schema.
+	Built func(name string) bool
 }
 
 // Server answers the admin API.
@@ -76,6 +81,9 @@ func New(cfg Config) (*Server, error) {
 	sch, err := LoadSchemas()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Built != nil {
+		sch.restrict(cfg.Built)
 	}
 	return &Server{cfg: cfg, schemas: sch, adminKey: []byte(cfg.Key), now: time.Now}, nil
 }

@@ -202,6 +202,19 @@ func readDoc(path string) (map[string]any, error) {
 	return m, nil
 }
 
+// restrict keeps only the plugins built reports as run by the data plane.
+func (s *Schemas) restrict(built func(string) bool) {
+	names := s.names[:0:0]
+	for _, n := range s.names {
+		if built(n) {
+			names = append(names, n)
+		} else {
+			delete(s.plugins, n)
+		}
+	}
+	s.names = names
+}
+
 // PluginNames returns the built-in plugins, sorted.
 func (s *Schemas) PluginNames() []string { return s.names }
 
@@ -222,7 +235,12 @@ func (s *Schemas) validate(schema string, v any) error {
 	obj, _ := v.(map[string]any)
 	if plugins, ok := obj["plugins"].(map[string]any); ok {
 		for name, conf := range plugins {
-			if p := s.plugins[name]; p != nil && p.check != nil {
+			p := s.plugins[name]
+			if p == nil {
+				// Schema-valid but not built into this gw (Config.Built).
+				return fmt.Errorf("unknown plugin [%s]", name)
+			}
+			if p.check != nil {
 				if err := p.check(conf); err != nil {
 					return fmt.Errorf("failed to check the configuration of plugin %s err: %v", name, err)
 				}
@@ -258,6 +276,19 @@ func (s *Schemas) validateMetadata(name string, v any) error {
 			return fmt.Errorf("invalid configuration: %s", describe(ve))
 		}
 		return fmt.Errorf("invalid configuration: %v", err)
+	}
+	if name == "prometheus" {
+		// Structural labels (the `type` of http_latency and bandwidth) keep
+		// series apart and cannot be disabled (spec: a 400).
+		if dl, ok := c["disabled_labels"].(map[string]any); ok {
+			for metric, ls := range dl {
+				for _, l := range ls.([]any) {
+					if l == "type" {
+						return fmt.Errorf("failed to check the configuration of plugin prometheus err: label type of %s is structural and cannot be disabled", metric)
+					}
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 func Compile(st *State, rev int64) *Snapshot {
 	s := &Snapshot{Rev: rev, RouteByID: map[string]*Route{}, Services: map[string]*Service{}, Upstreams: map[string]*Upstream{},
 		PluginConfigs: map[string]Plugins{}, PluginMetadata: map[string]json.RawMessage{}, Consumers: map[string]*Consumer{},
-		Auth: map[string]map[string]*Consumer{}, SSLs: map[string]*Cert{}, sniExact: map[string]*Cert{}, sniWildcard: map[string]*Cert{},
+		Auth: map[string]map[string]*Consumer{}, AuthConf: map[string]map[string]json.RawMessage{}, SSLs: map[string]*Cert{}, sniExact: map[string]*Cert{}, sniWildcard: map[string]*Cert{},
 		Secrets: map[string]json.RawMessage{}}
 	fail := func(r *Resource, err error) { s.Errors = append(s.Errors, Error{Key: r.Key, Msg: err.Error()}) }
 	each := func(coll string, f func(r *Resource) error) {
@@ -630,6 +630,12 @@ func (s *Snapshot) indexAuth(c *Consumer, plugins Plugins) error {
 			return fmt.Errorf("duplicate %s credential, already used by consumer %q", name, prev.Username)
 		}
 		m[k] = c
+		mc := s.AuthConf[name]
+		if mc == nil {
+			mc = map[string]json.RawMessage{}
+			s.AuthConf[name] = mc
+		}
+		mc[k] = conf
 	}
 	return nil
 }

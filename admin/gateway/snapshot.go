@@ -36,7 +36,10 @@ type Snapshot struct {
 	Consumers      map[string]*Consumer
 	// Auth maps an auth plugin name (key-auth, basic-auth, jwt-auth) and a
 	// credential's identifying value (key, username) to its consumer.
-	Auth         map[string]map[string]*Consumer
+	Auth map[string]map[string]*Consumer
+	// AuthConf holds the credential configuration behind each Auth entry
+	// (a basic-auth password, a jwt-auth secret), keyed the same way.
+	AuthConf     map[string]map[string]json.RawMessage
 	SSLs         map[string]*Cert
 	sniExact     map[string]*Cert
 	sniWildcard  map[string]*Cert // by suffix ".example.com"

@@ -10,6 +10,7 @@ import (
 
 	"gw/admin/startup"
 	"gw/edge/gateway"
+	"gw/edge/gateway/plugin"
 	"gw/edge/gateway/upstream"
 )
 
@@ -57,3 +58,7 @@ func (r *gatewayRuntime) close() {
 	r.cancel()
 	<-r.done
 }
+
+// builtPlugin reports whether the data plane runs a plugin; the admin API
+// accepts only those.
+func builtPlugin(name string) bool { return plugin.Lookup(name) != nil }

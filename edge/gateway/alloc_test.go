@@ -30,3 +30,22 @@ func TestProxyAllocs(t *testing.T) {
 		t.Errorf("404: %v allocs; want 0", n)
 	}
 }
+
+// TestPluginRouteAllocs: key-auth, limit-count and proxy-rewrite on a
+// proxied request allocate nothing once warm.
+func TestPluginRouteAllocs(t *testing.T) {
+	g := newGWKeys(t, pluginRoute(backend(t)))
+	ctx := pluginCtx()
+	run := func() {
+		ctx.Request.Header.Del("X-Forwarded-For")
+		ctx.Request.SetRequestURI("/p/a?b=c")
+		g.Handler(ctx)
+		if ctx.Response.StatusCode() != 200 {
+			t.Fatalf("status %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(200, run); n != 0 {
+		t.Errorf("plugin route: %v allocs; want 0", n)
+	}
+}

@@ -8,10 +8,7 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +16,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	admingw "gw/admin/gateway"
+	"gw/edge/gateway/plugin"
+	_ "gw/edge/gateway/plugins/builtin" // the plugins the data plane runs
 	"gw/edge/gateway/router"
 	"gw/edge/gateway/upstream"
 	"gw/edge/gateway/vars"
@@ -35,6 +34,10 @@ type Gateway struct {
 	cur   atomic.Pointer[build]
 
 	reqs sync.Pool
+
+	// shared keeps plugin state that outlives snapshots (counters,
+	// log batchers).
+	shared *plugin.Shared
 }
 
 // build is the data plane of one snapshot.
@@ -42,6 +45,19 @@ type build struct {
 	snap   *admingw.Snapshot
 	router *router.Router
 	routes []routeRT // by position in snap.Routes
+	// global are the global rules' plugin chains, in rule ID order.
+	global []*plugin.Chain
+	// globalBlocked is why no request can be served (a global rule whose
+	// plugins do not compile).
+	globalBlocked string
+	// consumers are the consumer-level chains (consumers with plugins
+	// beyond their credentials).
+	consumers map[*admingw.Consumer]*consumerRT
+}
+
+type consumerRT struct {
+	chain   *plugin.Chain
+	blocked string
 }
 
 type routeRT struct {
@@ -51,6 +67,12 @@ type routeRT struct {
 	// skip a protection.
 	blocked string
 	vc      vars.Context
+	chain   *plugin.Chain
+	// websocket: the route (or its service) proxies WebSocket upgrades.
+	websocket bool
+	// merged caches the route's chain merged with each consumer's
+	// (*admingw.Consumer -> *plugin.Chain), built on first use.
+	merged sync.Map
 }
 
 // reqState is the per-request scratch space, pooled.
@@ -62,6 +84,13 @@ type reqState struct {
 	// tried is here rather than on the stack: the balancers take it
 	// through an interface, which would move it to the heap.
 	tried upstream.Tried
+	pc    plugin.Ctx
+}
+
+// fail answers with a gateway-generated error.
+func (rs *reqState) fail(code int, body []byte) {
+	rs.pc.Generated = true
+	fail(rs.pc.R, code, body)
 }
 
 // New returns a gateway reading snapshots from h.
@@ -69,9 +98,10 @@ func New(h *admingw.Holder, opt upstream.Options, log *slog.Logger) *Gateway {
 	if opt.Log == nil {
 		opt.Log = func(msg string, args ...any) { log.Warn(msg, args...) }
 	}
-	g := &Gateway{holder: h, opt: opt, log: log, pools: map[string]*upstream.Pool{}}
+	g := &Gateway{holder: h, opt: opt, log: log, pools: map[string]*upstream.Pool{}, shared: plugin.NewShared()}
 	g.reqs.New = func() any {
-		return &reqState{q: router.Request{Buf: make([]byte, 0, 256)}, key: make([]byte, 0, 128), host: make([]byte, 0, 128), xff: make([]byte, 0, 128)}
+		return &reqState{q: router.Request{Buf: make([]byte, 0, 256)}, key: make([]byte, 0, 128), host: make([]byte, 0, 128), xff: make([]byte, 0, 128),
+			pc: plugin.Ctx{Buf: make([]byte, 0, 256), Buf2: make([]byte, 0, 256), RateInfo: make([]byte, 0, 128)}}
 	}
 	return g
 }
@@ -93,6 +123,11 @@ func (g *Gateway) Run(ctx context.Context, interval time.Duration) {
 				delete(g.pools, fp)
 			}
 			g.mu.Unlock()
+			g.shared.Each(func(_ string, v any) {
+				if c, ok := v.(interface{ Close() }); ok {
+					c.Close()
+				}
+			})
 			return
 		case <-t.C:
 		}
@@ -127,19 +162,51 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 	for _, e := range errs {
 		g.log.Warn("gateway route left out", "route", e.RouteID, "error", e.Err.Error())
 	}
-	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes))}
-	global := globalBlock(snap)
+	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes)), consumers: map[*admingw.Consumer]*consumerRT{}}
+	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared}
+	for _, gr := range snap.GlobalRules {
+		c, err := plugin.Compile(gr.Plugins, env, "global_rule/"+gr.ID, false)
+		if err != nil {
+			b.globalBlocked = "global rule " + gr.ID + ": " + err.Error()
+			g.log.Warn("gateway global rule not run; every request answers 503", "global_rule", gr.ID, "error", err.Error())
+			break
+		}
+		if !c.Empty() {
+			b.global = append(b.global, c)
+		}
+	}
+	for _, con := range snap.Consumers {
+		c, err := plugin.Compile(con.Plugins, env, "consumer/"+con.Username, true)
+		if err != nil {
+			b.consumers[con] = &consumerRT{blocked: err.Error()}
+			g.log.Warn("gateway consumer not served", "consumer", con.Username, "error", err.Error())
+			continue
+		}
+		if !c.Empty() {
+			b.consumers[con] = &consumerRT{chain: c}
+		}
+	}
+	global := b.globalBlocked
 	used := make(map[string]*upstream.Pool, len(g.pools))
 	blocked := 0
 	for i, rt := range snap.Routes {
 		x := &b.routes[i]
 		x.vc = vars.Context{RouteID: rt.ID, RouteName: rt.Name}
+		x.websocket = rt.EnableWebsocket
 		if rt.Service != nil {
 			x.vc.ServiceID = rt.Service.ID
 		}
 		x.blocked = global
 		if x.blocked == "" {
 			x.blocked = routeBlock(rt)
+		}
+		if x.blocked == "" {
+			c, err := plugin.Compile(rt.Plugins, env, "route/"+rt.ID, false)
+			if err != nil {
+				x.blocked = err.Error()
+			} else if !c.Empty() {
+				x.chain = c
+			}
 		}
 		if x.blocked == "" && rt.Upstream != nil {
 			owner := rt.Upstream.ID
@@ -178,21 +245,7 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 	return b
 }
 
-// globalBlock is why no route can be served: a global rule with an
-// enabled plugin, since global rules run on every request.
-func globalBlock(snap *admingw.Snapshot) string {
-	for _, gr := range snap.GlobalRules {
-		if n := enabledPlugins(gr.Plugins); n != "" {
-			return "global rule " + gr.ID + " runs plugin " + n + ", which the data plane does not run yet"
-		}
-	}
-	return ""
-}
-
 func routeBlock(rt *admingw.Route) string {
-	if n := enabledPlugins(rt.Plugins); n != "" {
-		return "plugin " + n + " is not run by the data plane yet"
-	}
 	if rt.FilterFunc != "" {
 		return "filter_func is not run by the data plane"
 	}
@@ -203,28 +256,6 @@ func routeBlock(rt *admingw.Route) string {
 		return "no upstream"
 	}
 	return ""
-}
-
-// enabledPlugins names the first plugin (by name) not disabled by
-// _meta.disable, or "".
-func enabledPlugins(p admingw.Plugins) string {
-	names := make([]string, 0, len(p))
-	for n, raw := range p {
-		var m struct {
-			Meta struct {
-				Disable bool `json:"disable"`
-			} `json:"_meta"`
-		}
-		if json.Unmarshal(raw, &m) == nil && m.Meta.Disable {
-			continue
-		}
-		names = append(names, n)
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
 
 var (
@@ -243,7 +274,11 @@ func fail(ctx *fasthttp.RequestCtx, code int, body []byte) {
 	ctx.SetBody(body)
 }
 
-// Handler serves one request.
+var noRoute vars.Context
+
+// Handler serves one request: global rules' plugins, then the route's
+// (rewrite, then the consumer's after auth, then access), the upstream,
+// and the response phases of every chain that ran.
 func (g *Gateway) Handler(ctx *fasthttp.RequestCtx) {
 	b := g.current()
 	if b == nil {
@@ -254,16 +289,102 @@ func (g *Gateway) Handler(ctx *fasthttp.RequestCtx) {
 	defer g.reqs.Put(rs)
 	rs.q.Reset(ctx)
 	e := b.router.Match(&rs.q)
-	if e == nil {
-		fail(ctx, 404, body404)
+	var rt *routeRT
+	vc := &noRoute
+	if e != nil {
+		rt = &b.routes[e.Index()]
+		vc = &rt.vc
+	}
+	pc := &rs.pc
+	pc.Reset(ctx, vc)
+	if b.globalBlocked != "" {
+		rs.fail(503, body503)
 		return
 	}
-	rt := &b.routes[e.Index()]
+	// Fast path - nothing but the proxy to run.
+	if len(b.global) == 0 && (rt == nil || rt.chain == nil) {
+		g.serve(ctx, rt, rs)
+		return
+	}
+	chain := g.runRequest(b, rt, rs)
+	for _, c := range b.global {
+		c.RunHeaderFilter(pc)
+	}
+	chain.RunHeaderFilter(pc)
+	for _, c := range b.global {
+		c.RunBodyFilter(pc)
+	}
+	chain.RunBodyFilter(pc)
+	for _, c := range b.global {
+		c.RunLog(pc)
+	}
+	chain.RunLog(pc)
+	pc.R = nil
+}
+
+// runRequest runs the request phases and the upstream; it returns the
+// route's chain whose response phases are to run (merged with the
+// consumer's once one authenticated).
+func (g *Gateway) runRequest(b *build, rt *routeRT, rs *reqState) *plugin.Chain {
+	pc := &rs.pc
+	for _, c := range b.global {
+		if !c.RunRewrite(pc) || !c.RunAccess(pc) {
+			return nil
+		}
+	}
+	if rt == nil || rt.blocked != "" {
+		g.serve(pc.R, rt, rs)
+		return nil
+	}
+	chain := rt.chain
+	if !chain.RunRewrite(pc) {
+		return chain
+	}
+	if pc.Consumer != nil {
+		if cr := b.consumers[pc.Consumer]; cr != nil {
+			if cr.blocked != "" {
+				rs.fail(503, body503)
+				return chain
+			}
+			chain = rt.mergedWith(pc.Consumer, cr.chain)
+			// Consumer plugins missed the route's rewrite phase (APISIX's
+			// rewrite_in_consumer).
+			if !cr.chain.RunRewrite(pc) {
+				return chain
+			}
+		}
+	}
+	if !chain.RunAccess(pc) {
+		return chain
+	}
+	g.serve(pc.R, rt, rs)
+	return chain
+}
+
+func (rt *routeRT) mergedWith(con *admingw.Consumer, cc *plugin.Chain) *plugin.Chain {
+	if v, ok := rt.merged.Load(con); ok {
+		return v.(*plugin.Chain)
+	}
+	if rt.chain == nil {
+		return cc
+	}
+	m := plugin.Merge(rt.chain, cc)
+	v, _ := rt.merged.LoadOrStore(con, m)
+	return v.(*plugin.Chain)
+}
+
+// serve answers a matched, unblocked route from its upstream, or with the
+// gateway's error for a miss or a route that cannot be served.
+func (g *Gateway) serve(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
+	if rt == nil {
+		rs.fail(404, body404)
+		return
+	}
 	if rt.blocked != "" {
-		fail(ctx, 503, body503)
+		rs.fail(503, body503)
 		return
 	}
-	if b.snap.Routes[e.Index()].EnableWebsocket && wsUpgrade(&ctx.Request.Header) {
+	if rt.websocket && wsUpgrade(&ctx.Request.Header) {
 		g.serveWS(ctx, rt, rt.pool.Current(), rs)
 		return
 	}
@@ -306,20 +427,23 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 	for a := 0; a < attempts; a++ {
 		i, err := p.Pick(key, tried)
 		if err == upstream.ErrNoHealthy && a == 0 {
-			fail(ctx, 503, body503)
+			rs.fail(503, body503)
 			return
 		}
 		if err != nil {
 			break
 		}
 		tried.Add(i)
-		if hh := p.HostHeader(p.Nodes[i]); hh != nil {
+		if hh := rs.pc.HostOverride(); hh != nil {
+			req.Header.SetHostBytes(hh)
+		} else if hh := p.HostHeader(p.Nodes[i]); hh != nil {
 			req.Header.SetHostBytes(hh)
 		} else {
 			req.Header.SetHostBytes(rs.host)
 		}
 		ctx.Response.Reset()
 		if lastErr = p.Do(i, req, &ctx.Response); lastErr == nil {
+			rs.pc.Upstream = p.Nodes[i].Addr
 			return
 		}
 		g.log.Warn("upstream request failed", "route", rt.vc.RouteID, "node", p.Nodes[i].Addr, "attempt", a+1, "error", lastErr.Error())
@@ -330,12 +454,12 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 	if lastErr == nil {
 		// Every usable node was tried without an attempt left (cannot
 		// happen with attempts <= nodes) or they went down meanwhile.
-		fail(ctx, 503, body503)
+		rs.fail(503, body503)
 		return
 	}
 	if upstream.IsTimeout(lastErr) {
-		fail(ctx, 504, body504)
+		rs.fail(504, body504)
 		return
 	}
-	fail(ctx, 502, body502)
+	rs.fail(502, body502)
 }

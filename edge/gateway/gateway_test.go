@@ -75,7 +75,8 @@ func TestHandlerStatuses(t *testing.T) {
 	g := newGW(t, map[string]string{
 		"ok":     `{"uri":"/ok","upstream":{"nodes":{"` + addr + `":1}}}`,
 		"dead":   `{"uri":"/dead","upstream":{"timeout":{"connect":0.5,"send":1,"read":1},"nodes":{"` + deadAddr + `":1}}}`,
-		"plugin": `{"uri":"/plugin","plugins":{"proxy-rewrite":{"uri":"/x"}},"upstream":{"nodes":{"` + addr + `":1}}}`,
+		"plugin": `{"uri":"/plugin","plugins":{"ai-proxy-multi":{"instances":[]}},"upstream":{"nodes":{"` + addr + `":1}}}`,
+		"rw":     `{"uri":"/rw","plugins":{"proxy-rewrite":{"uri":"/x"}},"upstream":{"nodes":{"` + addr + `":1}}}`,
 	})
 	f := func(uri string, code int, body string, hdr ...string) {
 		t.Helper()
@@ -92,6 +93,7 @@ func TestHandlerStatuses(t *testing.T) {
 	f("/none", 404, `{"error_msg":"404 Route Not Found"}`)
 	f("/dead", 502, `{"error_msg":"502 Bad Gateway"}`)
 	f("/plugin", 503, `{"error_msg":"503 Service Temporarily Unavailable"}`)
+	f("/rw", 200, "ok")
 	// A route without enable_websocket proxies the request as plain HTTP
 	// (Upgrade is hop-by-hop), as APISIX does.
 	f("/ok", 200, "ok", "Upgrade", "websocket")
