@@ -6,7 +6,7 @@ import (
 
 // FieldDocs maps "section/field.path" to the Rule text of its row in a field
 // table of docs/CONFIG.md. The section is the collection (a `## name`
-// heading), optionally followed by "#kind" inside a `#### `kind`` heading of
+// heading), optionally followed by "#kind" inside a `#### `kind“ heading of
 // that collection; other headings keep the current section. Paths are as
 // the tables write them: dotted, with [] for list items.
 type FieldDocs map[string]string

@@ -499,58 +499,86 @@ type schemaMap = map[string]any
 // explore returns the schema of the mapping at path in tree.
 func (x *explorer) explore(tree *yaml.Node, path string, fixed map[string]bool) schemaMap {
 	r := x.runFix(tree, fixed)
-	for _, c := range x.candidates(r, path, fixed) {
-		p := joinPath(path, c.name)
-		fx := copySet(fixed)
-		fx[p] = true
-		trees := make([]*yaml.Node, 0, len(c.values)+1)
-		for _, v := range c.values {
-			t := yClone(r.tree)
-			setAt(t, p, yClone(v))
-			trees = append(trees, t)
-		}
-		if c.absent {
-			t := yClone(r.tree)
-			removeAt(t, p)
-			trees = append(trees, t)
-		}
-		sigs := map[string]bool{}
-		for _, t := range trees {
-			vr := x.runFix(t, fx)
-			sigs[vr.d.signature(p, vr.required)] = true
-		}
-		if len(sigs) < 2 {
-			continue // the value changes nothing else
-		}
-		var variants []any
-		for i, t := range trees {
-			s := x.explore(t, path, fx)
-			for _, leaf := range leaves(s) {
-				switch {
-				case i >= len(c.values): // absent
-					props, _ := leaf["properties"].(schemaMap)
-					delete(props, c.name)
-					if leaf["additionalProperties"] != false && props != nil {
-						props[c.name] = false
-					}
-					leaf["required"] = without(leaf["required"], c.name)
-				case c.consts[i] == otherValue:
-					setProp(leaf, c.name, schemaMap{"type": "string", "pattern": `\S`, "not": schemaMap{"enum": toAny(c.other)}})
-					leaf["required"] = with(leaf["required"], c.name)
-				case c.consts[i] != "":
-					setProp(leaf, c.name, schemaMap{"const": c.consts[i]})
-					leaf["required"] = with(leaf["required"], c.name)
-				default:
-					leaf["required"] = with(leaf["required"], c.name)
-				}
-				if satisfiable(leaf) {
-					variants = append(variants, leaf)
-				}
+	done := map[string]bool{}
+	for again := true; again; {
+		again = false
+		for _, c := range x.candidates(r, path, fixed) {
+			if done[c.name] {
+				continue
+			}
+			done[c.name] = true
+			if s, merged := x.tryCandidate(r, path, fixed, c); s != nil {
+				return s
+			} else if merged != nil {
+				// Presence changes nothing outside the field: keep it
+				// present so that its own structure is described.
+				r, again = merged, true
+				break
 			}
 		}
-		return schemaMap{"anyOf": dedupe(variants)}
 	}
 	return x.build(r, path, fixed)
+}
+
+// tryCandidate runs the decoder with each value of c (and without c). When
+// the runs differ outside c it returns the variants (anyOf of closed
+// objects). Otherwise, for a presence candidate absent from r, it returns
+// the run with c present.
+func (x *explorer) tryCandidate(r *runResult, path string, fixed map[string]bool, c candidate) (schemaMap, *runResult) {
+	p := joinPath(path, c.name)
+	fx := copySet(fixed)
+	fx[p] = true
+	trees := make([]*yaml.Node, 0, len(c.values)+1)
+	for _, v := range c.values {
+		t := yClone(r.tree)
+		setAt(t, p, yClone(v))
+		trees = append(trees, t)
+	}
+	if c.absent {
+		t := yClone(r.tree)
+		removeAt(t, p)
+		trees = append(trees, t)
+	}
+	sigs := map[string]bool{}
+	for _, t := range trees {
+		vr := x.runFix(t, fx)
+		sigs[vr.d.signature(p, vr.required)] = true
+	}
+	if len(sigs) < 2 {
+		if len(c.consts) == 1 && c.consts[0] == "" {
+			if n := lookup(r.tree, p); n == nil || isNull(n) {
+				return nil, x.runFix(trees[0], fixed)
+			}
+		}
+		return nil, nil
+	}
+	var variants []any
+	for i, t := range trees {
+		s := x.explore(t, path, fx)
+		for _, leaf := range leaves(s) {
+			switch {
+			case i >= len(c.values): // absent
+				props, _ := leaf["properties"].(schemaMap)
+				delete(props, c.name)
+				if leaf["additionalProperties"] != false && props != nil {
+					props[c.name] = false
+				}
+				leaf["required"] = without(leaf["required"], c.name)
+			case c.consts[i] == otherValue:
+				setProp(leaf, c.name, schemaMap{"type": "string", "pattern": `\S`, "not": schemaMap{"enum": toAny(c.other)}})
+				leaf["required"] = with(leaf["required"], c.name)
+			case c.consts[i] != "":
+				setProp(leaf, c.name, schemaMap{"const": c.consts[i]})
+				leaf["required"] = with(leaf["required"], c.name)
+			default:
+				leaf["required"] = with(leaf["required"], c.name)
+			}
+			if satisfiable(leaf) {
+				variants = append(variants, leaf)
+			}
+		}
+	}
+	return schemaMap{"anyOf": dedupe(variants)}, nil
 }
 
 // leaves returns the object schemas of s (flattening anyOf).
