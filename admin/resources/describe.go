@@ -338,6 +338,15 @@ type runResult struct {
 	d        *describer
 	required map[string]bool // paths reported "required" while absent
 	tree     *yaml.Node      // the expanded tree the run saw
+	// shapeErr: the run combined fields that exclude each other; every
+	// file with this combination is rejected, so the variant is dropped.
+	shapeErr bool
+}
+
+// isShapeError recognises the loader's messages for mutually exclusive
+// fields ("set exactly one of a and b, not both", "mixes dispatch shapes").
+func isShapeError(msg string) bool {
+	return strings.Contains(msg, ", not both") || strings.HasPrefix(msg, "mixes dispatch shapes")
 }
 
 type explorer struct {
@@ -373,6 +382,7 @@ func (x *explorer) run(tree *yaml.Node) *runResult {
 	}()
 	r := &runResult{d: d.desc, required: map[string]bool{}, tree: tree}
 	for _, er := range d.errs {
+		r.shapeErr = r.shapeErr || isShapeError(er.Msg)
 		if (er.Msg == "required" || strings.HasPrefix(er.Msg, "required")) && !strings.HasPrefix(er.Msg, "required (or") {
 			p := NormalizePath(er.Path)
 			if lookup(tree, p) == nil || isNull(lookup(tree, p)) {
@@ -540,9 +550,11 @@ func (x *explorer) tryCandidate(r *runResult, path string, fixed map[string]bool
 		trees = append(trees, t)
 	}
 	sigs := map[string]bool{}
-	for _, t := range trees {
+	shapeErr := make([]bool, len(trees))
+	for i, t := range trees {
 		vr := x.runFix(t, fx)
 		sigs[vr.d.signature(p, vr.required)] = true
+		shapeErr[i] = vr.shapeErr
 	}
 	if len(sigs) < 2 {
 		if len(c.consts) == 1 && c.consts[0] == "" {
@@ -554,6 +566,9 @@ func (x *explorer) tryCandidate(r *runResult, path string, fixed map[string]bool
 	}
 	var variants []any
 	for i, t := range trees {
+		if shapeErr[i] {
+			continue
+		}
 		s := x.explore(t, path, fx)
 		for _, leaf := range leaves(s) {
 			switch {
@@ -578,7 +593,56 @@ func (x *explorer) tryCandidate(r *runResult, path string, fixed map[string]bool
 			}
 		}
 	}
-	return schemaMap{"anyOf": dedupe(variants)}, nil
+	variants = mergeOptional(dedupe(variants))
+	if len(variants) == 1 {
+		return variants[0].(schemaMap), nil
+	}
+	return schemaMap{"anyOf": variants}, nil
+}
+
+// mergeOptional joins two variants that differ only in one field being
+// required in the first and absent from the second: the field is optional.
+func mergeOptional(vs []any) []any {
+	key := func(s schemaMap) string { b, _ := json.Marshal(s); return string(b) }
+	for changed := true; changed; {
+		changed = false
+		index := map[string]int{}
+		for i, v := range vs {
+			index[key(v.(schemaMap))] = i
+		}
+	outer:
+		for i, v := range vs {
+			a := v.(schemaMap)
+			req, _ := a["required"].([]any)
+			for _, q := range req {
+				b := cloneSchema(a)
+				props, _ := b["properties"].(schemaMap)
+				delete(props, q.(string))
+				if b["additionalProperties"] != false && props != nil {
+					props[q.(string)] = false
+				}
+				b["required"] = without(b["required"], q.(string))
+				cleanNil(b)
+				j, ok := index[key(b)]
+				if !ok || j == i {
+					continue
+				}
+				a["required"] = without(a["required"], q.(string))
+				cleanNil(a)
+				vs = append(vs[:j], vs[j+1:]...)
+				changed = true
+				break outer
+			}
+		}
+	}
+	return vs
+}
+
+func cloneSchema(s schemaMap) schemaMap {
+	b, _ := json.Marshal(s)
+	var out schemaMap
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 // leaves returns the object schemas of s (flattening anyOf).
