@@ -89,7 +89,8 @@ func testEnv(name string) (string, bool) {
 	case strings.Contains(u, "PEM") || strings.Contains(u, "CERT"):
 		return "", false
 	}
-	return "test-value-" + strings.ToLower(name), true
+	// Long enough for secrets with a minimum length (hmac_secret: 32 bytes).
+	return "test-value-" + strings.ToLower(name) + "-0123456789abcdef0123456789abcdef", true
 }
 
 // repoFiles returns every resource file in the repository: YAML files with

@@ -135,9 +135,12 @@ func (d *describer) signature(skip string, required map[string]bool) string {
 		}
 		o := d.objs[p]
 		b.WriteString("O" + p + ":")
-		for _, set := range []map[string]bool{o.read, o.rejected, o.nullOnly} {
+		for i, set := range []map[string]bool{o.read, o.rejected, o.nullOnly} {
 			for _, k := range descKeys(set) {
-				if !under(joinPath(p, k)) {
+				// Whether the skipped field itself is read depends on its
+				// presence (has-guarded blocks); whether it is rejected
+				// does not, and tells a shape apart.
+				if kp := joinPath(p, k); !under(kp) || (i > 0 && kp == skip) {
 					b.WriteString(k + ",")
 				}
 			}
@@ -501,10 +504,26 @@ func (x *explorer) candidates(r *runResult, path string, fixed map[string]bool) 
 		}
 		out = append(out, c)
 	}
+	// Values decide shapes, presence is judged within a shape: a field
+	// fixed absent early would stay forbidden in every later variant.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rank() < out[j].rank() })
 	return out
 }
 
+func (c candidate) rank() int {
+	switch {
+	case c.other != nil:
+		return 0
+	case c.consts[0] != "":
+		return 1
+	}
+	return 2
+}
+
 type schemaMap = map[string]any
+
+// describeTrace, when set by a test, sees every candidate decision.
+var describeTrace func(path, name string, sigs int, tree *yaml.Node)
 
 // explore returns the schema of the mapping at path in tree.
 func (x *explorer) explore(tree *yaml.Node, path string, fixed map[string]bool) schemaMap {
@@ -554,7 +573,13 @@ func (x *explorer) tryCandidate(r *runResult, path string, fixed map[string]bool
 	for i, t := range trees {
 		vr := x.runFix(t, fx)
 		sigs[vr.d.signature(p, vr.required)] = true
-		shapeErr[i] = vr.shapeErr
+		// A variant that combines exclusive fields, or writes a field
+		// the decoder rejects in this shape, describes no valid file.
+		o := vr.d.objs[path]
+		shapeErr[i] = vr.shapeErr || (i < len(c.values) && o != nil && o.rejected[c.name])
+	}
+	if describeTrace != nil {
+		describeTrace(path, c.name, len(sigs), r.tree)
 	}
 	if len(sigs) < 2 {
 		if len(c.consts) == 1 && c.consts[0] == "" {
