@@ -172,4 +172,3 @@ func descKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
-
