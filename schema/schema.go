@@ -14,8 +14,9 @@ import (
 	"gw/docs"
 )
 
-// ID is the schema's $id: where the committed copy is published.
-const ID = "https://raw.githubusercontent.com/gw-gateway/gw/main/schema/gw.schema.json"
+// ID is the schema's $id. The project has no published URL yet, so it is a
+// URN; editors load the schema by path or by wherever the file is hosted.
+const ID = "urn:gw:schema:resource-file:1"
 
 // Generate returns the schema as indented JSON with a trailing newline.
 func Generate() ([]byte, error) {
