@@ -522,8 +522,6 @@ func (c candidate) rank() int {
 
 type schemaMap = map[string]any
 
-// describeTrace, when set by a test, sees every candidate decision.
-var describeTrace func(path, name string, sigs int, tree *yaml.Node)
 
 // explore returns the schema of the mapping at path in tree.
 func (x *explorer) explore(tree *yaml.Node, path string, fixed map[string]bool) schemaMap {
@@ -577,9 +575,6 @@ func (x *explorer) tryCandidate(r *runResult, path string, fixed map[string]bool
 		// the decoder rejects in this shape, describes no valid file.
 		o := vr.d.objs[path]
 		shapeErr[i] = vr.shapeErr || (i < len(c.values) && o != nil && o.rejected[c.name])
-	}
-	if describeTrace != nil {
-		describeTrace(path, c.name, len(sigs), r.tree)
 	}
 	if len(sigs) < 2 {
 		if len(c.consts) == 1 && c.consts[0] == "" {
