@@ -522,7 +522,6 @@ func (c candidate) rank() int {
 
 type schemaMap = map[string]any
 
-
 // explore returns the schema of the mapping at path in tree.
 func (x *explorer) explore(tree *yaml.Node, path string, fixed map[string]bool) schemaMap {
 	r := x.runFix(tree, fixed)

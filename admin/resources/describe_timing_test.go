@@ -12,7 +12,9 @@ func BenchmarkLoadExample(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := func(name string) (string, bool) { return "bench-value-" + name + "-0123456789abcdef0123456789abcdef", true }
+	env := func(name string) (string, bool) {
+		return "bench-value-" + name + "-0123456789abcdef0123456789abcdef", true
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if r := Load(data, env); r == nil {
