@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,19 @@ import (
 	"gw/admin/resources"
 )
 
+// generated is Generate's output, produced once per test binary.
+var generated struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
 // compiled compiles the schema that Generate produces (not the committed
 // copy: TestSchemaCommand in cmd/gw keeps the two equal).
 func compiled(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	b, err := Generate()
+	generated.once.Do(func() { generated.b, generated.err = Generate() })
+	b, err := generated.b, generated.err
 	if err != nil {
 		t.Fatal(err)
 	}
