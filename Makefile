@@ -29,7 +29,7 @@ export BEDROCK_CREDENTIALS ?= {"access_key_id":"AKIAMOCKBEDROCK00001","secret_ac
 # A service account generated for tests only; its token_uri is the mock's (127.0.0.1:9999).
 export VERTEX_SA ?= $(shell cat perf/mock/testdata/vertex_service_account.json)
 
-.PHONY: all build run test unit fuzz bench perf lint deps clean image deploy-test
+.PHONY: all build run test unit fuzz bench perf lint deps clean image deploy-test schema
 
 all: build
 
@@ -142,6 +142,11 @@ perf: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# Rewrite schema/gw.schema.json from the loader (`gw schema`); TestSchemaCommand
+# fails when the committed copy differs.
+schema:
+	$(GO) run ./cmd/gw schema > schema/gw.schema.json
 
 clean:
 	rm -rf bin

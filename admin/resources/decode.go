@@ -14,6 +14,10 @@ type decoder struct {
 	errs     []Error
 	warnings []Error
 	fields   []fieldUse // every non-null field read, for Resources.Fields
+	// desc is nil except when the schema is being produced (describe.go);
+	// every accessor then records what it expects. A nil check is the only
+	// cost on a normal load.
+	desc *describer
 }
 
 // fieldUse is one field written in an entry: path with list indexes dropped.
@@ -154,6 +158,9 @@ func kindName(n *yaml.Node) string {
 // newObj opens mapping n. It checks that every key is a string and unique.
 // It returns nil (after recording an error) when n is not a mapping.
 func (d *decoder) newObj(e *entry, path string, n *yaml.Node) *obj {
+	if d.desc != nil {
+		d.desc.typ(path, tObject)
+	}
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		d.errAt(e, path, "must be a mapping, got "+kindName(n))
@@ -189,6 +196,9 @@ func (o *obj) warnf(name, msg string) { o.d.warnAt(o.e, o.fieldPath(name), msg) 
 // Absent and null both give nil.
 func (o *obj) raw(name string) *yaml.Node {
 	o.asked = append(o.asked, name)
+	if o.d.desc != nil {
+		o.d.desc.read(o.path, name)
+	}
 	for i, k := range o.keys {
 		if k.Value == name {
 			o.used[i] = true
@@ -208,6 +218,9 @@ func (o *obj) raw(name string) *yaml.Node {
 // has reports whether name is present with a non-null value, without marking it read.
 func (o *obj) has(name string) bool {
 	o.asked = append(o.asked, name)
+	if o.d.desc != nil {
+		o.d.desc.probe(o.path, name)
+	}
 	for i, k := range o.keys {
 		if k.Value == name {
 			return !isNull(o.vals[i])
@@ -219,6 +232,9 @@ func (o *obj) has(name string) bool {
 // present reports whether name is written at all (even as null).
 func (o *obj) present(name string) bool {
 	o.asked = append(o.asked, name)
+	if o.d.desc != nil {
+		o.d.desc.probe(o.path, name)
+	}
 	for _, k := range o.keys {
 		if k.Value == name {
 			return true
@@ -230,6 +246,9 @@ func (o *obj) present(name string) bool {
 // reject marks name read and reports it as not accepted here, when present.
 func (o *obj) reject(name, why string) {
 	o.asked = append(o.asked, name)
+	if o.d.desc != nil {
+		o.d.desc.reject(o.path, name)
+	}
 	for i, k := range o.keys {
 		if k.Value == name {
 			o.used[i] = true
@@ -240,6 +259,9 @@ func (o *obj) reject(name, why string) {
 
 // finish reports every field nobody read.
 func (o *obj) finish() {
+	if o.d.desc != nil {
+		o.d.desc.closed(o.path)
+	}
 	for i, k := range o.keys {
 		if o.used[i] {
 			continue
@@ -274,6 +296,9 @@ func (o *obj) keyNames() []string {
 
 // scalarString converts a string scalar with interpolation. path names it in errors.
 func (d *decoder) scalarString(e *entry, path string, n *yaml.Node) (s string, refs int, ok bool) {
+	if d.desc != nil {
+		d.desc.typ(path, tString)
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		d.errAt(e, path, "must be a string, got "+kindName(n))
 		return "", 0, false
@@ -288,6 +313,9 @@ func (d *decoder) scalarString(e *entry, path string, n *yaml.Node) (s string, r
 
 // str reads an optional string. ok is false when absent or invalid.
 func (o *obj) str(name string) (string, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tString)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return "", false
@@ -298,6 +326,9 @@ func (o *obj) str(name string) (string, bool) {
 
 // strRefs is str that also reports how many ${VAR} references the value held.
 func (o *obj) strRefs(name string) (s string, refs int, ok bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tString)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return "", 0, false
@@ -307,6 +338,9 @@ func (o *obj) strRefs(name string) (s string, refs int, ok bool) {
 
 // reqStr reads a required non-empty string.
 func (o *obj) reqStr(name string) string {
+	if o.d.desc != nil {
+		o.d.desc.nonEmpty(o.fieldPath(name))
+	}
 	if !o.has(name) {
 		o.raw(name)
 		o.errf(name, "required")
@@ -330,6 +364,9 @@ func (o *obj) optStr(name string) *string {
 
 // enum reads an optional string that must be one of allowed.
 func (o *obj) enum(name string, allowed ...string) (string, bool) {
+	if o.d.desc != nil {
+		o.d.desc.enum(o.fieldPath(name), allowed)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return "", false
@@ -352,6 +389,9 @@ func (o *obj) enum(name string, allowed ...string) (string, bool) {
 }
 
 func (d *decoder) scalarInt(e *entry, path string, n *yaml.Node) (int64, bool) {
+	if d.desc != nil {
+		d.desc.typ(path, tInteger)
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 		d.errAt(e, path, "must be an integer, got "+kindName(n))
 		return 0, false
@@ -366,6 +406,9 @@ func (d *decoder) scalarInt(e *entry, path string, n *yaml.Node) (int64, bool) {
 
 // int reads an optional integer. Strings are never coerced.
 func (o *obj) int(name string) (int64, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tInteger)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return 0, false
@@ -375,6 +418,9 @@ func (o *obj) int(name string) (int64, bool) {
 
 // intRange reads an optional integer in [lo, hi].
 func (o *obj) intRange(name string, lo, hi int64) (int64, bool) {
+	if o.d.desc != nil {
+		o.d.desc.bounds(o.fieldPath(name), float64(lo), float64(hi), lo != math.MinInt64, hi != math.MaxInt64)
+	}
 	v, ok := o.int(name)
 	if !ok {
 		return 0, false
@@ -401,6 +447,9 @@ func (o *obj) optInt(name string, lo int64) *int64 {
 }
 
 func (d *decoder) scalarFloat(e *entry, path string, n *yaml.Node) (float64, bool) {
+	if d.desc != nil {
+		d.desc.typ(path, tNumber)
+	}
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
 		d.errAt(e, path, "must be a number, got "+kindName(n))
 		return 0, false
@@ -415,6 +464,9 @@ func (d *decoder) scalarFloat(e *entry, path string, n *yaml.Node) (float64, boo
 
 // float reads an optional number.
 func (o *obj) float(name string) (float64, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tNumber)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return 0, false
@@ -424,6 +476,9 @@ func (o *obj) float(name string) (float64, bool) {
 
 // floatRange reads an optional number in [lo, hi].
 func (o *obj) floatRange(name string, lo, hi float64) (float64, bool) {
+	if o.d.desc != nil {
+		o.d.desc.bounds(o.fieldPath(name), lo, hi, !math.IsInf(lo, -1), !math.IsInf(hi, 1))
+	}
 	v, ok := o.float(name)
 	if !ok {
 		return 0, false
@@ -445,6 +500,9 @@ func (o *obj) optFloat(name string) *float64 {
 
 // bool reads an optional boolean (only true/false; "yes" is a string).
 func (o *obj) bool(name string) (v, ok bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tBoolean)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return false, false
@@ -463,6 +521,9 @@ func (o *obj) bool(name string) (v, ok bool) {
 
 // boolDefault reads an optional boolean with a default.
 func (o *obj) boolDefault(name string, def bool) bool {
+	if o.d.desc != nil {
+		o.d.desc.def(o.fieldPath(name), def)
+	}
 	v, ok := o.bool(name)
 	if !ok {
 		return def
@@ -472,6 +533,9 @@ func (o *obj) boolDefault(name string, def bool) bool {
 
 // seq reads an optional sequence; it returns the element nodes (aliases resolved).
 func (o *obj) seq(name string) ([]*yaml.Node, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tArray)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return nil, false
@@ -489,6 +553,9 @@ func (o *obj) seq(name string) ([]*yaml.Node, bool) {
 
 // strList reads an optional sequence of strings.
 func (o *obj) strList(name string) ([]string, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name)+"[]", tString)
+	}
 	items, ok := o.seq(name)
 	if !ok {
 		return nil, false
@@ -508,6 +575,9 @@ func (o *obj) strList(name string) ([]string, bool) {
 
 // intList reads an optional sequence of integers.
 func (o *obj) intList(name string) ([]int64, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name)+"[]", tInteger)
+	}
 	items, ok := o.seq(name)
 	if !ok {
 		return nil, false
@@ -527,6 +597,9 @@ func (o *obj) intList(name string) ([]int64, bool) {
 
 // sub opens a nested mapping field; nil when absent or invalid.
 func (o *obj) sub(name string) *obj {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tObject)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return nil
@@ -536,6 +609,9 @@ func (o *obj) sub(name string) *obj {
 
 // objs opens each element of a sequence of mappings. Invalid elements are nil.
 func (o *obj) objs(name string) ([]*obj, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name)+"[]", tObject)
+	}
 	items, ok := o.seq(name)
 	if !ok {
 		return nil, false
@@ -549,6 +625,9 @@ func (o *obj) objs(name string) ([]*obj, bool) {
 
 // strMap reads an optional mapping of string to string; keys keep file order.
 func (o *obj) strMap(name string) ([]KV, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(joinPath(o.fieldPath(name), anyKey), tString)
+	}
 	m := o.sub(name)
 	if m == nil {
 		return nil, false
@@ -575,6 +654,9 @@ type KV struct {
 // strVerbatim reads an optional string without interpolation, for fields that
 // hold a variable name themselves (key_env).
 func (o *obj) strVerbatim(name string) (string, bool) {
+	if o.d.desc != nil {
+		o.d.desc.typ(o.fieldPath(name), tString)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return "", false

@@ -282,6 +282,9 @@ func (o *obj) guardReqEnum(name string, allowed ...string) string {
 // guardEnum is enum that rejects an empty string with a message of its own
 // (an empty action, default_action, operator or language is a save-time error).
 func (o *obj) guardEnum(name string, allowed ...string) string {
+	if o.d.desc != nil {
+		o.d.desc.enum(o.fieldPath(name), allowed)
+	}
 	n := o.raw(name)
 	if n == nil {
 		return ""

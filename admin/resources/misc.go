@@ -283,6 +283,9 @@ func (o *obj) pickOne(a, b string, required bool) (field, value string) {
 // rejectSet is reject for a field that is not accepted in this entry's
 // shape; an explicit null counts as absent and is accepted.
 func (o *obj) rejectSet(name, why string) {
+	if o.d.desc != nil {
+		o.d.desc.nullOnly(o.path, name)
+	}
 	if o.has(name) {
 		o.reject(name, why)
 		return

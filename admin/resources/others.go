@@ -22,6 +22,9 @@ func (l *loader) otherIDs() []EntryID {
 // skipAll marks every field read. Used only by collections whose full schema
 // is still being written (see the TODO at each call site).
 func (o *obj) skipAll() {
+	if o.d.desc != nil {
+		o.d.desc.open(o.path)
+	}
 	for i := range o.used {
 		o.used[i] = true
 	}

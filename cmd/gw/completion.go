@@ -14,7 +14,7 @@ import (
 )
 
 // commands are gw's subcommands as completion offers them.
-var commands = []string{"serve", "validate", "version", "mock", "token", "completion", "healthcheck", "help"}
+var commands = []string{"serve", "validate", "version", "mock", "token", "completion", "healthcheck", "schema", "help"}
 
 // commandFlags returns the flag names of a subcommand, read from its own
 // flag set's help output so completion never drifts from the flags.
@@ -33,7 +33,7 @@ func commandFlags(cmd string) []string {
 		mock.Usage(&buf)
 	case "version":
 		return []string{"m"}
-	case "completion":
+	case "completion", "schema":
 		return nil
 	}
 	var out []string

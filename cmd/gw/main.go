@@ -1,5 +1,5 @@
 // Command gw is the gateway binary: gw serve, gw validate, gw version, gw mock, gw token,
-// gw completion, gw healthcheck.
+// gw completion, gw healthcheck, gw schema.
 package main
 
 import (
@@ -15,6 +15,7 @@ const usage = `usage:
   gw serve --resources-file FILE [--listen ADDR] [--config STARTUP.yaml] [flags]
   gw validate [--ids] FILE
   gw version [-m]          version and build settings; -m lists every module compiled in
+  gw schema                print the JSON Schema of the resource file (editors, CI)
   gw completion bash|zsh|fish
                            print a shell completion script
   gw healthcheck [--addr HOST:PORT] [--ready]
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return completion(args[1:], stdout, stderr)
 	case "healthcheck":
 		return healthcheck(args[1:], stdout, stderr)
+	case "schema":
+		return schemaCmd(args[1:], stdout, stderr)
 	case "mock":
 		return mockCmd(args[1:], stderr)
 	case "token":
