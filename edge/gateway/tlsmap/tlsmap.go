@@ -32,8 +32,15 @@ type Map struct {
 // Pattern splits an SNI pattern into its lookup key and whether it is a
 // wildcard: "*.Example.com" is (".example.com", true), "a.b" is ("a.b",
 // false). It reports false for a pattern that cannot match a name (empty,
-// a "*" anywhere but a leading "*." label, longer than MaxSNI).
+// a "*" anywhere but a leading "*." label, longer than MaxSNI, or not
+// ASCII: a TLS server name is an ASCII host name (RFC 6066; IDNs travel as
+// punycode A-labels), and lookups fold ASCII case only).
 func Pattern(p string) (key string, wildcard, ok bool) {
+	for i := 0; i < len(p); i++ {
+		if p[i] >= 0x80 {
+			return "", false, false
+		}
+	}
 	p = strings.ToLower(strings.TrimSuffix(p, "."))
 	if strings.HasPrefix(p, "*.") {
 		key, wildcard = p[1:], true

@@ -116,6 +116,8 @@ func TestPattern(t *testing.T) {
 		{"a.*.c", "", false, false},
 		{"", "", false, false},
 		{"x.y.", "x.y", false, true},
+		{"Ђ", "", false, false},           // not ASCII (fuzz/testdata FuzzGatewaySNIPattern de6584450b2aecf0)
+		{"*.bücher.de", "", false, false}, // IDNs are configured as punycode: *.xn--bcher-kva.de
 	} {
 		k, w, ok := Pattern(tc.in)
 		if k != tc.key || w != tc.wild || ok != tc.ok {
