@@ -96,7 +96,17 @@ func requestTimeout(ctx *fasthttp.RequestCtx) {
 		"the request was not received in time (server.header_timeout, server.body_timeout)")
 }
 
+// lingerBytes bounds the body a refused request still has read and dropped.
+const lingerBytes = 1 << 20
+
 func bodyTooLarge(ctx *fasthttp.RequestCtx) {
+	// Read on (and discard) what the caller is still sending, up to
+	// lingerBytes: closing a socket with unread data makes the kernel send
+	// a reset, which can destroy the 413 before the caller reads it
+	// (nginx's lingering close). A larger body is cut by the reset.
+	if rs := ctx.RequestBodyStream(); rs != nil {
+		_, _ = io.CopyN(io.Discard, rs, lingerBytes)
+	}
 	WriteError(ctx, fasthttp.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
 		"the request body exceeds the gateway's limit (server.max_body_bytes)")
 	ctx.SetConnectionClose()
