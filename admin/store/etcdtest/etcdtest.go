@@ -51,8 +51,20 @@ func Start(tb testing.TB) *Server {
 	if bin == "" {
 		tb.Skip("etcd not found in PATH; install it (make deps, or apt-get install -y etcd-server) to run the etcd store tests")
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), clientPort: freePort(tb), peerPort: freePort(tb)}
-	s.Restart()
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	// The first start takes new ports while another process (a parallel
+	// test's etcd) has taken the free ones in between; Restart keeps its
+	// ports, as a recovering member does.
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		s.clientPort, s.peerPort = freePort(tb), freePort(tb)
+		if err = s.start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	if err != nil {
+		tb.Fatalf("cannot start etcd on %s: %v", s.Endpoint(), err)
+	}
 	tb.Cleanup(s.Kill)
 	return s
 }
