@@ -16,6 +16,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -263,7 +264,7 @@ func (h *Handler) card(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) {
 	c.respN = int64(len(out))
 }
 
-func itoa(n int) string { return string(appendInt(nil, n)) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // list answers GET /a2a: the agents the caller may reach, with gw's
 // address for each.

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"errors"
+	"strconv"
 
 	"gw/sse/rawjson"
 )
@@ -75,28 +76,10 @@ func AppendError(dst, id []byte, code int, message string) []byte {
 		dst = append(dst, id...)
 	}
 	dst = append(dst, `,"error":{"code":`...)
-	dst = appendInt(dst, code)
+	dst = strconv.AppendInt(dst, int64(code), 10)
 	dst = append(dst, `,"message":`...)
 	dst = rawjson.AppendQuote(dst, message)
 	return append(dst, "}}"...)
-}
-
-func appendInt(dst []byte, n int) []byte {
-	if n < 0 {
-		dst = append(dst, '-')
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
 }
 
 // Methods whose answer is an SSE stream (A2A "message/stream",
