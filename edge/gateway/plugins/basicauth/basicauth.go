@@ -5,6 +5,7 @@ package basicauth
 
 import (
 	"crypto/subtle"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,10 @@ var (
 	errColon  = errors.New("cannot parse authorization: no colon")
 )
 
+// strictBase64 refuses non-zero padding bits, so each credential has exactly
+// one encoding ("Ok1=" is not another spelling of "Ok0=").
+var strictBase64 = base64.StdEncoding.Strict()
+
 // ParseHeader splits an `Authorization: Basic <base64(user:password)>`
 // value; the password is everything after the first colon. The decoded
 // bytes are written into buf (returned grown) and the results point into
@@ -137,12 +142,17 @@ func ParseHeader(h, buf []byte) (username, password, out []byte, err error) {
 	for len(enc) > 0 && enc[0] == ' ' {
 		enc = enc[1:]
 	}
+	// The decoder skips CR and LF; a credential holding them is malformed,
+	// not a second spelling of the same one.
+	if bytes.IndexByte(enc, '\r') >= 0 || bytes.IndexByte(enc, '\n') >= 0 {
+		return nil, nil, buf[:0], errBase64
+	}
 	n := base64.StdEncoding.DecodedLen(len(enc))
 	if cap(buf) < n {
 		buf = make([]byte, 0, n)
 	}
 	buf = buf[:n]
-	m, derr := base64.StdEncoding.Decode(buf, enc)
+	m, derr := strictBase64.Decode(buf, enc)
 	if derr != nil {
 		return nil, nil, buf[:0], errBase64
 	}
