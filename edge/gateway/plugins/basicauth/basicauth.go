@@ -4,8 +4,8 @@
 package basicauth
 
 import (
-	"crypto/subtle"
 	"bytes"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"

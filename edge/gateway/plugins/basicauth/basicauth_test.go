@@ -29,7 +29,7 @@ func TestParseHeader(t *testing.T) {
 	f("Basic "+b64("nocolon"), "", "", false)
 	f("Basic !!!", "", "", false)
 	f("Basic Ok0=", "", "M", true)
-	f("Basic Ok1=", "", "", false)    // non-zero padding bits: a second spelling
+	f("Basic Ok1=", "", "", false)     // non-zero padding bits: a second spelling
 	f("Basic Og\r\n==", "", "", false) // the decoder would skip CR LF
 	f("Bearer "+b64("jack:secret"), "", "", false)
 	f("Basic", "", "", false)
