@@ -633,9 +633,13 @@ func (s *rtSession) stop(e *rtEnd) {
 	if !s.setEnd(e) {
 		return
 	}
+	// The upstream leg is stopped first: once the caller leg wakes it writes
+	// gw's close upstream, and the upstream's answer (its own close, without
+	// gw's reason) must not be read and relayed to the caller in place of
+	// gw's close frame.
 	now := time.Now()
-	_ = s.caller.SetReadDeadline(now)
 	_ = s.up.SetReadDeadline(now)
+	_ = s.caller.SetReadDeadline(now)
 	// A leg stuck writing to a peer that reads nothing is cut after a grace.
 	s.addTimer(time.AfterFunc(realtimeCloseGrace, func() {
 		past := time.Unix(1, 0)
