@@ -33,8 +33,10 @@ export VERTEX_SA ?= $(shell cat perf/mock/testdata/vertex_service_account.json)
 
 all: build
 
+# Static, like the image's binary (deploy/image): no libc mapped into the
+# process, so `make perf` measures what ships.
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gw
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/gw
 
 # The container image as an OCI archive, built without a Docker daemon
 # (deploy/image; docs/DEPLOY.md). Load it with docker/podman load, or push it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fasthttp"
@@ -51,11 +52,14 @@ func newMCPServer() *sdk.Server {
 
 var strMCPPath = []byte("/mcp")
 
-// mcpHandler serves /mcp; built once (the SDK server is safe for concurrent sessions).
-var mcpHandler = func() fasthttp.RequestHandler {
+// mcpHandler serves /mcp; built on the first MCP request (the SDK server is
+// safe for concurrent sessions), not at package init: every gw process links
+// the mock, and `gw serve` must not pay for its MCP server in start time and
+// idle memory.
+var mcpHandler = sync.OnceValue(func() fasthttp.RequestHandler {
 	srv := newMCPServer()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	return fasthttpadaptor.NewFastHTTPHandler(h)
-}()
+})
 
-func (s *Server) serveMCP(ctx *fasthttp.RequestCtx) { mcpHandler(ctx) }
+func (s *Server) serveMCP(ctx *fasthttp.RequestCtx) { mcpHandler()(ctx) }
