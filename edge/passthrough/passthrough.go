@@ -101,7 +101,7 @@ func (h *Handler) route(snap *snapshot.Snapshot, r *resources.PassthroughRoute) 
 			creds: map[*resources.PassthroughRoute]credential{}}
 		for _, rt := range snap.Resources.PassthroughRoutes {
 			if rt.Inject() {
-				if cr, ok := credentialOf(rt.ProviderKey); ok {
+				if cr, ok := credentialOf(rt.ProviderKey, snap.Upstreams[rt.ProviderKey]); ok {
 					t.creds[rt] = cr
 				}
 			}
@@ -211,10 +211,12 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 		return false
 	}
 	cl, cred, err := h.route(c.snap, r)
-	if r.Inject() && cred.name == "" {
-		gate.WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
-			"inject mode is not built for adapter "+r.ProviderKey.Adapter+" keys (their requests are signed)")
-		c.class = "not_implemented"
+	if r.Inject() && !cred.ok() {
+		// The snapshot compiles every provider key's adapter; without an
+		// upstream pool (tests) there is none.
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error",
+			"the route's provider key "+r.ProviderKey.DisplayName+" has no compiled credential")
+		c.class = "upstream_error"
 		return false
 	}
 	if err != nil {
@@ -225,10 +227,22 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 	if !h.inputPolicy(ctx, c) {
 		return false
 	}
+	// A SigV4 signature covers the body's hash: the body is read whole
+	// (up to MaxBodyBytes) before it goes (docs/AGENTS.md).
+	if cred.signer != nil && !c.bodyRead && !h.readWhole(ctx, c) {
+		return false
+	}
 
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	h.buildRequest(ctx, c, req, cred)
+	if err := authorize(c, req, cred); err != nil {
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error", "cannot authenticate to the route's upstream: "+err.Error())
+		c.class, c.msg = "upstream_error", err.Error()
+		return false
+	}
 	timeout := time.Duration(r.TimeoutMS) * time.Millisecond
 	if timeout == 0 {
 		timeout = c.snap.Options.UpstreamTimeout
