@@ -99,7 +99,7 @@ type call struct {
 	lim    gate.Limits
 	gOn    bool // a guardrail chain applies (g holds it)
 	g      guard.Exec
-	tx     texts
+	tx     Texts
 	edit   []byte // a masked document
 	held   []byte // an answer read whole for its guardrails
 }
@@ -117,7 +117,7 @@ func (c *call) release() {
 	if c.gOn {
 		c.g.Reset()
 	}
-	c.tx.reset()
+	c.tx.t.reset()
 	c.h, c.snap, c.agent, c.caller, c.resp = nil, nil, nil, nil, nil
 	c.op, c.status, c.class, c.msg, c.stream, c.gOn = "", 0, "", "", false, false
 	c.ttfb, c.upDur, c.reqN, c.respN = 0, 0, 0, 0

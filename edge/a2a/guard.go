@@ -53,6 +53,51 @@ type texts struct {
 
 func (t *texts) reset() { t.spans, t.buf, t.bad = t.spans[:0], t.buf[:0], false }
 
+// Texts finds the strings guardrails judge in an A2A JSON-RPC document
+// and writes the document back with some of them replaced (a mask). The
+// zero value is ready; reuse keeps its buffers.
+type Texts struct{ t texts }
+
+// Collect reads doc, a request (output false: params.message's parts) or
+// a response or stream event (output true: its result's agent text). ok
+// is false when doc is not JSON or holds content that cannot be read
+// (nesting deeper than 64 levels).
+func (x *Texts) Collect(doc []byte, output bool) bool {
+	x.t.reset()
+	if !rawjson.Valid(doc) {
+		return false
+	}
+	if output {
+		x.t.output(doc)
+	} else {
+		x.t.input(doc)
+		slices.SortFunc(x.t.spans, func(a, b span) int { return a.off - b.off })
+	}
+	return !x.t.bad
+}
+
+// Len is the number of strings found, in document order.
+func (x *Texts) Len() int { return len(x.t.spans) }
+
+// At is string i, decoded; it stays valid until the next Collect.
+func (x *Texts) At(i int) []byte { s := x.t.spans[i]; return x.t.buf[s.bs:s.be] }
+
+// Rewrite appends to dst the document Collect read with string i replaced
+// by repl(i) where it reports true (JSON-quoted in place).
+func (x *Texts) Rewrite(dst, doc []byte, repl func(i int) ([]byte, bool)) []byte {
+	prev := 0
+	for i, s := range x.t.spans {
+		v, ok := repl(i)
+		if !ok {
+			continue
+		}
+		dst = append(dst, doc[prev:s.off]...)
+		dst = rawjson.AppendQuoteBytes(dst, v)
+		prev = s.end
+	}
+	return append(dst, doc[prev:]...)
+}
+
 // str records string value v, a subslice of doc.
 func (t *texts) str(doc, v []byte) {
 	off := offsetIn(doc, v)
@@ -164,45 +209,28 @@ var guardCtx = context.Background()
 // c.edit. A document that is not JSON, or text that cannot be read,
 // is judged by the stages' fail-open rules.
 func (h *Handler) judge(c *call, p guard.Phase, stages []*guard.Stage, doc []byte) guard.Decision {
-	t := &c.tx
-	t.reset()
+	x := &c.tx
 	c.g.ClearTexts()
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return guard.Pass
 	}
-	if !rawjson.Valid(doc) {
+	if !x.Collect(doc, p == guard.Output) {
 		return c.g.Unreadable(p, stages)
 	}
 	role := guard.RoleUser
-	if p == guard.Input {
-		t.input(doc)
-		slices.SortFunc(t.spans, func(a, b span) int { return a.off - b.off })
-	} else {
+	if p == guard.Output {
 		role = guard.RoleAssistant
-		t.output(doc)
 	}
-	if t.bad {
-		return c.g.Unreadable(p, stages)
-	}
-	for _, s := range t.spans {
-		c.g.AddText(guard.Text{Role: role, Part: guard.PartContent, Data: t.buf[s.bs:s.be]}, false, true)
+	for i := range x.Len() {
+		c.g.AddText(guard.Text{Role: role, Part: guard.PartContent, Data: x.At(i)}, false, true)
 	}
 	d := c.g.Judge(guardCtx, p, c.agent.Name, stages)
 	if c.g.Err != nil {
 		h.logger().Warn("a2a guardrail check failed", "agent", c.agent.Name, "guardrail", c.g.ErrGuardrail, "err", c.g.Err.Error())
 	}
 	if d == guard.Masked {
-		out, prev := c.edit[:0], 0
 		txs := c.g.Texts()
-		for i, s := range t.spans {
-			if !c.g.Changed(i) {
-				continue
-			}
-			out = append(out, doc[prev:s.off]...)
-			out = rawjson.AppendQuoteBytes(out, txs[i].Data)
-			prev = s.end
-		}
-		c.edit = append(out, doc[prev:]...)
+		c.edit = x.Rewrite(c.edit[:0], doc, func(i int) ([]byte, bool) { return txs[i].Data, c.g.Changed(i) })
 	}
 	return d
 }

@@ -37,3 +37,32 @@ func TestTexts(t *testing.T) {
 		}
 	}
 }
+
+func TestTextsRewrite(t *testing.T) {
+	doc := []byte(`{"jsonrpc":"2.0","id":1,"result":{"kind":"task","artifacts":[{"parts":[{"kind":"text","text":"mail a@b.c"}]}],"status":{"message":{"parts":[{"kind":"data","data":{"to":"x@y.z","n":1}}]}}}}`)
+	var x Texts
+	if !x.Collect(doc, true) || x.Len() != 2 {
+		t.Fatalf("collect: %d", x.Len())
+	}
+	out := x.Rewrite(nil, doc, func(i int) ([]byte, bool) { return []byte(`[EMAIL "` + string(rune('0'+i)) + `"]`), i == 1 })
+	want := `{"jsonrpc":"2.0","id":1,"result":{"kind":"task","artifacts":[{"parts":[{"kind":"text","text":"mail a@b.c"}]}],"status":{"message":{"parts":[{"kind":"data","data":{"to":"[EMAIL \"1\"]","n":1}}]}}}}`
+	if string(out) != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	if x.Collect([]byte(`{"result":`), true) {
+		t.Fatal("collected from malformed JSON")
+	}
+}
+
+// BenchmarkTextsCollect: finding the judged text of one streamed artifact
+// event (done for every event of a guarded stream).
+func BenchmarkTextsCollect(b *testing.B) {
+	doc := []byte(`{"jsonrpc":"2.0","id":"s-1","result":{"kind":"artifact-update","taskId":"t-1","contextId":"c-1","artifact":{"artifactId":"a-1","parts":[{"kind":"text","text":"the agent's answer, one chunk of it, with an escape \" in it"}]}}}`)
+	var x Texts
+	b.ReportAllocs()
+	for b.Loop() {
+		if !x.Collect(doc, true) || x.Len() != 1 {
+			b.Fatal("no text")
+		}
+	}
+}
