@@ -342,6 +342,12 @@ func TestA2AE2E(t *testing.T) {
 		if len(events) != 2 || events[0].Error != nil || events[1].Error == nil || events[1].Error.Data.Code != "content_filter" || events[1].ID != "s-2" {
 			t.Fatalf("stream events: %+v (%v)", events, sc.Err())
 		}
+		// Input block on a stream: one error event.
+		resp, b := call(t, "POST", "/a2a/echo", "guarded-e2e", sendText("message/stream", `"s-3"`, "forbidden-word"))
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+			!strings.HasPrefix(string(b), `data: {"jsonrpc":"2.0","id":"s-3","error":{"code":-32050,`) || !strings.HasSuffix(string(b), "}}}\n\n") {
+			t.Fatalf("stream input block: status %d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
 		// Monitor mode passes and records.
 		out = answer(t, "monitored-e2e", sendText("message/send", "10", "forbidden-word again"))
 		if out.Error != nil || len(out.Result.Parts) != 1 || out.Result.Parts[0].Text != "echo: forbidden-word again" {
@@ -396,7 +402,7 @@ func TestA2AE2E(t *testing.T) {
 					limited++
 				}
 			}
-			if blocked == 3 && monitored == 1 && limited == 2 {
+			if blocked == 4 && monitored == 1 && limited == 2 {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -385,9 +385,18 @@ func (h *Handler) rpc(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) bo
 		switch d := h.judge(c, guard.Input, c.g.Chain.Input, body); d {
 		case guard.Blocked, guard.Unavailable:
 			// The A2A JSON-RPC binding answers errors as JSON-RPC error
-			// objects on HTTP 200.
-			c.out, c.class = c.refusal(c.out[:0], c.id, guard.Input, d)
-			writeRPC(ctx, fasthttp.StatusOK, c.out)
+			// objects on HTTP 200; a streaming method's caller reads an
+			// event stream, so it gets the error as its one event.
+			if streaming(r.Method) {
+				b := append(c.out[:0], "data: "...)
+				b, c.class = c.refusal(b, c.id, guard.Input, d)
+				c.out = append(b, "\n\n"...)
+				writeRPC(ctx, fasthttp.StatusOK, c.out)
+				ctx.SetContentType("text/event-stream")
+			} else {
+				c.out, c.class = c.refusal(c.out[:0], c.id, guard.Input, d)
+				writeRPC(ctx, fasthttp.StatusOK, c.out)
+			}
 			c.lim.SetHeaders(&ctx.Response.Header)
 			return false
 		case guard.Masked:
