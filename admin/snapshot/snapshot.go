@@ -98,6 +98,9 @@ type Snapshot struct {
 	Callers map[[32]byte]*Caller
 	// CallersByName maps a caller key display_name to the caller.
 	CallersByName map[string]*Caller
+	// Upstreams holds every provider key compiled (also keys no model uses:
+	// passthrough routes inject their credentials); empty without a pool.
+	Upstreams map[*resources.ProviderKey]*Upstream
 
 	// Guardrails maps each attached scope (model, api_key, team, mcp_server,
 	// passthrough_route by canonical name) to its ordered input/output chains.
@@ -263,6 +266,7 @@ func Compile(res *resources.Resources, opt Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.Upstreams = ups
 	reg := opt.Balancer
 	if reg == nil {
 		reg = balancer.NewRegistry()

@@ -124,8 +124,8 @@ var fieldRules = map[string]map[string]string{
 	resources.CollA2AAgents: {
 		"name": "", "display_name": "", "url": "", "description": "", "headers": "", "timeout_ms": "", "agent_card_path": "",
 	},
-	// edge/passthrough serves every field; routes injecting the key of an
-	// adapter family whose requests are signed are listed per entry below.
+	// edge/passthrough serves every field (inject mode signs bedrock
+	// requests and sends vertex access tokens).
 	resources.CollPassthroughRoutes: {
 		"name": "", "display_name": "", "path": "", "upstream": "", "methods": "", "strip_prefix": "", "timeout_ms": "",
 		"provider_key": "", "provider_key_id": "", "anonymous_key": "", "anonymous_key_id": "", "forward_client_headers": "",
@@ -242,12 +242,6 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 	}
 	if guards != nil {
 		out = append(out, unenforcedGuardrails(res, guards)...)
-	}
-	for _, r := range res.PassthroughRoutes {
-		if pk := r.ProviderKey; pk != nil && (pk.Adapter == resources.AdapterBedrock || pk.Adapter == resources.AdapterVertex) {
-			out = append(out, Unenforced{Collection: resources.CollPassthroughRoutes, Entry: r.IDField + "=" + r.Name, Field: "provider_key",
-				Missing: "inject mode is not built for adapter " + pk.Adapter + " keys (their requests are signed): the route answers 501"})
-		}
 	}
 	// Provider keys whose adapter family is not in this build, and the
 	// aliases that therefore cannot be served.

@@ -17,6 +17,10 @@ import (
 const a2aFile = `_format_version: "1"
 api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_agents: ["ech*"]}
+  - {display_name: guarded, key_env: A2A_GUARDED_KEY, allowed_agents: ["echo"], team_id: red}
+  - {display_name: monitored, key_env: A2A_MONITORED_KEY, allowed_agents: ["echo"]}
+  - {display_name: limited, key_env: A2A_LIMITED_KEY, allowed_agents: ["echo"], rate_limit: {rpm: 2}}
+  - {display_name: blue, key_env: A2A_BLUE_KEY, allowed_agents: ["echo"], team_id: blue}
 a2a_agents:
   - name: echo
     url: ${A2A_AGENT}
@@ -25,6 +29,18 @@ a2a_agents:
     headers: {x-agent-token: agent-secret}
   - name: hidden
     url: ${A2A_AGENT}
+guardrails:
+  - {name: in-words, kind: keyword, hook_point: input, patterns: [{kind: literal, value: forbidden-word}]}
+  - {name: out-words, kind: keyword, hook_point: output, patterns: [{kind: literal, value: classified}]}
+  - {name: pii-mask, kind: pii, detectors: [email]}
+  - {name: watch, kind: keyword, enforcement_mode: monitor, patterns: [{kind: literal, value: forbidden-word}]}
+guardrail_attachments:
+  - {guardrail_id: in-words, scope_type: api_key, scope_id: guarded}
+  - {guardrail_id: out-words, scope_type: team, scope_id: red}
+  - {guardrail_id: pii-mask, scope_type: api_key, scope_id: guarded}
+  - {guardrail_id: watch, scope_type: api_key, scope_id: monitored}
+rate_limit_policies:
+  - {name: blue-team, scope: team, scope_ref: blue, window: minute, max_requests: 1}
 observability_exporters:
   - {name: otel, kind: otlp_http, endpoint: "${E2E_OTLP}", batch_size: 1, flush_interval_ms: 100}
 `
@@ -37,6 +53,7 @@ type a2aAgent struct {
 	release chan struct{}
 	mu      sync.Mutex
 	headers []http.Header
+	texts   []string // the first text part of each JSON-RPC call
 }
 
 func (a *a2aAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +88,12 @@ func (a *a2aAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(req.Params.Message.Parts) > 0 {
 		text = req.Params.Message.Parts[0].Text
 	}
+	a.mu.Lock()
+	a.texts = append(a.texts, text)
+	a.mu.Unlock()
+	if text == "who" { // an answer with an address the pii guardrail masks
+		text = "ops@example.org"
+	}
 	switch req.Method {
 	case "message/send":
 		w.Header().Set("Content-Type", "application/json")
@@ -84,7 +107,11 @@ func (a *a2aAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for i, ev := range events {
 			if i > 0 {
-				<-a.release
+				select {
+				case <-a.release:
+				case <-r.Context().Done(): // gw ended the stream
+					return
+				}
 			}
 			io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":"+string(req.ID)+",\"result\":"+ev+"}\n\n")
 			w.(http.Flusher).Flush()
@@ -105,6 +132,9 @@ func TestA2AE2E(t *testing.T) {
 	rcv := usagetest.StartOTLP(t)
 	t.Setenv("A2A_AGENT", agent.url)
 	t.Setenv("E2E_OTLP", rcv.URL)
+	for k, v := range map[string]string{"A2A_GUARDED_KEY": "guarded-e2e", "A2A_MONITORED_KEY": "monitored-e2e", "A2A_LIMITED_KEY": "limited-e2e", "A2A_BLUE_KEY": "blue-e2e"} {
+		t.Setenv(k, v)
+	}
 	g := startGW(t, writeTemp(t, "a2a.yaml", a2aFile))
 	base := "http://" + g.addr
 
@@ -225,8 +255,161 @@ func TestA2AE2E(t *testing.T) {
 			}
 		}
 	})
+	sendText := func(method, id, text string) string {
+		b, _ := json.Marshal(text)
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":{"message":{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":` +
+			string(b) + `},{"kind":"data","data":{"note":"n"}}]}}}`
+	}
+	type rpcAnswer struct {
+		ID     any `json:"id"`
+		Result struct {
+			Parts []struct{ Text string } `json:"parts"`
+		} `json:"result"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	answer := func(t *testing.T, key, body string) rpcAnswer {
+		t.Helper()
+		resp, b := call(t, "POST", "/a2a/echo", key, body)
+		var out rpcAnswer
+		if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d %v: %s", resp.StatusCode, err, b)
+		}
+		return out
+	}
+	agentSaw := func(sub string) bool {
+		agent.mu.Lock()
+		defer agent.mu.Unlock()
+		for _, x := range agent.texts {
+			if strings.Contains(x, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("guardrails", func(t *testing.T) {
+		// Input block: a JSON-RPC error on HTTP 200; the agent never sees it.
+		out := answer(t, "guarded-e2e", sendText("message/send", "7", "a forbidden-word here"))
+		if out.Error == nil || out.Error.Code != -32050 || out.Error.Data.Code != "content_filter" || out.ID != 7.0 || agentSaw("forbidden-word") {
+			t.Fatalf("input block: %+v %+v agent saw it: %v", out, *out.Error, agentSaw("forbidden-word"))
+		}
+		// Input mask: the agent gets the masked text.
+		out = answer(t, "guarded-e2e", sendText("message/send", "8", "mail bob@example.com please"))
+		if out.Error != nil || len(out.Result.Parts) != 1 || strings.Contains(out.Result.Parts[0].Text, "bob@example.com") ||
+			!strings.HasPrefix(out.Result.Parts[0].Text, "echo: mail ") || agentSaw("bob@example.com") || !agentSaw("mail ") {
+			t.Fatalf("input mask: %+v", out)
+		}
+		// Output mask: the agent's own address is masked in its answer.
+		out = answer(t, "guarded-e2e", sendText("message/send", "9", "who"))
+		if out.Error != nil || len(out.Result.Parts) != 1 || strings.Contains(out.Result.Parts[0].Text, "ops@example.org") || !strings.HasPrefix(out.Result.Parts[0].Text, "echo: ") {
+			t.Fatalf("output mask: %+v", out)
+		}
+		// Output block (the team's guardrail), whole answer.
+		out = answer(t, "guarded-e2e", sendText("message/send", `"b-1"`, "classified"))
+		if out.Error == nil || out.Error.Code != -32050 || out.Error.Message != "The response was blocked by guardrail policy" || out.ID != "b-1" {
+			t.Fatalf("output block: %+v", out)
+		}
+		// Output block in a stream: the first event passes, the artifact
+		// becomes an error event and the stream ends.
+		req, _ := http.NewRequest("POST", base+"/a2a/echo", strings.NewReader(sendText("message/stream", `"s-2"`, "classified")))
+		req.Header.Set("Authorization", "Bearer guarded-e2e")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var events []rpcAnswer
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.HasPrefix(line, "data: ") {
+				continue
+			}
+			var ev rpcAnswer
+			if err := json.Unmarshal([]byte(line[6:]), &ev); err != nil {
+				t.Fatalf("event %q: %v", line, err)
+			}
+			events = append(events, ev)
+			if len(events) == 1 {
+				agent.release <- struct{}{}
+			}
+		}
+		if len(events) != 2 || events[0].Error != nil || events[1].Error == nil || events[1].Error.Data.Code != "content_filter" || events[1].ID != "s-2" {
+			t.Fatalf("stream events: %+v (%v)", events, sc.Err())
+		}
+		// Input block on a stream: one error event.
+		resp, b := call(t, "POST", "/a2a/echo", "guarded-e2e", sendText("message/stream", `"s-3"`, "forbidden-word"))
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+			!strings.HasPrefix(string(b), `data: {"jsonrpc":"2.0","id":"s-3","error":{"code":-32050,`) || !strings.HasSuffix(string(b), "}}}\n\n") {
+			t.Fatalf("stream input block: status %d %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+		// Monitor mode passes and records.
+		out = answer(t, "monitored-e2e", sendText("message/send", "10", "forbidden-word again"))
+		if out.Error != nil || len(out.Result.Parts) != 1 || out.Result.Parts[0].Text != "echo: forbidden-word again" {
+			t.Fatalf("monitor: %+v", out)
+		}
+	})
+	t.Run("limits", func(t *testing.T) {
+		for _, tc := range []struct {
+			key     string
+			allowed int
+			limit   string
+		}{{"limited-e2e", 2, "2"}, {"blue-e2e", 1, ""}} {
+			for i := 0; i <= tc.allowed; i++ {
+				resp, b := call(t, "POST", "/a2a/echo", tc.key, send)
+				if i < tc.allowed {
+					if resp.StatusCode != 200 || (tc.limit != "" && resp.Header.Get("X-Ratelimit-Limit-Requests") != tc.limit) {
+						t.Fatalf("%s call %d: status %d %v: %s", tc.key, i, resp.StatusCode, resp.Header, b)
+					}
+					continue
+				}
+				var out rpcAnswer
+				if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" ||
+					out.Error == nil || out.Error.Code != -32029 || out.Error.Data.Code != "rate_limit_exceeded" || out.ID != 7.0 {
+					t.Fatalf("%s over the limit: status %d %v: %s", tc.key, resp.StatusCode, err, b)
+				}
+			}
+			// Discovery is not counted.
+			if resp, b := call(t, "GET", "/a2a/echo/.well-known/agent-card.json", tc.key, ""); resp.StatusCode != 200 {
+				t.Fatalf("%s card: status %d: %s", tc.key, resp.StatusCode, b)
+			}
+		}
+	})
 	t.Run("usage records", func(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var blocked, monitored, limited int
+			for _, sp := range rcv.Spans() {
+				if usagetest.Attr(sp, "gw.usage.inbound_protocol") != "a2a" {
+					continue
+				}
+				switch usagetest.Attr(sp, "gw.usage.api_key_name") {
+				case "guarded":
+					if usagetest.Attr(sp, "error.type") == "guardrail_blocked" && usagetest.Attr(sp, "gw.usage.guardrail_enforced_hits") != nil {
+						blocked++
+					}
+				case "monitored":
+					if usagetest.Attr(sp, "gw.usage.guardrail_monitor_hits") != nil {
+						monitored++
+					}
+				}
+				if usagetest.Attr(sp, "error.type") == "rate_limited" {
+					limited++
+				}
+			}
+			if blocked == 4 && monitored == 1 && limited == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("records: %d blocked, %d monitored, %d rate limited", blocked, monitored, limited)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		for {
 			ops := map[string]int{}
 			for _, sp := range rcv.Spans() {

@@ -25,6 +25,7 @@ api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_routes: ["oa-*", "public"]}
   - {display_name: other, key_env: PT_OTHER_KEY, allowed_routes: ["pub*"]}
   - {display_name: anon, key_env: PT_ANON_KEY, allowed_routes: ["public"]}
+  - {display_name: limited, key_env: PT_LIMITED_KEY, allowed_routes: ["public"], rate_limit: {rpm: 2}}
 passthrough_routes:
   - name: oa-files
     path: /openai
@@ -104,6 +105,7 @@ func TestPassthroughE2E(t *testing.T) {
 	t.Setenv("PT_UP", srv)
 	t.Setenv("PT_OTHER_KEY", "other-e2e")
 	t.Setenv("PT_ANON_KEY", "anon-e2e")
+	t.Setenv("PT_LIMITED_KEY", "limited-e2e")
 	t.Setenv("E2E_OTLP", rcv.URL)
 	g := startGW(t, writeTemp(t, "pt.yaml", passthroughFile))
 	base := "http://" + g.addr
@@ -254,6 +256,21 @@ func TestPassthroughE2E(t *testing.T) {
 		}
 		if buffered.Load() {
 			t.Fatal("the upstream saw no byte before the whole body was sent")
+		}
+	})
+	t.Run("rate limit", func(t *testing.T) {
+		hdr := map[string]string{"Authorization": "Bearer limited-e2e"}
+		for i := 0; i < 2; i++ {
+			if resp, b := do(t, "GET", "/public/x", hdr, nil); resp.StatusCode != 200 || resp.Header.Get("X-Ratelimit-Limit-Requests") != "2" ||
+				resp.Header.Get("X-Ratelimit-Remaining-Requests") != string(rune('1'-i)) {
+				t.Fatalf("call %d: status %d %v: %s", i, resp.StatusCode, resp.Header, b)
+			}
+		}
+		before := up.hits.Load()
+		resp, b := do(t, "GET", "/public/x", hdr, nil)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"code":"rate_limit_exceeded"`) ||
+			!strings.Contains(string(b), `"type":"rate_limit_error"`) || up.hits.Load() != before {
+			t.Fatalf("over the limit: status %d %v: %s", resp.StatusCode, resp.Header, b)
 		}
 	})
 	t.Run("usage records", func(t *testing.T) {

@@ -272,8 +272,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	metrics.NewGauge(`gw_cache_semantic_memory_bytes`, func() float64 { return float64(cacheSem.Bytes()) })
 	proxy.Cache = edge.NewCaches(cacheMem, cacheSem, cacheRedis)
 	// Agents' traffic outside the model pipeline: /a2a and passthrough routes.
-	proxy.A2A = &a2a.Handler{Usage: pipeline}
-	proxy.Passthrough = &passthrough.Handler{Usage: pipeline, Logger: log, MaxBodyBytes: cfg.MaxUploadBytes}
+	proxy.A2A = &a2a.Handler{Usage: pipeline, Limiter: proxy.Limiter, Logger: log}
+	proxy.Passthrough = &passthrough.Handler{Usage: pipeline, Logger: log, MaxBodyBytes: cfg.MaxUploadBytes, Limiter: proxy.Limiter}
 	if cfg.AccessLog {
 		proxy.Log = edge.NewAccessLog(stderr)
 		defer proxy.Log.Close()

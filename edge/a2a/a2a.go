@@ -14,8 +14,10 @@ package a2a
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +29,10 @@ import (
 	"gw/adapters/upstream"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
+	"gw/edge/guard"
 	"gw/edge/passthrough/gate"
 	"gw/edge/usage"
+	"gw/limiter"
 	"gw/sse"
 	"gw/sse/rawjson"
 )
@@ -52,6 +56,11 @@ var cardPaths = [...]string{"/.well-known/agent-card.json", "/.well-known/agent.
 type Handler struct {
 	// Usage receives one record per call; nil: none.
 	Usage *usage.Pipeline
+	// Limiter charges JSON-RPC calls to the caller key's rate_limit and
+	// the matching rate_limit_policies; nil: no limits.
+	Limiter *limiter.Limiter
+	// Logger receives guardrail check errors; nil: slog.Default.
+	Logger *slog.Logger
 
 	mu      sync.Mutex
 	snap    *snapshot.Snapshot
@@ -86,17 +95,61 @@ type call struct {
 	respN  int64
 	resp   *fasthttp.Response
 	out    []byte
+	id     []byte // the JSON-RPC request's id (raw)
+	lim    gate.Limits
+	gOn    bool // a guardrail chain applies (g holds it)
+	g      guard.Exec
+	tx     Texts
+	edit   []byte // a masked document
+	held   []byte // an answer read whole for its guardrails
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
 
 func (c *call) release() {
-	out := c.out[:0]
-	if cap(out) > 64<<10 {
-		out = nil
+	keep := func(b []byte) []byte {
+		if cap(b) > 64<<10 {
+			return nil
+		}
+		return b[:0]
 	}
-	*c = call{out: out}
+	c.h.lim(c)
+	if c.gOn {
+		c.g.Reset()
+	}
+	c.tx.t.reset()
+	c.h, c.snap, c.agent, c.caller, c.resp = nil, nil, nil, nil, nil
+	c.op, c.status, c.class, c.msg, c.stream, c.gOn = "", 0, "", "", false, false
+	c.ttfb, c.upDur, c.reqN, c.respN = 0, 0, 0, 0
+	c.out, c.id, c.edit, c.held = keep(c.out), c.id[:0], keep(c.edit), keep(c.held)
 	callPool.Put(c)
+}
+
+// lim releases c's rate limit charge.
+func (h *Handler) lim(c *call) { c.lim.Release(h.Limiter) }
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+// chain merges the guardrails attached to the caller key and its team.
+func (h *Handler) chain(c *call) {
+	kg, tg := c.caller.Guard, c.caller.TeamGuard
+	if kg == nil && tg == nil {
+		return // Fast path - nothing attached.
+	}
+	c.gOn = guard.Merge(&c.g.Chain, guard.Of(kg), guard.Of(tg), nil)
+}
+
+// writeRPC answers a JSON-RPC document (gw's own error) with status.
+func writeRPC(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
 }
 
 // split parses Prefix{/name{/rest}}: name "" for Prefix itself.
@@ -317,6 +370,39 @@ func (h *Handler) rpc(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) bo
 		return false
 	}
 	c.op = operation(r.Method)
+	c.id = append(c.id[:0], r.ID...)
+	// A rate limit refusal is HTTP 429 (clients back off on it) whose body
+	// is a JSON-RPC error, as edge/mcp answers a refused tools/call.
+	if !c.lim.Admit(ctx, h.Limiter, c.snap.Resources.RateLimitPolicies, c.caller.Key, func(ctx *fasthttp.RequestCtx, status int, msg string) {
+		c.out = AppendErrorData(c.out[:0], c.id, CodeRateLimited, msg, "rate_limit_exceeded")
+		writeRPC(ctx, status, c.out)
+	}) {
+		c.class = "rate_limited"
+		return false
+	}
+	h.chain(c)
+	if c.gOn && len(c.g.Chain.Input) > 0 && (string(r.Method) == MethodSend || string(r.Method) == MethodStream) {
+		switch d := h.judge(c, guard.Input, c.g.Chain.Input, body); d {
+		case guard.Blocked, guard.Unavailable:
+			// The A2A JSON-RPC binding answers errors as JSON-RPC error
+			// objects on HTTP 200; a streaming method's caller reads an
+			// event stream, so it gets the error as its one event.
+			if streaming(r.Method) {
+				b := append(c.out[:0], "data: "...)
+				b, c.class = c.refusal(b, c.id, guard.Input, d)
+				c.out = append(b, "\n\n"...)
+				writeRPC(ctx, fasthttp.StatusOK, c.out)
+				ctx.SetContentType("text/event-stream")
+			} else {
+				c.out, c.class = c.refusal(c.out[:0], c.id, guard.Input, d)
+				writeRPC(ctx, fasthttp.StatusOK, c.out)
+			}
+			c.lim.SetHeaders(&ctx.Response.Header)
+			return false
+		case guard.Masked:
+			body = c.edit // sent before c.edit is used again
+		}
+	}
 	a := c.agent
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -348,10 +434,14 @@ func (h *Handler) rpc(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) bo
 	}
 	c.ttfb = time.Since(c.start)
 	gate.CopyResponseHeaders(&ctx.Response.Header, &resp.Header)
+	c.lim.SetHeaders(&ctx.Response.Header)
 	if resp.StatusCode() >= 400 {
 		c.class = "upstream_error"
 	}
 	c.resp = resp
+	if c.gOn && len(c.g.Chain.Output) > 0 && !isEventStream(resp.Header.ContentType()) {
+		return h.guardBody(ctx, c)
+	}
 	if isEventStream(resp.Header.ContentType()) {
 		c.stream = true
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relayEvents(w, c) })
@@ -370,9 +460,17 @@ func isEventStream(ct []byte) bool {
 // relayEvents writes each SSE event to the caller as soon as it is
 // complete (sse.Reader), flushing after each one; the gap between events
 // is bounded by the agent's timeout_ms.
+//
+// With output guardrails each event's text is judged before the event
+// leaves (docs/AGENTS.md "A2A guardrails"): a mask rewrites the event, a
+// block ends the stream with a JSON-RPC error event.
 func (h *Handler) relayEvents(w *bufio.Writer, c *call) {
 	resp := c.resp
 	gap := c.agent.Timeout()
+	var stages []*guard.Stage
+	if c.gOn {
+		stages = c.g.Chain.Output
+	}
 	rd := sse.AcquireReader(resp.BodyStream())
 	for {
 		upstream.SetReadDeadline(resp, time.Now().Add(gap))
@@ -384,9 +482,26 @@ func (h *Handler) relayEvents(w *bufio.Writer, c *call) {
 			}
 			break
 		}
-		_, werr := w.Write(ev.Raw)
-		if ev.Unterminated {
+		raw, unterminated, stop := ev.Raw, ev.Unterminated, false
+		if len(stages) > 0 && len(bytes.TrimSpace(ev.Data)) > 0 {
+			switch d := h.judge(c, guard.Output, stages, ev.Data); d {
+			case guard.Blocked, guard.Unavailable:
+				b := append(c.out[:0], "data: "...)
+				b, c.class = c.refusal(b, c.id, guard.Output, d)
+				c.out = append(b, "\n\n"...)
+				raw, unterminated, stop = c.out, false, true
+			case guard.Masked:
+				raw, unterminated = c.maskedEvent(&ev), false
+			}
+		}
+		_, werr := w.Write(raw)
+		if unterminated {
 			_, werr = w.WriteString("\n\n")
+		}
+		if stop {
+			_ = w.Flush()
+			c.respN += int64(len(raw))
+			break
 		}
 		if werr == nil {
 			werr = w.Flush()
@@ -395,7 +510,7 @@ func (h *Handler) relayEvents(w *bufio.Writer, c *call) {
 			c.class, c.status = "client_gone", 499
 			break
 		}
-		c.respN += int64(len(ev.Raw))
+		c.respN += int64(len(raw))
 		events.Inc()
 	}
 	sse.ReleaseReader(rd)
@@ -404,19 +519,122 @@ func (h *Handler) relayEvents(w *bufio.Writer, c *call) {
 
 func (h *Handler) relayBody(w *bufio.Writer, c *call) {
 	resp := c.resp
+	if len(c.held) > 0 { // read for a guardrail that let it pass unjudged
+		if _, err := w.Write(c.held); err != nil || w.Flush() != nil {
+			c.class, c.status = "client_gone", 499
+			h.closeStream(c)
+			return
+		}
+	}
 	if bs := resp.BodyStream(); bs != nil {
 		if cap(c.out) < 16<<10 {
 			c.out = make([]byte, 16<<10)
 		}
 		c.out = c.out[:16<<10]
 		n, err := gate.Relay(w, bs, resp, c.agent.Timeout(), c.out)
-		c.respN = n
+		c.respN = int64(len(c.held)) + n
 		if err != nil {
 			c.class, c.msg = "stream_error", upstream.Describe(err)
 			c.status, _ = gate.Status(err)
 		}
 	}
 	h.closeStream(c)
+}
+
+// maskedEvent is ev with its data replaced by the masked document (its id
+// kept; its event name, a JSON-RPC stream's are unnamed, kept).
+func (c *call) maskedEvent(ev *sse.Event) []byte {
+	b := c.out[:0]
+	if len(ev.Name) > 0 {
+		b = append(append(append(b, "event: "...), ev.Name...), '\n')
+	}
+	if len(ev.ID) > 0 {
+		b = append(append(append(b, "id: "...), ev.ID...), '\n')
+	}
+	b = append(b, "data: "...)
+	for _, x := range c.edit {
+		if x == '\n' || x == '\r' { // whitespace between JSON tokens: one data line
+			x = ' '
+		}
+		b = append(b, x)
+	}
+	c.out = append(b, "\n\n"...)
+	return c.out
+}
+
+// guardBody holds a whole answer (message/send, tasks/get ...) for the
+// output guardrails, then answers it, its masked form or the JSON-RPC
+// refusal; true when a stream owns c now. An answer longer than
+// maxGuardedAnswer cannot be judged: the fail-open rules decide, and a
+// pass relays it (what was held, then the rest as it arrives).
+func (h *Handler) guardBody(ctx *fasthttp.RequestCtx, c *call) bool {
+	resp := c.resp
+	held, over, err := readHeld(c.held[:0], resp, c.agent.Timeout())
+	c.held = held
+	if err != nil {
+		c.resp = nil
+		upstream.CloseStream(resp)
+		fasthttp.ReleaseResponse(resp)
+		status, code := gate.Status(err)
+		c.class, c.msg = code, upstream.Describe(err)
+		gate.WriteError(ctx, status, "api_error", code, "the A2A agent's answer could not be read for its guardrails: "+c.msg)
+		return false
+	}
+	var d guard.Decision
+	if over {
+		c.g.ClearTexts()
+		d = c.g.Unreadable(guard.Output, c.g.Chain.Output)
+	} else {
+		d = h.judge(c, guard.Output, c.g.Chain.Output, held)
+	}
+	if d == guard.Pass && over {
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relayBody(w, c) })
+		return true
+	}
+	c.resp = nil
+	upstream.CloseStream(resp)
+	fasthttp.ReleaseResponse(resp)
+	switch d {
+	case guard.Blocked, guard.Unavailable:
+		c.out, c.class = c.refusal(c.out[:0], c.id, guard.Output, d)
+		writeRPC(ctx, fasthttp.StatusOK, c.out)
+		c.lim.SetHeaders(&ctx.Response.Header)
+		c.respN = int64(len(c.out))
+		return false
+	case guard.Masked:
+		held = c.edit
+	}
+	ctx.SetBody(held)
+	c.respN = int64(len(held))
+	return false
+}
+
+// readHeld reads resp's body into dst, at most maxGuardedAnswer bytes
+// (over: more follows, unread), each read bounded by gap.
+func readHeld(dst []byte, resp *fasthttp.Response, gap time.Duration) (b []byte, over bool, err error) {
+	bs := resp.BodyStream()
+	if bs == nil {
+		return append(dst, resp.Body()...), false, nil
+	}
+	for {
+		if len(dst) >= maxGuardedAnswer {
+			return dst, true, nil
+		}
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		if gap > 0 {
+			upstream.SetReadDeadline(resp, time.Now().Add(gap))
+		}
+		n, rerr := bs.Read(dst[len(dst):min(cap(dst), maxGuardedAnswer)])
+		dst = dst[:len(dst)+n]
+		if rerr == io.EOF {
+			return dst, false, nil
+		}
+		if rerr != nil {
+			return dst, false, rerr
+		}
+	}
 }
 
 func (h *Handler) closeStream(c *call) {
@@ -444,14 +662,22 @@ func (h *Handler) finish(c *call) {
 		if op == "" {
 			op = OperationOther
 		}
-		h.Usage.Emit(&usage.Record{
+		rec := &usage.Record{
 			OccurredAt: now, RequestID: usage.NewRequestID(), Attempt: 1, AttemptKind: usage.AttemptFinal,
 			StatusCode: c.status, ErrorClass: c.class, ErrorMessage: c.msg,
 			APIKeyID: k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
 			Model: name, InboundProtocol: Protocol, Operation: op, CacheStatus: usage.CacheNone, Stream: c.stream,
 			Latency: now.Sub(c.start), TTFT: c.ttfb, UpstreamLatency: c.upDur,
 			RequestBodyBytes: c.reqN, ResponseBodyBytes: c.respN,
-		})
+		}
+		if c.gOn {
+			o := &c.g.Outcome
+			rec.AppliedGuardrails = append([]string(nil), o.Applied...)
+			rec.GuardrailEnforcedHits = hits(o.Enforced)
+			rec.GuardrailMonitorHits = hits(o.Monitor)
+			rec.GuardrailBypassedReason, rec.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+		}
+		h.Usage.Emit(rec)
 	}
 	c.release()
 }

@@ -82,6 +82,16 @@ func AppendError(dst, id []byte, code int, message string) []byte {
 	return append(dst, "}}"...)
 }
 
+// AppendErrorData appends a JSON-RPC error response as AppendError does,
+// with error.data {"code": name}: gw's own refusals (a guardrail, a rate
+// limit) carry the code gw's envelope gives them.
+func AppendErrorData(dst, id []byte, code int, message, name string) []byte {
+	dst = AppendError(dst, id, code, message)
+	dst = append(dst[:len(dst)-2], `,"data":{"code":`...)
+	dst = rawjson.AppendQuote(dst, name)
+	return append(dst, "}}}"...)
+}
+
 // Methods whose answer is an SSE stream (A2A "message/stream",
 // "tasks/resubscribe").
 func streaming(method []byte) bool {

@@ -27,6 +27,7 @@ import (
 	"gw/edge/guard"
 	"gw/edge/passthrough/gate"
 	"gw/edge/usage"
+	"gw/limiter"
 )
 
 // Protocol is the usage records' inbound_protocol.
@@ -47,6 +48,9 @@ type Handler struct {
 	// guardrail), and an answer read whole for an output guardrail; 0:
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Limiter charges each request to the caller key's rate_limit and the
+	// matching rate_limit_policies; nil: no limits.
+	Limiter *limiter.Limiter
 
 	tables atomic.Pointer[table]
 }
@@ -97,7 +101,7 @@ func (h *Handler) route(snap *snapshot.Snapshot, r *resources.PassthroughRoute) 
 			creds: map[*resources.PassthroughRoute]credential{}}
 		for _, rt := range snap.Resources.PassthroughRoutes {
 			if rt.Inject() {
-				if cr, ok := credentialOf(rt.ProviderKey); ok {
+				if cr, ok := credentialOf(rt.ProviderKey, snap.Upstreams[rt.ProviderKey]); ok {
 					t.creds[rt] = cr
 				}
 			}
@@ -146,6 +150,7 @@ type call struct {
 	bodyRead bool // body holds the whole request body
 	relay    bodyRelay
 	bodySent bool // the request (body included) reached the upstream
+	lim      gate.Limits
 }
 
 var callPool = sync.Pool{New: func() any { return &call{buf: make([]byte, 32<<10)} }}
@@ -154,6 +159,7 @@ func (c *call) reset() {
 	if c.guard {
 		c.e.Reset()
 	}
+	c.lim.Release(c.h.Limiter)
 	c.h, c.snap, c.route, c.caller, c.resp = nil, nil, nil, nil, nil
 	c.status, c.class, c.msg, c.ttfb, c.upDur, c.reqN, c.respN, c.stream, c.guard = 0, "", "", 0, 0, 0, 0, false, false
 	if cap(c.body) > 1<<20 {
@@ -200,11 +206,17 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 		c.class = "route_not_allowed"
 		return false
 	}
+	if !c.lim.Admit(ctx, h.Limiter, c.snap.Resources.RateLimitPolicies, c.caller.Key, nil) {
+		c.class = "rate_limited"
+		return false
+	}
 	cl, cred, err := h.route(c.snap, r)
-	if r.Inject() && cred.name == "" {
-		gate.WriteError(ctx, fasthttp.StatusNotImplemented, "invalid_request_error", "not_implemented",
-			"inject mode is not built for adapter "+r.ProviderKey.Adapter+" keys (their requests are signed)")
-		c.class = "not_implemented"
+	if r.Inject() && !cred.ok() {
+		// The snapshot compiles every provider key's adapter; without an
+		// upstream pool (tests) there is none.
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error",
+			"the route's provider key "+r.ProviderKey.DisplayName+" has no compiled credential")
+		c.class = "upstream_error"
 		return false
 	}
 	if err != nil {
@@ -215,10 +227,22 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 	if !h.inputPolicy(ctx, c) {
 		return false
 	}
+	// A SigV4 signature covers the body's hash: the body is read whole
+	// (up to MaxBodyBytes) before it goes (docs/AGENTS.md).
+	if cred.signer != nil && !c.bodyRead && !h.readWhole(ctx, c) {
+		return false
+	}
 
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	h.buildRequest(ctx, c, req, cred)
+	if err := authorize(c, req, cred); err != nil {
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+		gate.WriteError(ctx, fasthttp.StatusBadGateway, "api_error", "upstream_error", "cannot authenticate to the route's upstream: "+err.Error())
+		c.class, c.msg = "upstream_error", err.Error()
+		return false
+	}
 	timeout := time.Duration(r.TimeoutMS) * time.Millisecond
 	if timeout == 0 {
 		timeout = c.snap.Options.UpstreamTimeout
@@ -244,6 +268,7 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 	c.ttfb = time.Since(c.start)
 	c.status = resp.StatusCode()
 	gate.CopyResponseHeaders(&ctx.Response.Header, &resp.Header)
+	c.lim.SetHeaders(&ctx.Response.Header)
 	if c.guard && len(c.e.Chain.Output) > 0 {
 		h.outputPolicy(ctx, c, resp, timeout)
 		return false

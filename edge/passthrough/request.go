@@ -1,31 +1,57 @@
 package passthrough
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"io"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters/bedrock"
 	"gw/adapters/upstream"
+	"gw/adapters/vertex"
 	"gw/admin/resources"
+	"gw/admin/snapshot"
 	"gw/edge/guard"
 	"gw/edge/passthrough/gate"
 )
 
-// credential is the header an inject-mode route sets from its provider key.
-type credential struct{ name, value string }
+// credential is what an inject-mode route puts on a request from its
+// provider key: a fixed header (name, value), a SigV4 signature (bedrock:
+// the key's compiled adapter signs with its credentials and region) or an
+// OAuth access token (vertex: the key's token cache, refreshed before
+// expiry, shared with its model calls).
+type credential struct {
+	name, value string
+	signer      *bedrock.Adapter
+	tokens      *vertex.Tokens
+}
 
-// credentialOf is the provider key's credential in its adapter family's
-// header (the one the model adapters send); ok is false for families whose
-// requests are signed (bedrock, vertex), which inject mode cannot serve.
-func credentialOf(pk *resources.ProviderKey) (credential, bool) {
+func (c credential) ok() bool { return c.name != "" || c.signer != nil || c.tokens != nil }
+
+// credentialOf is the provider key's credential as its adapter family
+// sends it (the header the model adapters send, or the compiled adapter of
+// the signed families from up); ok is false when the key's adapter was not
+// compiled.
+func credentialOf(pk *resources.ProviderKey, up *snapshot.Upstream) (credential, bool) {
 	switch pk.Adapter {
 	case resources.AdapterOpenAI, "":
-		return credential{"Authorization", "Bearer " + pk.APIKey.Reveal()}, true
+		return credential{name: "Authorization", value: "Bearer " + pk.APIKey.Reveal()}, true
 	case resources.AdapterAnthropic:
-		return credential{"x-api-key", pk.APIKey.Reveal()}, true
+		return credential{name: "x-api-key", value: pk.APIKey.Reveal()}, true
 	case resources.AdapterAzureOpenAI:
-		return credential{"api-key", pk.APIKey.Reveal()}, true
+		return credential{name: "api-key", value: pk.APIKey.Reveal()}, true
+	}
+	if up == nil {
+		return credential{}, false
+	}
+	switch a := up.Adapter.(type) {
+	case *bedrock.Adapter:
+		return credential{signer: a}, true
+	case *vertex.Adapter:
+		return credential{tokens: a.Tokens()}, true
 	}
 	return credential{}, false
 }
@@ -51,6 +77,9 @@ func forwardHeader(r *resources.PassthroughRoute, lk []byte) bool {
 	if gate.HopByHop(lk) || (len(lk) > 5 && string(lk[:5]) == "x-gw-") ||
 		string(lk) == "authorization" || string(lk) == "x-api-key" {
 		return false
+	}
+	if r.Inject() && r.ProviderKey.Adapter == resources.AdapterBedrock && len(lk) > 6 && string(lk[:6]) == "x-amz-" {
+		return false // AWS requires every x-amz-* header signed; gw signs only its own
 	}
 	if r.ForwardClientHeadersSet {
 		return gate.Granted(r.ForwardClientHeaders, string(lk))
@@ -304,4 +333,24 @@ func (h *Handler) outputPolicy(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp
 	}
 	ctx.Response.SetBodyRaw(body)
 	c.respN = int64(len(body))
+}
+
+// authorize puts a signed family's credential on req, built: a SigV4
+// signature over the body read whole (bedrock), or the key's access token
+// (vertex). The error is caller-safe (no credential).
+func authorize(c *call, req *fasthttp.Request, cred credential) error {
+	switch {
+	case cred.signer != nil:
+		sum := sha256.Sum256(c.body)
+		var hexSum [64]byte
+		hex.Encode(hexSum[:], sum[:])
+		return cred.signer.SignRequest(req, string(hexSum[:]))
+	case cred.tokens != nil:
+		h, err := cred.tokens.Header()
+		if err != nil {
+			return errors.New("cannot obtain an access token for provider key " + c.route.ProviderKey.DisplayName)
+		}
+		req.Header.SetBytesV("Authorization", h)
+	}
+	return nil
 }

@@ -164,7 +164,7 @@ func verifyBedrockSignature(ctx *fasthttp.RequestCtx) (string, string) {
 		return "InvalidSignatureException", bedrockSigMismatch
 	}
 	hreq := &http.Request{Method: string(ctx.Method()), Host: string(ctx.Host()), Header: http.Header{},
-		URL: &url.URL{Scheme: "https", Host: string(ctx.Host()), Path: dec, RawPath: raw}}
+		URL: &url.URL{Scheme: "https", Host: string(ctx.Host()), Path: dec, RawPath: raw, RawQuery: string(ctx.URI().QueryString())}}
 	for _, name := range strings.Split(signed, ";") {
 		switch name {
 		case "host", "x-amz-date", "x-amz-security-token":
