@@ -58,3 +58,39 @@ func BenchmarkDot1536(b *testing.B) {
 		sinkScore = Dot(p, q)
 	}
 }
+
+// BenchmarkPickNear is the realistic case: ten routes whose 100 examples
+// each cluster around a topic, and a query close to one topic, so many
+// examples score high and the first pass keeps candidates to rescore.
+func BenchmarkPickNear(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x, centres := clustered(1000, 1536, 10, 1, r)
+	q := near(centres[3], 0.8, r)
+	th := make([]float32, 10)
+	for i := range th {
+		th[i] = 0.5
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sinkGroup, sinkScore = x.Pick(q, th)
+	}
+}
+
+// BenchmarkDots is Pick's first pass alone: the int8 codes of 1,000
+// vectors of 1,536 dimensions (1.5 MB) against one query.
+func BenchmarkDots(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := randomIndex(1000, 1536, 10, r)
+	q := make([]int8, x.z.stride)
+	for j := range q {
+		q[j] = int8(r.IntN(2*qmax+1) - qmax)
+	}
+	out := make([]int32, x.Len())
+	b.ReportAllocs()
+	b.SetBytes(int64(len(x.z.codes)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dots(x.z.codes, q, x.z.stride, out)
+	}
+}
