@@ -241,14 +241,3 @@ func TestDotsMatchesGeneric(t *testing.T) {
 		}
 	}
 }
-
-func TestFlatBestAllocsNear(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	x, cs := clustered(300, 1536, 3, 0.7, r)
-	q := near(cs[1], 0.5, r)
-	th := []float32{0.5, 0.5, 0.5}
-	x.Pick(q, th)
-	if n := testing.AllocsPerRun(100, func() { sinkGroup, sinkScore = x.Pick(q, th) }); n != 0 {
-		t.Fatalf("%v allocs per Pick with candidates; want 0", n)
-	}
-}
