@@ -91,7 +91,9 @@ func (m *SemMemory) GetNear(r *Request) (Entry, Status) {
 // larger than a shard's share of the bound is not stored.
 func (m *SemMemory) SetNear(r *Request, e Entry, ttl time.Duration) {
 	k := &r.Scope
-	size := int64(len(e.Body)+len(e.ContentType)+4*len(r.Vec)) + 2*entryOverhead
+	// The vector costs 4 bytes a dimension as float32 and about one more
+	// as the Flat's search codes.
+	size := int64(len(e.Body)+len(e.ContentType)+5*len(r.Vec)) + 2*entryOverhead
 	if size > m.perShard || ttl <= 0 || len(r.Vec) == 0 {
 		return
 	}
