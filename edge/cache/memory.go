@@ -26,21 +26,19 @@ type Memory struct {
 }
 
 type memShard struct {
-	mu         sync.Mutex
-	m          map[[2]uint64]*memEntry
-	head, tail *memEntry // head: most recently used
-	bytes      int64
-	_          [40]byte // keeps neighbouring shards' locks off one cache line
+	mu  sync.Mutex
+	m   map[[2]uint64]*memEntry
+	lru lruList[memEntry, *memEntry]
+	_   [40]byte // keeps neighbouring shards' locks off one cache line
 }
 
 type memEntry struct {
-	key        [2]uint64
-	check      uint64
-	expires    int64 // unix ns
-	size       int64
-	e          Entry
-	prev, next *memEntry
+	key   [2]uint64
+	check uint64
+	s     stored[memEntry]
 }
+
+func (me *memEntry) lru() *stored[memEntry] { return &me.s }
 
 // NewMemory returns a store holding at most maxBytes of entries (bodies,
 // content types and a fixed overhead each).
@@ -65,7 +63,7 @@ func (m *Memory) Get(k *Key) (Entry, Status) {
 		s.mu.Unlock()
 		return Entry{}, Miss
 	}
-	if me.expires <= now {
+	if me.s.expires <= now {
 		s.remove(me)
 		s.mu.Unlock()
 		return Entry{}, Miss
@@ -74,11 +72,8 @@ func (m *Memory) Get(k *Key) (Entry, Status) {
 		s.mu.Unlock()
 		return Entry{}, Miss
 	}
-	if s.head != me {
-		s.unlink(me)
-		s.pushFront(me)
-	}
-	e := me.e
+	s.lru.touch(me)
+	e := me.s.e
 	s.mu.Unlock()
 	return e, Hit
 }
@@ -90,22 +85,16 @@ func (m *Memory) Set(k *Key, e Entry, ttl time.Duration) {
 	if size > m.perShard || ttl <= 0 {
 		return
 	}
-	// One allocation holds both copies.
-	buf := make([]byte, len(e.ContentType)+len(e.Body))
-	n := copy(buf, e.ContentType)
-	copy(buf[n:], e.Body)
-	me := &memEntry{key: [2]uint64{k.Hi, k.Lo}, check: k.Check, expires: m.now() + int64(ttl), size: size,
-		e: Entry{StatusCode: e.StatusCode, ContentType: buf[:n:n], Body: buf[n:]}}
+	me := &memEntry{key: [2]uint64{k.Hi, k.Lo}, check: k.Check, s: newStored[memEntry](e, m.now(), ttl, size)}
 	s := m.shard(k)
 	s.mu.Lock()
 	if old := s.m[me.key]; old != nil {
 		s.remove(old)
 	}
 	s.m[me.key] = me
-	s.pushFront(me)
-	s.bytes += size
-	for s.bytes > m.perShard && s.tail != nil {
-		s.remove(s.tail)
+	s.lru.add(me)
+	for old := s.lru.over(m.perShard); old != nil; old = s.lru.over(m.perShard) {
+		s.remove(old)
 	}
 	s.mu.Unlock()
 }
@@ -128,39 +117,13 @@ func (m *Memory) Bytes() int64 {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += s.bytes
+		n += s.lru.bytes
 		s.mu.Unlock()
 	}
 	return n
 }
 
 func (s *memShard) remove(me *memEntry) {
-	s.unlink(me)
+	s.lru.drop(me)
 	delete(s.m, me.key)
-	s.bytes -= me.size
-}
-
-func (s *memShard) unlink(me *memEntry) {
-	if me.prev != nil {
-		me.prev.next = me.next
-	} else {
-		s.head = me.next
-	}
-	if me.next != nil {
-		me.next.prev = me.prev
-	} else {
-		s.tail = me.prev
-	}
-	me.prev, me.next = nil, nil
-}
-
-func (s *memShard) pushFront(me *memEntry) {
-	me.next = s.head
-	if s.head != nil {
-		s.head.prev = me
-	}
-	s.head = me
-	if s.tail == nil {
-		s.tail = me
-	}
 }

@@ -154,7 +154,7 @@ func TestSemMemory(t *testing.T) {
 func TestSemMemoryEviction(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const dims, n = 64, 200
-	per := int64(4*dims+2*entryOverhead+1) * 20 // room for 20 entries per shard
+	per := int64(5*dims+2*entryOverhead+1) * 20 // room for 20 entries per shard
 	m := NewSemMemory(per * semShards)
 	vecs := make([][]float32, n)
 	for i := range vecs {

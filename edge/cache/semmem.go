@@ -24,11 +24,10 @@ type SemMemory struct {
 }
 
 type semShard struct {
-	mu         sync.Mutex
-	scopes     map[[2]uint64]*semScope
-	head, tail *semEntry // head: most recently used
-	bytes      int64
-	_          [40]byte
+	mu     sync.Mutex
+	scopes map[[2]uint64]*semScope
+	lru    lruList[semEntry, *semEntry]
+	_      [40]byte
 }
 
 type semScope struct {
@@ -39,13 +38,12 @@ type semScope struct {
 }
 
 type semEntry struct {
-	scope      *semScope
-	slot       int
-	expires    int64
-	size       int64
-	e          Entry
-	prev, next *semEntry
+	scope *semScope
+	slot  int
+	s     stored[semEntry]
 }
+
+func (se *semEntry) lru() *stored[semEntry] { return &se.s }
 
 // NewSemMemory returns a store holding at most maxBytes of entries
 // (bodies, content types, vectors and a fixed overhead each).
@@ -78,16 +76,13 @@ func (m *SemMemory) GetNear(r *Request) (Entry, Status) {
 		return Entry{}, Miss
 	}
 	se := sc.ents[i]
-	if se.expires <= now {
+	if se.s.expires <= now {
 		s.remove(se)
 		s.mu.Unlock()
 		return Entry{}, Miss
 	}
-	if s.head != se {
-		s.unlink(se)
-		s.pushFront(se)
-	}
-	e := se.e
+	s.lru.touch(se)
+	e := se.s.e
 	s.mu.Unlock()
 	return e, Hit
 }
@@ -96,15 +91,13 @@ func (m *SemMemory) GetNear(r *Request) (Entry, Status) {
 // larger than a shard's share of the bound is not stored.
 func (m *SemMemory) SetNear(r *Request, e Entry, ttl time.Duration) {
 	k := &r.Scope
-	size := int64(len(e.Body)+len(e.ContentType)+4*len(r.Vec)) + 2*entryOverhead
+	// The vector costs 4 bytes a dimension as float32 and about one more
+	// as the Flat's search codes.
+	size := int64(len(e.Body)+len(e.ContentType)+5*len(r.Vec)) + 2*entryOverhead
 	if size > m.perShard || ttl <= 0 || len(r.Vec) == 0 {
 		return
 	}
-	buf := make([]byte, len(e.ContentType)+len(e.Body))
-	n := copy(buf, e.ContentType)
-	copy(buf[n:], e.Body)
-	se := &semEntry{expires: m.now() + int64(ttl), size: size,
-		e: Entry{StatusCode: e.StatusCode, ContentType: buf[:n:n], Body: buf[n:]}}
+	se := &semEntry{s: newStored[semEntry](e, m.now(), ttl, size)}
 	s := m.shard(k)
 	key := [2]uint64{k.Hi, k.Lo}
 	s.mu.Lock()
@@ -132,10 +125,9 @@ func (m *SemMemory) SetNear(r *Request, e Entry, ttl time.Duration) {
 	se.scope = sc
 	se.slot = sc.set.Add(r.Vec)
 	sc.ents = append(sc.ents, se)
-	s.pushFront(se)
-	s.bytes += size
-	for s.bytes > m.perShard && s.tail != nil {
-		s.remove(s.tail)
+	s.lru.add(se)
+	for old := s.lru.over(m.perShard); old != nil; old = s.lru.over(m.perShard) {
+		s.remove(old)
 	}
 	s.mu.Unlock()
 }
@@ -160,7 +152,7 @@ func (m *SemMemory) Bytes() int64 {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += s.bytes
+		n += s.lru.bytes
 		s.mu.Unlock()
 	}
 	return n
@@ -169,8 +161,7 @@ func (m *SemMemory) Bytes() int64 {
 // remove drops se: its LRU links, its vector (the scope's last vector
 // moves into its slot) and, once empty, its scope.
 func (s *semShard) remove(se *semEntry) {
-	s.unlink(se)
-	s.bytes -= se.size
+	s.lru.drop(se)
 	sc := se.scope
 	if moved := sc.set.Remove(se.slot); moved >= 0 {
 		sc.ents[se.slot] = sc.ents[moved]
@@ -180,30 +171,5 @@ func (s *semShard) remove(se *semEntry) {
 	sc.ents = sc.ents[:len(sc.ents)-1]
 	if len(sc.ents) == 0 && s.scopes[sc.key] == sc {
 		delete(s.scopes, sc.key)
-	}
-}
-
-func (s *semShard) unlink(se *semEntry) {
-	if se.prev != nil {
-		se.prev.next = se.next
-	} else {
-		s.head = se.next
-	}
-	if se.next != nil {
-		se.next.prev = se.prev
-	} else {
-		s.tail = se.prev
-	}
-	se.prev, se.next = nil, nil
-}
-
-func (s *semShard) pushFront(se *semEntry) {
-	se.next = s.head
-	if s.head != nil {
-		s.head.prev = se
-	}
-	s.head = se
-	if s.tail == nil {
-		s.tail = se
 	}
 }

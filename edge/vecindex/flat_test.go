@@ -54,18 +54,6 @@ func TestFlat(t *testing.T) {
 	}
 }
 
-func TestFlatAllocs(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	f := NewFlat(1536)
-	for i := 0; i < 100; i++ {
-		f.Add(randomUnit(1536, r))
-	}
-	q := randomUnit(1536, r)
-	if n := testing.AllocsPerRun(100, func() { sinkGroup, sinkScore = f.Best(q, 0.9) }); n != 0 {
-		t.Fatalf("%v allocs per Best; want 0", n)
-	}
-}
-
 // TestDotMatchesGeneric: the platform Dot (AVX on amd64) agrees with the
 // portable loop for every length around its 8- and 32-wide steps.
 func TestDotMatchesGeneric(t *testing.T) {

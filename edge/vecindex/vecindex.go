@@ -21,20 +21,8 @@ type Index struct {
 	data   []float32 // vector i is data[i*dims:(i+1)*dims]
 	start  []int     // group g holds vectors start[g] to start[g+1]-1
 	groups int
-	// tails[i*nb+k] is the L2 norm of vector i from dimension k*block on:
-	// Pick abandons a vector once even a perfect match of the rest
-	// (Cauchy–Schwarz: q_rest·v_rest ≤ |q_rest|·|v_rest|) cannot lift it
-	// to the score it needs.
-	tails []float32
-	nb    int // blocks per vector
+	z      quant // the int8 codes Pick scores first (quant.go)
 }
-
-// block is the stride, in dimensions, of Pick's abandon checks.
-const block = 128
-
-// maxBlocks bounds the blocks of a vector (8192 dimensions, the largest
-// an embedding block may declare) so a query's tail norms fit on the stack.
-const maxBlocks = 64
 
 // Builder collects vectors for an Index. Not safe for concurrent use.
 type Builder struct {
@@ -81,33 +69,11 @@ func (b *Builder) Build() *Index {
 	}
 	x.start[b.groups] = len(x.data) / max(b.dims, 1)
 	b.vecs = nil
-	x.nb = (x.dims + block - 1) / block
-	if x.nb > maxBlocks {
-		x.nb = 0 // no abandon checks: Pick scores every vector in full
-	}
-	if x.nb > 0 {
-		x.tails = make([]float32, 0, x.Len()*x.nb)
-		for i := 0; i < x.Len(); i++ {
-			var t [maxBlocks + 1]float32
-			tailNorms(x.data[i*x.dims:(i+1)*x.dims], t[:x.nb+1])
-			x.tails = append(x.tails, t[:x.nb]...)
-		}
+	x.z = newQuant(x.dims)
+	for i := 0; i < x.Len(); i++ {
+		x.z.add(x.data[i*x.dims : (i+1)*x.dims])
 	}
 	return x
-}
-
-// tailNorms sets t[k] to the L2 norm of v from dimension k*block on; the
-// last entry, past the end, is 0.
-func tailNorms(v []float32, t []float32) {
-	nb := len(t) - 1
-	t[nb] = 0
-	var sum float64
-	for k := nb - 1; k >= 0; k-- {
-		for _, f := range v[k*block : min((k+1)*block, len(v))] {
-			sum += float64(f) * float64(f)
-		}
-		t[k] = float32(math.Sqrt(sum))
-	}
 }
 
 // Dims is the vector length.
@@ -162,62 +128,18 @@ func (x *Index) GroupScores(q []float32, dst []float32) []float32 {
 // best score reaches their threshold (thresholds[g]), with that score; -1
 // and -1 when none does; a score within Epsilon below a threshold reaches
 // it. q must be a unit vector of length Dims(). Ties go to the lower group
-// number. The result is exact: a vector is abandoned
-// part-way only when no completion of its dot product could reach the
-// score it needs to change the answer (its group's threshold, its group's
-// best so far, and the winner so far).
+// number. The result is exactly that of scoring every vector with Dot (as
+// GroupScores does): the quantised first pass only rules out vectors whose
+// score provably cannot change it (quant.go).
 func (x *Index) Pick(q []float32, thresholds []float32) (group int, score float32) {
 	if len(q) != x.dims || len(thresholds) < x.groups {
 		panic("BUG: vecindex: Pick with a query of length " + strconv.Itoa(len(q)) + " or too few thresholds")
 	}
-	group, score = -1, -1
-	var qt [maxBlocks + 1]float32
-	if x.nb > 0 {
-		tailNorms(q, qt[:x.nb+1])
-	}
-	for g := 0; g < x.groups; g++ {
-		best := float32(-1)
-		for i := x.start[g]; i < x.start[g+1]; i++ {
-			// A vector matters only if it beats all three.
-			need := max(thresholds[g]-Epsilon, best, score)
-			v := x.data[i*x.dims : (i+1)*x.dims]
-			if x.nb == 0 {
-				if s := Dot(q, v); s > best {
-					best = s
-				}
-				continue
-			}
-			if s, ok := partialDot(q, v, qt[:x.nb+1], x.tails[i*x.nb:(i+1)*x.nb], need, x.nb, x.dims); ok && s > best {
-				best = s
-			}
-		}
-		if best >= thresholds[g]-Epsilon && (group < 0 || best > score) {
-			group, score = g, best
-		}
-	}
+	_, group, score = x.z.best(q, x.data, x.start, thresholds[:x.groups])
 	return group, score
-}
-
-// partialDot computes q·v block by block and gives up (false) as soon as the
-// sum so far plus the largest possible rest is below need. The bound is
-// widened by a small slack so float32 rounding can never abandon a vector
-// whose true score reaches need.
-func partialDot(q, v, qt, vt []float32, need float32, nb, dims int) (float32, bool) {
-	var s float32
-	for k := 0; k < nb; k++ {
-		lo, hi := k*block, min((k+1)*block, dims)
-		if s+qt[k]*vt[k]+boundSlack < need {
-			return s, false
-		}
-		s += Dot(q[lo:hi], v[lo:hi])
-	}
-	return s, true
 }
 
 // Epsilon is the float32 rounding a score may carry: a score within it of a
 // threshold reaches the threshold (a text identical to an example scores
 // 0.99999994, and must reach a threshold of 1).
 const Epsilon = 1e-6
-
-// boundSlack covers float32 rounding in the running sum and the norms.
-const boundSlack = 1e-4

@@ -144,13 +144,3 @@ func TestPickMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
-
-func TestPickAllocs(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	x := randomIndex(100, 1536, 4, r)
-	q := randomUnit(1536, r)
-	th := []float32{0.5, 0.5, 0.5, 0.5}
-	if n := testing.AllocsPerRun(100, func() { sinkGroup, sinkScore = x.Pick(q, th) }); n != 0 {
-		t.Fatalf("%v allocs per Pick; want 0", n)
-	}
-}
