@@ -37,6 +37,9 @@ type Handler struct {
 	// Transport carries upstream requests; nil: http.DefaultTransport.
 	Transport http.RoundTripper
 	Logger    *slog.Logger
+	// OpenAPI holds the documents of type openapi servers (loaded at
+	// config apply by its Prepare); nil: documents load on first use.
+	OpenAPI *OpenAPIDocs
 	// SessionIdle closes caller sessions (and their upstream sessions)
 	// unused this long; 0: 30 minutes.
 	SessionIdle time.Duration
@@ -56,6 +59,9 @@ func (h *Handler) start() {
 			h.sess.idle = defaultSessionIdle
 		}
 		h.stop = make(chan struct{})
+		if h.OpenAPI == nil {
+			h.OpenAPI = &OpenAPIDocs{Transport: h.Transport, Holder: h.Holder, Logger: h.Logger}
+		}
 		go func() {
 			t := time.NewTicker(min(h.sess.idle/4, time.Minute))
 			defer t.Stop()
@@ -142,10 +148,6 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		httpError(ctx, fasthttp.StatusNotFound, "unknown MCP server \""+server+"\"")
 		return
 	}
-	if c.srv != nil && c.srv.Type != resources.MCPTypeMCP {
-		httpError(ctx, fasthttp.StatusNotImplemented, "MCP server \""+server+"\" is of type "+c.srv.Type+", which this build does not serve")
-		return
-	}
 	msg, err := DecodeMessage(ctx.PostBody())
 	if err != nil {
 		writeResponse(ctx, fasthttp.StatusBadRequest, &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "cannot read the JSON-RPC message: " + err.Error()}})
@@ -213,7 +215,7 @@ func (c *call) servers() []*resources.MCPServer {
 	}
 	var out []*resources.MCPServer
 	for _, s := range c.snap.Resources.MCPServers {
-		if s.Type == resources.MCPTypeMCP && c.p.reaches(s) {
+		if c.p.reaches(s) {
 			out = append(out, s)
 		}
 	}
@@ -262,7 +264,19 @@ func (h *Handler) initialize(c *call) {
 			Resources: &sdk.ResourceCapabilities{},
 		},
 	}
-	if c.srv != nil {
+	if c.srv != nil && c.srv.Type == resources.MCPTypeOpenAPI {
+		// An OpenAPI document has tools only.
+		s.server = c.srv.Name
+		spec, _, err := h.OpenAPI.get(context.Background(), c.srv)
+		if err != nil {
+			c.upstreamFailed(err)
+			return
+		}
+		res.Capabilities = &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}
+		if spec.Title != "" {
+			res.ServerInfo = &sdk.Implementation{Name: c.srv.Name, Title: spec.Title, Version: "1"}
+		}
+	} else if c.srv != nil {
 		// One server: open its upstream session now and present its
 		// identity, capabilities and instructions.
 		s.server = c.srv.Name

@@ -107,24 +107,20 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
-	cs, err := c.upstream(ctx, s)
-	if err != nil {
-		tc.outcome = outcomeUpstream
-		c.upstreamFailed(err)
-		return
+	var res *sdk.CallToolResult
+	var err error
+	if s.Type == resources.MCPTypeOpenAPI {
+		res, err = h.openAPICall(ctx, c, tc, args)
+	} else {
+		res, err = h.upstreamCall(ctx, c, tc, &p, args)
 	}
-	p.Name = tool
-	p.Arguments = args
-	up := time.Now()
-	res, err := cs.CallTool(ctx, &p)
-	tc.upDur = time.Since(up)
 	if err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			tc.outcome = outcomeRPCError
 		} else {
 			tc.outcome = outcomeUpstream
-			if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
+			if s.Type == resources.MCPTypeMCP && (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)) {
 				c.sess.mu.Lock()
 				u := c.sess.up[s.Name]
 				c.sess.mu.Unlock()
@@ -162,6 +158,36 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		tc.outcome = outcomeToolError
 	}
 	c.result(res)
+}
+
+// upstreamCall relays the call to the server's upstream MCP session.
+func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sdk.CallToolParams, args any) (*sdk.CallToolResult, error) {
+	cs, err := c.upstream(ctx, tc.srv)
+	if err != nil {
+		return nil, err
+	}
+	p.Name = tc.tool
+	p.Arguments = args
+	up := time.Now()
+	res, err := cs.CallTool(ctx, p)
+	tc.upDur = time.Since(up)
+	return res, err
+}
+
+// openAPICall makes the HTTP call of an OpenAPI operation.
+func (h *Handler) openAPICall(ctx context.Context, c *call, tc *toolCall, args any) (*sdk.CallToolResult, error) {
+	spec, base, err := h.OpenAPI.get(ctx, tc.srv)
+	if err != nil {
+		return nil, err
+	}
+	t := spec.Tool(tc.tool)
+	if t == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + c.name(tc.srv, tc.tool) + "\""}
+	}
+	up := time.Now()
+	res, err := h.callOpenAPI(ctx, tc.srv, base, t, args)
+	tc.upDur = time.Since(up)
+	return res, err
 }
 
 // rejection is the in-band answer of a guardrail rejection: a tool result
