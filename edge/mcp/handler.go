@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -177,8 +178,10 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 	if !h.session(c) {
 		return
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// Each method bounds its upstream work by the server's timeout; the
+	// caller's connection is not watched (fasthttp has no per-request
+	// cancellation).
+	rctx := context.Background()
 	switch req.Method {
 	case "tools/list":
 		h.toolsList(rctx, c)
@@ -332,7 +335,8 @@ func (c *call) upstream(ctx context.Context, s *resources.MCPServer) (*sdk.Clien
 	return c.sess.upstream(ctx, c.h.transport(), s)
 }
 
-// result answers the request with v.
+// result answers the request with v. The response frame is written
+// around v's encoding directly (one encode, not two).
 func (c *call) result(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -340,7 +344,28 @@ func (c *call) result(v any) {
 		return
 	}
 	c.status = fasthttp.StatusOK
-	writeResponse(c.ctx, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Result: b})
+	c.ctx.SetStatusCode(fasthttp.StatusOK)
+	c.ctx.SetContentType("application/json")
+	r := &c.ctx.Response
+	r.ResetBody()
+	r.AppendBodyString(`{"jsonrpc":"2.0","id":`)
+	var idb [24]byte
+	r.AppendBody(appendID(idb[:0], c.req.ID))
+	r.AppendBodyString(`,"result":`)
+	r.AppendBody(b)
+	r.AppendBodyString("}")
+}
+
+// appendID appends a request ID as JSON (a request always has one).
+func appendID(b []byte, id jsonrpc.ID) []byte {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case string:
+		q, _ := json.Marshal(v)
+		return append(b, q...)
+	}
+	return append(b, "null"...)
 }
 
 // rpcError answers the request with a JSON-RPC error on HTTP 200.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -48,13 +50,9 @@ func DecodeMessage(b []byte) (jsonrpc.Message, error) {
 	}
 	var id jsonrpc.ID
 	if len(w.ID) > 0 {
-		var v any
-		if err := json.Unmarshal(w.ID, &v); err != nil {
-			return nil, err
-		}
 		var err error
-		if id, err = jsonrpc.MakeID(v); err != nil {
-			return nil, errors.New("id must be a string, a number or null")
+		if id, err = decodeID(w.ID); err != nil {
+			return nil, err
 		}
 	}
 	if w.Method != nil {
@@ -71,4 +69,33 @@ func DecodeMessage(b []byte) (jsonrpc.Message, error) {
 		r.Error = w.Error
 	}
 	return r, nil
+}
+
+// decodeID reads a JSON-RPC id: an integer or a plain string directly, the
+// rest (escapes, fractions, exponents, null) by the SDK's rules.
+func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return jsonrpc.MakeID(float64(n)) // the SDK reads numbers as float64 too
+	}
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) && noControl(raw) {
+		return jsonrpc.MakeID(string(raw[1 : len(raw)-1]))
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return jsonrpc.ID{}, err
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return jsonrpc.ID{}, errors.New("id must be a string, a number or null")
+	}
+	return id, nil
+}
+
+func noControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -73,11 +74,18 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	tc := &toolCall{srv: s, tool: tool, reqBytes: len(c.ctx.PostBody())}
 	defer h.finishCall(c, tc)
 
+	// The arguments are decoded only when something reads them (input
+	// guardrails, an OpenAPI call); otherwise they are relayed as sent.
+	h.chain(c, tc)
 	var args any
 	if len(raw.Arguments) > 0 && string(raw.Arguments) != "null" {
-		if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
-			c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
-			return
+		if (tc.gOn && len(tc.g.Chain.Input) > 0) || s.Type == resources.MCPTypeOpenAPI {
+			if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
+				c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
+				return
+			}
+		} else {
+			args = raw.Arguments
 		}
 	}
 	release, ok := h.admit(c, tc)
@@ -87,7 +95,6 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	defer release()
 
 	// Guardrails on the arguments (input phase).
-	h.chain(c, tc)
 	if tc.gOn && len(tc.g.Chain.Input) > 0 && args != nil {
 		tc.setters = tc.setters[:0]
 		tc.walkArgs(&args, guard.RoleUser, guard.PartToolArguments)
@@ -322,13 +329,42 @@ func (h *Handler) finishCall(c *call, tc *toolCall) {
 
 // Metrics: one counter per (server, tool, outcome); tools are those the
 // server lists and the key may call, so the label set stays bounded.
+// The series are cached by their labels so a call does not build the
+// series name again.
 func toolCalls(server, tool, outcome string) *metrics.Counter {
-	return metrics.GetOrCreateCounter(`gw_mcp_tool_calls_total{server="` + escapeLabel(server) + `",tool="` + escapeLabel(tool) + `",outcome="` + outcome + `"}`)
+	k := callsKey{server, tool, outcome}
+	seriesMu.RLock()
+	c := callSeries[k]
+	seriesMu.RUnlock()
+	if c == nil {
+		c = metrics.GetOrCreateCounter(`gw_mcp_tool_calls_total{server="` + escapeLabel(server) + `",tool="` + escapeLabel(tool) + `",outcome="` + outcome + `"}`)
+		seriesMu.Lock()
+		callSeries[k] = c
+		seriesMu.Unlock()
+	}
+	return c
 }
 
 func toolLatency(server string) *metrics.Histogram {
-	return metrics.GetOrCreateHistogram(`gw_mcp_tool_call_seconds{server="` + escapeLabel(server) + `"}`)
+	seriesMu.RLock()
+	h := latencySeries[server]
+	seriesMu.RUnlock()
+	if h == nil {
+		h = metrics.GetOrCreateHistogram(`gw_mcp_tool_call_seconds{server="` + escapeLabel(server) + `"}`)
+		seriesMu.Lock()
+		latencySeries[server] = h
+		seriesMu.Unlock()
+	}
+	return h
 }
+
+type callsKey struct{ server, tool, outcome string }
+
+var (
+	seriesMu      sync.RWMutex
+	callSeries    = map[callsKey]*metrics.Counter{}
+	latencySeries = map[string]*metrics.Histogram{}
+)
 
 func escapeLabel(s string) string {
 	b := make([]byte, 0, len(s))
