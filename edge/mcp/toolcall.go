@@ -17,6 +17,7 @@ import (
 	"gw/edge/guard"
 	"gw/edge/usage"
 	"gw/limiter"
+	"gw/sse/rawjson"
 )
 
 // Outcomes of a tool call (usage error_class, metric label).
@@ -53,14 +54,14 @@ type toolCall struct {
 }
 
 func (h *Handler) toolsCall(ctx context.Context, c *call) {
-	// Arguments stay raw until policy needs them (one decode, numbers kept
-	// as written).
+	// Arguments stay raw until policy needs them (read in one pass; one
+	// decode when needed, numbers kept as written).
 	var raw struct {
-		Meta      sdk.Meta        `json:"_meta,omitempty"`
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
+		Meta      sdk.Meta
+		Name      string
+		Arguments json.RawMessage
 	}
-	if err := json.Unmarshal(c.req.Params, &raw); err != nil {
+	if err := readCallParams(c.req.Params, &raw.Name, &raw.Arguments, &raw.Meta); err != nil {
 		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
 		return
 	}
@@ -165,6 +166,38 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		tc.outcome = outcomeToolError
 	}
 	c.result(res)
+}
+
+var callParamKeys = []string{"name", "arguments", "_meta"}
+
+// readCallParams reads tools/call params (validated JSON: DecodeMessage
+// checked the whole message) without reflection unless _meta is present.
+func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sdk.Meta) error {
+	if rawjson.KindOf(params) != rawjson.Object {
+		return errors.New("params must be an object")
+	}
+	var vals [3][]byte
+	if err := rawjson.ScanTop(params, callParamKeys, vals[:]); err != nil {
+		return err
+	}
+	switch rawjson.KindOf(vals[0]) {
+	case rawjson.String:
+		n, err := rawjson.AppendUnquote(nil, vals[0])
+		if err != nil {
+			return err
+		}
+		*name = string(n)
+	case rawjson.Invalid, rawjson.Null:
+	default:
+		return errors.New("name must be a string")
+	}
+	*args = vals[1]
+	if m := vals[2]; len(m) > 0 && rawjson.KindOf(m) != rawjson.Null {
+		if err := json.Unmarshal(m, meta); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // upstreamCall relays the call to the server's upstream MCP session.
