@@ -475,7 +475,7 @@ func (t *OpenAPITool) requestURL(base string, args map[string]any) (string, erro
 		}
 		switch p.In {
 		case "path":
-			path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(joinValue(v, ",")))
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", pathValue(joinValue(v, ",")))
 		case "query":
 			addQuery(q, p, v)
 		}
@@ -485,6 +485,19 @@ func (t *OpenAPITool) requestURL(base string, args map[string]any) (string, erro
 		u += "?" + q.Encode()
 	}
 	return u, nil
+}
+
+// pathValue escapes a path parameter; "." and ".." are escaped too, so a
+// value cannot step out of the operation's path on a server that cleans
+// paths.
+func pathValue(v string) string {
+	switch v {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(v)
 }
 
 func addQuery(q url.Values, p OpenAPIParam, v any) {

@@ -125,6 +125,7 @@ func TestRequestURL(t *testing.T) {
 	}{
 		{map[string]any{"id": json.Number("7")}, "https://x/v1/pets/7"},
 		{map[string]any{"id": "a/b", "fields": []any{"name", "age"}}, "https://x/v1/pets/a%2Fb?fields=name&fields=age"},
+		{map[string]any{"id": ".."}, "https://x/v1/pets/%2E%2E"},
 	} {
 		got, err := get.requestURL("https://x/v1/", tc.args)
 		if err != nil || got != tc.want {
