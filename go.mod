@@ -37,11 +37,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 	modernc.org/libquickjs v0.14.0
 	modernc.org/quickjs v0.27.0
-)
-
-require (
-	github.com/getkin/kin-openapi v0.153.0 // indirect
-	github.com/go-openapi/jsonpointer v1.0.1 // indirect
+	github.com/getkin/kin-openapi v0.153.0
 )
 
 require (
@@ -100,6 +96,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
+	github.com/go-openapi/jsonpointer v1.0.1 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
