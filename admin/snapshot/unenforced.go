@@ -40,7 +40,6 @@ func (u Unenforced) String() string {
 
 // Reasons shared by several rules.
 const (
-	missOpenAPI    = "type openapi MCP servers (OpenAPI operations as tools) are not built: the server is left out of /mcp and /mcp/{server} answers 501"
 	missGuardrails = "guardrails are not enforced: requests and answers pass unchecked"
 )
 
@@ -130,12 +129,11 @@ var fieldRules = map[string]map[string]string{
 		"name": "", "display_name": "", "path": "", "upstream": "", "methods": "", "strip_prefix": "", "timeout_ms": "",
 		"provider_key": "", "provider_key_id": "", "anonymous_key": "", "anonymous_key_id": "", "forward_client_headers": "",
 	},
-	// edge/mcp serves type mcp servers; type openapi entries are reported
-	// whole (unenforcedMCP).
+	// edge/mcp serves type mcp and type openapi servers.
 	resources.CollMCPServers: {
 		"name": "", "display_name": "", "type": "", "url": "", "transport": "", "headers": "", "provider_key": "",
 		"allowed_tools": "", "timeout_ms": "", "description": "",
-		"spec_url": "", "spec": "", // only on type openapi entries, reported whole
+		"spec_url": "", "spec": "",
 	},
 	resources.CollMCPAuthSettings: {
 		"resource_url": "", "anonymous": "",
@@ -235,11 +233,6 @@ func unenforced(res *resources.Resources, plans []*Plan, guards GuardrailCompile
 		}
 		out = append(out, Unenforced{Collection: f.Collection, Entry: entry, Field: field, Missing: missing})
 	}
-	for _, srv := range res.MCPServers {
-		if srv.Type == resources.MCPTypeOpenAPI {
-			out = append(out, Unenforced{Collection: resources.CollMCPServers, Entry: srv.IDField + "=" + srv.Name, Missing: missOpenAPI})
-		}
-	}
 	if guards != nil {
 		out = append(out, unenforcedGuardrails(res, guards)...)
 	}
@@ -285,8 +278,7 @@ type CollectionCount struct {
 
 // unenforcedGuardrails lists, when guardrails are compiled, the entries of
 // kinds this build does not run (attached, they answer per fail_open /
-// output_fail_open: a bypass, or 422 guardrail_unavailable; never skipped)
-// and the attachments to scopes no built surface serves.
+// output_fail_open: a bypass, or 422 guardrail_unavailable; never skipped).
 func unenforcedGuardrails(res *resources.Resources, guards GuardrailCompiler) []Unenforced {
 	var out []Unenforced
 	for _, g := range res.Guardrails {
@@ -295,26 +287,5 @@ func unenforcedGuardrails(res *resources.Resources, guards GuardrailCompiler) []
 				Missing: "kind " + g.Kind + " is not built: where attached, its checks fail and fail_open / output_fail_open decide (a recorded bypass, or 422 guardrail_unavailable)"})
 		}
 	}
-	for _, a := range res.GuardrailAttachments {
-		why := ""
-		switch a.Scope.Type {
-		case resources.GuardrailScopeMCPServer:
-			if srv := mcpServer(res, a.Scope.Name); srv != nil && srv.Type == resources.MCPTypeOpenAPI {
-				why = missOpenAPI
-			}
-		}
-		if why != "" {
-			out = append(out, Unenforced{Collection: resources.CollGuardrailAttachments, Entry: "identity=" + a.Identity(), Missing: why})
-		}
-	}
 	return out
-}
-
-func mcpServer(res *resources.Resources, name string) *resources.MCPServer {
-	for _, s := range res.MCPServers {
-		if s.Name == name {
-			return s
-		}
-	}
-	return nil
 }

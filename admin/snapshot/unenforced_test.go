@@ -77,7 +77,6 @@ func TestUnenforcedExample(t *testing.T) {
 		"guardrail_attachments|identity=presidio-pii/model/gpt-4o-safe|",
 		"guardrail_attachments|identity=moderation/model/gpt-4o-safe|",
 		"guardrail_attachments|identity=prompt-attacks/model/gpt-4o-safe|",
-		"mcp_servers|name=docs|", // type openapi
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("unenforced list of examples/gw.yaml:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -97,7 +97,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	opt := snapshot.DefaultOptions()
 	opt.Guardrails = kinds.Table() // guardrail chains compile with every snapshot
 	// Semantic routers' and guardrails' example vectors, cached across reloads.
-	opt.Prepare = edge.SemanticPreparer(embed.NewCache())
+	semantic := edge.SemanticPreparer(embed.NewCache())
+	// type openapi MCP servers' documents load at config apply, so a bad
+	// one fails the load (edge/mcp).
+	openapiDocs := &mcp.OpenAPIDocs{Logger: log}
+	opt.Prepare = func(s *snapshot.Snapshot) error {
+		if err := semantic(s); err != nil {
+			return err
+		}
+		return openapiDocs.Prepare(s)
+	}
 	opt.UpstreamTimeout = time.Duration(cfg.UpstreamTimeoutMS) * time.Millisecond
 	// Per-model routing state (cooldown, latency EWMA, in-flight) lives for
 	// the process, keyed by derived ID, so it survives reloads.
@@ -125,7 +134,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// library's buffer pools: one large body must not pin its memory for
 	// the life of the process.
 	fasthttp.SetBodySizePoolLimit(1<<20, 1<<20)
-	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, &snapshot.Holder{}, log)
+	holder := &snapshot.Holder{}
+	openapiDocs.Holder = holder
+	mgr := admin.NewManager(cfg.ResourcesFile, resources.OSEnv, opt, holder, log)
 	for _, u := range cfg.Unenforced() {
 		mgr.Startup = append(mgr.Startup, snapshot.Unenforced{Collection: "startup", Field: u.Setting, Missing: u.Missing})
 	}
@@ -253,7 +264,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer proxy.Limiter.Close()
 	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
 	proxy.Usage = pipeline
-	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log}
+	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log, OpenAPI: openapiDocs}
 	defer proxy.MCP.Close()
 	// The response cache: the memory backend per replica, the redis
 	// backend on the shared store (misses while it is unreachable).

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type Handler struct {
 	// Transport carries upstream requests; nil: http.DefaultTransport.
 	Transport http.RoundTripper
 	Logger    *slog.Logger
+	// OpenAPI holds the documents of type openapi servers (loaded at
+	// config apply by its Prepare); nil: documents load on first use.
+	OpenAPI *OpenAPIDocs
 	// SessionIdle closes caller sessions (and their upstream sessions)
 	// unused this long; 0: 30 minutes.
 	SessionIdle time.Duration
@@ -56,6 +60,9 @@ func (h *Handler) start() {
 			h.sess.idle = defaultSessionIdle
 		}
 		h.stop = make(chan struct{})
+		if h.OpenAPI == nil {
+			h.OpenAPI = &OpenAPIDocs{Transport: h.Transport, Holder: h.Holder, Logger: h.Logger}
+		}
 		go func() {
 			t := time.NewTicker(min(h.sess.idle/4, time.Minute))
 			defer t.Stop()
@@ -142,10 +149,6 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		httpError(ctx, fasthttp.StatusNotFound, "unknown MCP server \""+server+"\"")
 		return
 	}
-	if c.srv != nil && c.srv.Type != resources.MCPTypeMCP {
-		httpError(ctx, fasthttp.StatusNotImplemented, "MCP server \""+server+"\" is of type "+c.srv.Type+", which this build does not serve")
-		return
-	}
 	msg, err := DecodeMessage(ctx.PostBody())
 	if err != nil {
 		writeResponse(ctx, fasthttp.StatusBadRequest, &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "cannot read the JSON-RPC message: " + err.Error()}})
@@ -175,8 +178,10 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 	if !h.session(c) {
 		return
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// Each method bounds its upstream work by the server's timeout; the
+	// caller's connection is not watched (fasthttp has no per-request
+	// cancellation).
+	rctx := context.Background()
 	switch req.Method {
 	case "tools/list":
 		h.toolsList(rctx, c)
@@ -213,7 +218,7 @@ func (c *call) servers() []*resources.MCPServer {
 	}
 	var out []*resources.MCPServer
 	for _, s := range c.snap.Resources.MCPServers {
-		if s.Type == resources.MCPTypeMCP && c.p.reaches(s) {
+		if c.p.reaches(s) {
 			out = append(out, s)
 		}
 	}
@@ -262,7 +267,19 @@ func (h *Handler) initialize(c *call) {
 			Resources: &sdk.ResourceCapabilities{},
 		},
 	}
-	if c.srv != nil {
+	if c.srv != nil && c.srv.Type == resources.MCPTypeOpenAPI {
+		// An OpenAPI document has tools only.
+		s.server = c.srv.Name
+		spec, _, err := h.OpenAPI.get(context.Background(), c.srv)
+		if err != nil {
+			c.upstreamFailed(err)
+			return
+		}
+		res.Capabilities = &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}
+		if spec.Title != "" {
+			res.ServerInfo = &sdk.Implementation{Name: c.srv.Name, Title: spec.Title, Version: "1"}
+		}
+	} else if c.srv != nil {
 		// One server: open its upstream session now and present its
 		// identity, capabilities and instructions.
 		s.server = c.srv.Name
@@ -318,7 +335,8 @@ func (c *call) upstream(ctx context.Context, s *resources.MCPServer) (*sdk.Clien
 	return c.sess.upstream(ctx, c.h.transport(), s)
 }
 
-// result answers the request with v.
+// result answers the request with v. The response frame is written
+// around v's encoding directly (one encode, not two).
 func (c *call) result(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -326,7 +344,28 @@ func (c *call) result(v any) {
 		return
 	}
 	c.status = fasthttp.StatusOK
-	writeResponse(c.ctx, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Result: b})
+	c.ctx.SetStatusCode(fasthttp.StatusOK)
+	c.ctx.SetContentType("application/json")
+	r := &c.ctx.Response
+	r.ResetBody()
+	r.AppendBodyString(`{"jsonrpc":"2.0","id":`)
+	var idb [24]byte
+	r.AppendBody(appendID(idb[:0], c.req.ID))
+	r.AppendBodyString(`,"result":`)
+	r.AppendBody(b)
+	r.AppendBodyString("}")
+}
+
+// appendID appends a request ID as JSON (a request always has one).
+func appendID(b []byte, id jsonrpc.ID) []byte {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case string:
+		q, _ := json.Marshal(v)
+		return append(b, q...)
+	}
+	return append(b, "null"...)
 }
 
 // rpcError answers the request with a JSON-RPC error on HTTP 200.

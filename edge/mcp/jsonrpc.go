@@ -4,25 +4,24 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"gw/sse/rawjson"
 )
 
 // MaxMessageBytes bounds a caller's JSON-RPC message.
 const MaxMessageBytes = 4 << 20
 
-// wireMessage is a caller's JSON-RPC message as sent. It is decoded with
-// encoding/json rather than the SDK's jsonrpc.DecodeMessage, whose
-// streaming decoder allocates a large buffer per message (measured in
-// BenchmarkToolsCallViaGW); the rules are the SDK's.
-type wireMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   *jsonrpc.Error  `json:"error"`
-}
+// messageKeys are the members of a JSON-RPC message gw reads. A caller's
+// message is validated whole and then read with sse/rawjson (one pass, no
+// reflection) rather than the SDK's jsonrpc.DecodeMessage, whose streaming
+// decoder allocates a large buffer per message (measured in
+// BenchmarkToolsCallViaGW); the rules are the SDK's, member names exact as
+// JSON-RPC writes them.
+var messageKeys = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // DecodeMessage reads one caller JSON-RPC message: a request, a
 // notification (no id) or a response. Batches are refused: the protocol
@@ -39,36 +38,85 @@ func DecodeMessage(b []byte) (jsonrpc.Message, error) {
 	case b[0] != '{':
 		return nil, errors.New("a JSON-RPC message is a JSON object")
 	}
-	var w wireMessage
-	if err := json.Unmarshal(b, &w); err != nil {
+	if !rawjson.Valid(b) {
+		return nil, errors.New("the message is not valid JSON")
+	}
+	var vals [6][]byte
+	if err := rawjson.ScanTop(b, messageKeys, vals[:]); err != nil {
 		return nil, err
 	}
-	if w.JSONRPC != "2.0" {
+	rawVersion, rawID, rawMethod, params, result, rawErr := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	if !rawjson.StringEquals(rawVersion, "2.0") {
 		return nil, errors.New(`jsonrpc must be "2.0"`)
 	}
+	if rawjson.KindOf(rawID) == rawjson.Null {
+		rawID = nil
+	}
 	var id jsonrpc.ID
-	if len(w.ID) > 0 {
-		var v any
-		if err := json.Unmarshal(w.ID, &v); err != nil {
+	if len(rawID) > 0 {
+		var err error
+		if id, err = decodeID(rawID); err != nil {
 			return nil, err
 		}
-		var err error
-		if id, err = jsonrpc.MakeID(v); err != nil {
-			return nil, errors.New("id must be a string, a number or null")
-		}
 	}
-	if w.Method != nil {
-		if *w.Method == "" {
+	if rawjson.KindOf(params) == rawjson.Null {
+		params = nil
+	}
+	if len(rawMethod) > 0 && rawjson.KindOf(rawMethod) != rawjson.Null {
+		if rawjson.KindOf(rawMethod) != rawjson.String {
+			return nil, errors.New("method must be a string")
+		}
+		m, err := rawjson.AppendUnquote(nil, rawMethod)
+		if err != nil {
+			return nil, err
+		}
+		if len(m) == 0 {
 			return nil, errors.New("method must not be empty")
 		}
-		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: w.Params}, nil
+		return &jsonrpc.Request{ID: id, Method: string(m), Params: json.RawMessage(params)}, nil
 	}
 	if !id.IsValid() {
 		return nil, errors.New("a message without method is a response and needs an id")
 	}
-	r := &jsonrpc.Response{ID: id, Result: w.Result}
-	if w.Error != nil {
-		r.Error = w.Error
+	r := &jsonrpc.Response{ID: id}
+	if rawjson.KindOf(result) != rawjson.Null {
+		r.Result = json.RawMessage(result)
+	}
+	if len(rawErr) > 0 && rawjson.KindOf(rawErr) != rawjson.Null {
+		var we jsonrpc.Error
+		if err := json.Unmarshal(rawErr, &we); err != nil {
+			return nil, errors.New("cannot read the error member: " + err.Error())
+		}
+		r.Error = &we
 	}
 	return r, nil
+}
+
+// decodeID reads a JSON-RPC id: an integer or a plain string directly, the
+// rest (escapes, fractions, exponents, null) by the SDK's rules.
+func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return jsonrpc.MakeID(float64(n)) // the SDK reads numbers as float64 too
+	}
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) && noControl(raw) {
+		return jsonrpc.MakeID(string(raw[1 : len(raw)-1]))
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return jsonrpc.ID{}, err
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return jsonrpc.ID{}, errors.New("id must be a string, a number or null")
+	}
+	return id, nil
+}
+
+func noControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return false
+		}
+	}
+	return true
 }

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fasthttp"
@@ -176,6 +178,56 @@ func BenchmarkToolsCallDirect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkToolsCallOverhead measures gw's relay overhead on one machine
+// state: each iteration makes the call through gw's handler and the same
+// call direct (one SDK client session to the same in-process server on
+// loopback), alternating which goes first, and reports the median and
+// mean of the per-pair differences. The target is ≤ 20 µs (issue 22);
+// on a shared CPU the figures are noisy, the median less so.
+func BenchmarkToolsCallOverhead(b *testing.B) {
+	h, sid := benchHandler(b)
+	srv := h.Holder.Load().Resources.MCPServers[0]
+	cs, err := dial(context.Background(), http.DefaultTransport, srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	direct := func() {
+		if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	via := func() {
+		if ctx := serveOnce(h, "", benchCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
+			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+	var diffs []time.Duration
+	var sum time.Duration
+	i := 0
+	for b.Loop() {
+		var dv, dd time.Duration
+		if i++; i%2 == 0 {
+			t0 := time.Now()
+			via()
+			t1 := time.Now()
+			direct()
+			dv, dd = t1.Sub(t0), time.Since(t1)
+		} else {
+			t0 := time.Now()
+			direct()
+			t1 := time.Now()
+			via()
+			dd, dv = t1.Sub(t0), time.Since(t1)
+		}
+		diffs = append(diffs, dv-dd)
+		sum += dv - dd
+	}
+	slices.Sort(diffs)
+	b.ReportMetric(float64(diffs[len(diffs)/2].Nanoseconds())/1e3, "overhead-median-µs")
+	b.ReportMetric(float64(sum.Nanoseconds())/float64(len(diffs))/1e3, "overhead-mean-µs")
 }
 
 func sha256Hex(s string) string {

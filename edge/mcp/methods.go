@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -40,71 +41,97 @@ func fanOut[T any](ctx context.Context, c *call, fn func(context.Context, *resou
 	return out, servers, nil
 }
 
-func (h *Handler) toolsList(ctx context.Context, c *call) {
-	lists, servers, err := fanOut(ctx, c, func(ctx context.Context, s *resources.MCPServer) ([]*sdk.Tool, error) {
-		cs, err := c.upstream(ctx, s)
-		if err != nil {
-			return nil, err
-		}
-		var tools []*sdk.Tool
-		for t, err := range cs.Tools(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			if c.p.toolAllowed(s, t.Name) {
-				cp := *t
-				cp.Name = c.name(s, t.Name)
-				tools = append(tools, &cp)
-			}
-		}
-		return tools, nil
-	})
+// mergeLists answers a list method with the lists of every reachable
+// server (fanOut), concatenated in server order under key. A merged list
+// has no cursor; an anonymous struct keeps the SDK result types from
+// writing the zero values of newer protocol fields (ttlMs, cacheScope).
+func mergeLists[T any](ctx context.Context, c *call, key string, fn func(context.Context, *resources.MCPServer) ([]*T, error)) {
+	lists, servers, err := fanOut(ctx, c, fn)
 	if err != nil {
 		c.upstreamFailed(err)
 		return
 	}
-	// A merged list has no cursor; the SDK result type would also write the
-	// zero values of newer protocol fields (ttlMs, cacheScope).
-	tools := []*sdk.Tool{}
+	merged := []*T{}
 	for i := range servers {
-		tools = append(tools, lists[i]...)
+		merged = append(merged, lists[i]...)
 	}
-	c.result(struct {
-		Tools []*sdk.Tool `json:"tools"`
-	}{tools})
+	c.result(map[string][]*T{key: merged})
+}
+
+// collect reads a paginated upstream list, keeping the items keep admits
+// (nil: all) renamed by rename (which works on a copy).
+func collect[T any](seq iter.Seq2[*T, error], keep func(*T) bool, rename func(*T)) ([]*T, error) {
+	var out []*T
+	for it, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		if keep != nil && !keep(it) {
+			continue
+		}
+		cp := *it
+		rename(&cp)
+		out = append(out, &cp)
+	}
+	return out, nil
+}
+
+// capable returns s's upstream session when s is an MCP server whose
+// capabilities has admits; nil (and no error) when s has nothing to list.
+func (c *call) capable(ctx context.Context, s *resources.MCPServer, has func(*sdk.ServerCapabilities) bool) (*sdk.ClientSession, error) {
+	if s.Type != resources.MCPTypeMCP {
+		return nil, nil // an OpenAPI document has tools only
+	}
+	cs, err := c.upstream(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if has != nil {
+		if ir := cs.InitializeResult(); ir == nil || ir.Capabilities == nil || !has(ir.Capabilities) {
+			return nil, nil
+		}
+	}
+	return cs, nil
+}
+
+func (h *Handler) toolsList(ctx context.Context, c *call) {
+	mergeLists(ctx, c, "tools", func(ctx context.Context, s *resources.MCPServer) ([]*sdk.Tool, error) {
+		keep := func(t *sdk.Tool) bool { return c.p.toolAllowed(s, t.Name) }
+		rename := func(t *sdk.Tool) { t.Name = c.name(s, t.Name) }
+		if s.Type == resources.MCPTypeOpenAPI {
+			spec, _, err := h.OpenAPI.get(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			return collect(openAPITools(spec), keep, rename)
+		}
+		cs, err := c.capable(ctx, s, nil)
+		if err != nil {
+			return nil, err
+		}
+		return collect(cs.Tools(ctx, nil), keep, rename)
+	})
+}
+
+// openAPITools iterates over a document's tools like an upstream list.
+func openAPITools(spec *OpenAPISpec) iter.Seq2[*sdk.Tool, error] {
+	return func(yield func(*sdk.Tool, error) bool) {
+		for _, t := range spec.Tools {
+			if !yield(t.Tool, nil) {
+				return
+			}
+		}
+	}
 }
 
 func (h *Handler) promptsList(ctx context.Context, c *call) {
-	lists, servers, err := fanOut(ctx, c, func(ctx context.Context, s *resources.MCPServer) ([]*sdk.Prompt, error) {
-		cs, err := c.upstream(ctx, s)
-		if err != nil {
+	mergeLists(ctx, c, "prompts", func(ctx context.Context, s *resources.MCPServer) ([]*sdk.Prompt, error) {
+		cs, err := c.capable(ctx, s, func(sc *sdk.ServerCapabilities) bool { return sc.Prompts != nil })
+		if cs == nil {
 			return nil, err
 		}
-		if ir := cs.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Prompts == nil {
-			return nil, nil
-		}
-		var out []*sdk.Prompt
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			cp := *p
-			cp.Name = c.name(s, p.Name)
-			out = append(out, &cp)
-		}
-		return out, nil
+		return collect(cs.Prompts(ctx, nil), nil, func(p *sdk.Prompt) { p.Name = c.name(s, p.Name) })
 	})
-	if err != nil {
-		c.upstreamFailed(err)
-		return
-	}
-	prompts := []*sdk.Prompt{}
-	for i := range servers {
-		prompts = append(prompts, lists[i]...)
-	}
-	c.result(struct {
-		Prompts []*sdk.Prompt `json:"prompts"`
-	}{prompts})
 }
 
 func (h *Handler) promptsGet(ctx context.Context, c *call) {
@@ -114,7 +141,7 @@ func (h *Handler) promptsGet(ctx context.Context, c *call) {
 		return
 	}
 	s, name, ok := c.owner(p.Name)
-	if !ok {
+	if !ok || s.Type != resources.MCPTypeMCP {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown prompt \""+p.Name+"\"")
 		return
 	}
@@ -138,70 +165,28 @@ func (h *Handler) promptsGet(ctx context.Context, c *call) {
 // <server>__, so resources/read finds the owner without any state; the
 // upstream sees its own uri.
 func (h *Handler) resourcesList(ctx context.Context, c *call) {
-	lists, servers, err := fanOut(ctx, c, func(ctx context.Context, s *resources.MCPServer) ([]*sdk.Resource, error) {
-		cs, err := c.upstream(ctx, s)
-		if err != nil {
+	mergeLists(ctx, c, "resources", func(ctx context.Context, s *resources.MCPServer) ([]*sdk.Resource, error) {
+		cs, err := c.capable(ctx, s, hasResources)
+		if cs == nil {
 			return nil, err
 		}
-		if ir := cs.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil {
-			return nil, nil
-		}
-		var out []*sdk.Resource
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			cp := *r
-			cp.Name, cp.URI = c.name(s, r.Name), c.name(s, r.URI)
-			out = append(out, &cp)
-		}
-		return out, nil
+		return collect(cs.Resources(ctx, nil), nil, func(r *sdk.Resource) { r.Name, r.URI = c.name(s, r.Name), c.name(s, r.URI) })
 	})
-	if err != nil {
-		c.upstreamFailed(err)
-		return
-	}
-	list := []*sdk.Resource{}
-	for i := range servers {
-		list = append(list, lists[i]...)
-	}
-	c.result(struct {
-		Resources []*sdk.Resource `json:"resources"`
-	}{list})
 }
 
 func (h *Handler) templatesList(ctx context.Context, c *call) {
-	lists, servers, err := fanOut(ctx, c, func(ctx context.Context, s *resources.MCPServer) ([]*sdk.ResourceTemplate, error) {
-		cs, err := c.upstream(ctx, s)
-		if err != nil {
+	mergeLists(ctx, c, "resourceTemplates", func(ctx context.Context, s *resources.MCPServer) ([]*sdk.ResourceTemplate, error) {
+		cs, err := c.capable(ctx, s, hasResources)
+		if cs == nil {
 			return nil, err
 		}
-		if ir := cs.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil {
-			return nil, nil
-		}
-		var out []*sdk.ResourceTemplate
-		for r, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				return nil, err
-			}
-			cp := *r
-			cp.Name, cp.URITemplate = c.name(s, r.Name), c.name(s, r.URITemplate)
-			out = append(out, &cp)
-		}
-		return out, nil
+		return collect(cs.ResourceTemplates(ctx, nil), nil, func(r *sdk.ResourceTemplate) {
+			r.Name, r.URITemplate = c.name(s, r.Name), c.name(s, r.URITemplate)
+		})
 	})
-	if err != nil {
-		c.upstreamFailed(err)
-		return
-	}
-	list := []*sdk.ResourceTemplate{}
-	for i := range servers {
-		list = append(list, lists[i]...)
-	}
-	c.result(struct {
-		ResourceTemplates []*sdk.ResourceTemplate `json:"resourceTemplates"`
-	}{list})
 }
+
+func hasResources(sc *sdk.ServerCapabilities) bool { return sc.Resources != nil }
 
 func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 	var p sdk.ReadResourceParams
@@ -211,7 +196,7 @@ func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 	}
 	caller := p.URI
 	s, uri, ok := c.owner(p.URI)
-	if !ok {
+	if !ok || s.Type != resources.MCPTypeMCP {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown resource \""+p.URI+"\"")
 		return
 	}

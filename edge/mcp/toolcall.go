@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -16,6 +17,7 @@ import (
 	"gw/edge/guard"
 	"gw/edge/usage"
 	"gw/limiter"
+	"gw/sse/rawjson"
 )
 
 // Outcomes of a tool call (usage error_class, metric label).
@@ -52,14 +54,14 @@ type toolCall struct {
 }
 
 func (h *Handler) toolsCall(ctx context.Context, c *call) {
-	// Arguments stay raw until policy needs them (one decode, numbers kept
-	// as written).
+	// Arguments stay raw until policy needs them (read in one pass; one
+	// decode when needed, numbers kept as written).
 	var raw struct {
-		Meta      sdk.Meta        `json:"_meta,omitempty"`
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
+		Meta      sdk.Meta
+		Name      string
+		Arguments json.RawMessage
 	}
-	if err := json.Unmarshal(c.req.Params, &raw); err != nil {
+	if err := readCallParams(c.req.Params, &raw.Name, &raw.Arguments, &raw.Meta); err != nil {
 		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
 		return
 	}
@@ -73,11 +75,18 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	tc := &toolCall{srv: s, tool: tool, reqBytes: len(c.ctx.PostBody())}
 	defer h.finishCall(c, tc)
 
+	// The arguments are decoded only when something reads them (input
+	// guardrails, an OpenAPI call); otherwise they are relayed as sent.
+	h.chain(c, tc)
 	var args any
 	if len(raw.Arguments) > 0 && string(raw.Arguments) != "null" {
-		if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
-			c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
-			return
+		if (tc.gOn && len(tc.g.Chain.Input) > 0) || s.Type == resources.MCPTypeOpenAPI {
+			if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
+				c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
+				return
+			}
+		} else {
+			args = raw.Arguments
 		}
 	}
 	release, ok := h.admit(c, tc)
@@ -87,7 +96,6 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	defer release()
 
 	// Guardrails on the arguments (input phase).
-	h.chain(c, tc)
 	if tc.gOn && len(tc.g.Chain.Input) > 0 && args != nil {
 		tc.setters = tc.setters[:0]
 		tc.walkArgs(&args, guard.RoleUser, guard.PartToolArguments)
@@ -107,24 +115,20 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
-	cs, err := c.upstream(ctx, s)
-	if err != nil {
-		tc.outcome = outcomeUpstream
-		c.upstreamFailed(err)
-		return
+	var res *sdk.CallToolResult
+	var err error
+	if s.Type == resources.MCPTypeOpenAPI {
+		res, err = h.openAPICall(ctx, c, tc, args)
+	} else {
+		res, err = h.upstreamCall(ctx, c, tc, &p, args)
 	}
-	p.Name = tool
-	p.Arguments = args
-	up := time.Now()
-	res, err := cs.CallTool(ctx, &p)
-	tc.upDur = time.Since(up)
 	if err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			tc.outcome = outcomeRPCError
 		} else {
 			tc.outcome = outcomeUpstream
-			if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
+			if s.Type == resources.MCPTypeMCP && (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)) {
 				c.sess.mu.Lock()
 				u := c.sess.up[s.Name]
 				c.sess.mu.Unlock()
@@ -162,6 +166,68 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		tc.outcome = outcomeToolError
 	}
 	c.result(res)
+}
+
+var callParamKeys = []string{"name", "arguments", "_meta"}
+
+// readCallParams reads tools/call params (validated JSON: DecodeMessage
+// checked the whole message) without reflection unless _meta is present.
+func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sdk.Meta) error {
+	if rawjson.KindOf(params) != rawjson.Object {
+		return errors.New("params must be an object")
+	}
+	var vals [3][]byte
+	if err := rawjson.ScanTop(params, callParamKeys, vals[:]); err != nil {
+		return err
+	}
+	switch rawjson.KindOf(vals[0]) {
+	case rawjson.String:
+		n, err := rawjson.AppendUnquote(nil, vals[0])
+		if err != nil {
+			return err
+		}
+		*name = string(n)
+	case rawjson.Invalid, rawjson.Null:
+	default:
+		return errors.New("name must be a string")
+	}
+	*args = vals[1]
+	if m := vals[2]; len(m) > 0 && rawjson.KindOf(m) != rawjson.Null {
+		if err := json.Unmarshal(m, meta); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upstreamCall relays the call to the server's upstream MCP session.
+func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sdk.CallToolParams, args any) (*sdk.CallToolResult, error) {
+	cs, err := c.upstream(ctx, tc.srv)
+	if err != nil {
+		return nil, err
+	}
+	p.Name = tc.tool
+	p.Arguments = args
+	up := time.Now()
+	res, err := cs.CallTool(ctx, p)
+	tc.upDur = time.Since(up)
+	return res, err
+}
+
+// openAPICall makes the HTTP call of an OpenAPI operation.
+func (h *Handler) openAPICall(ctx context.Context, c *call, tc *toolCall, args any) (*sdk.CallToolResult, error) {
+	spec, base, err := h.OpenAPI.get(ctx, tc.srv)
+	if err != nil {
+		return nil, err
+	}
+	t := spec.Tool(tc.tool)
+	if t == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + c.name(tc.srv, tc.tool) + "\""}
+	}
+	up := time.Now()
+	res, err := h.callOpenAPI(ctx, tc.srv, base, t, args)
+	tc.upDur = time.Since(up)
+	return res, err
 }
 
 // rejection is the in-band answer of a guardrail rejection: a tool result
@@ -296,13 +362,42 @@ func (h *Handler) finishCall(c *call, tc *toolCall) {
 
 // Metrics: one counter per (server, tool, outcome); tools are those the
 // server lists and the key may call, so the label set stays bounded.
+// The series are cached by their labels so a call does not build the
+// series name again.
 func toolCalls(server, tool, outcome string) *metrics.Counter {
-	return metrics.GetOrCreateCounter(`gw_mcp_tool_calls_total{server="` + escapeLabel(server) + `",tool="` + escapeLabel(tool) + `",outcome="` + outcome + `"}`)
+	k := callsKey{server, tool, outcome}
+	seriesMu.RLock()
+	c := callSeries[k]
+	seriesMu.RUnlock()
+	if c == nil {
+		c = metrics.GetOrCreateCounter(`gw_mcp_tool_calls_total{server="` + escapeLabel(server) + `",tool="` + escapeLabel(tool) + `",outcome="` + outcome + `"}`)
+		seriesMu.Lock()
+		callSeries[k] = c
+		seriesMu.Unlock()
+	}
+	return c
 }
 
 func toolLatency(server string) *metrics.Histogram {
-	return metrics.GetOrCreateHistogram(`gw_mcp_tool_call_seconds{server="` + escapeLabel(server) + `"}`)
+	seriesMu.RLock()
+	h := latencySeries[server]
+	seriesMu.RUnlock()
+	if h == nil {
+		h = metrics.GetOrCreateHistogram(`gw_mcp_tool_call_seconds{server="` + escapeLabel(server) + `"}`)
+		seriesMu.Lock()
+		latencySeries[server] = h
+		seriesMu.Unlock()
+	}
+	return h
 }
+
+type callsKey struct{ server, tool, outcome string }
+
+var (
+	seriesMu      sync.RWMutex
+	callSeries    = map[callsKey]*metrics.Counter{}
+	latencySeries = map[string]*metrics.Histogram{}
+)
 
 func escapeLabel(s string) string {
 	b := make([]byte, 0, len(s))

@@ -2,6 +2,7 @@ package mock
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -63,3 +64,70 @@ var mcpHandler = sync.OnceValue(func() fasthttp.RequestHandler {
 })
 
 func (s *Server) serveMCP(ctx *fasthttp.RequestCtx) { mcpHandler()(ctx) }
+
+// The mock's OpenAPI API under /docs (examples/gw.yaml's type openapi
+// server "docs"): /docs/openapi.json describes two operations, which
+// answer deterministically.
+var strDocsPrefix = []byte("/docs/")
+
+const docsOpenAPI = `{
+  "openapi": "3.0.3",
+  "info": {"title": "gw mock docs", "version": "1"},
+  "servers": [{"url": "/docs"}],
+  "paths": {
+    "/pages/{slug}": {
+      "get": {
+        "operationId": "get_page",
+        "summary": "Reads one documentation page",
+        "parameters": [
+          {"name": "slug", "in": "path", "required": true, "schema": {"type": "string"}},
+          {"name": "lang", "in": "query", "schema": {"type": "string", "enum": ["en", "fr"]}}
+        ],
+        "responses": {"200": {"description": "the page", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Page"}}}}}
+      }
+    },
+    "/search": {
+      "post": {
+        "operationId": "search",
+        "summary": "Searches the documentation",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Query"}}}},
+        "responses": {"200": {"description": "matching page slugs"}}
+      }
+    }
+  },
+  "components": {"schemas": {
+    "Page": {"type": "object", "properties": {"slug": {"type": "string"}, "lang": {"type": "string"}, "text": {"type": "string"}}},
+    "Query": {"type": "object", "required": ["q"], "properties": {"q": {"type": "string", "description": "words to find"}, "limit": {"type": "integer", "minimum": 1}}}
+  }}
+}`
+
+func (s *Server) serveDocs(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path()[len(strDocsPrefix)-1:])
+	ctx.SetContentType("application/json")
+	switch {
+	case path == "/openapi.json" && ctx.IsGet():
+		ctx.SetBodyString(docsOpenAPI)
+	case strings.HasPrefix(path, "/pages/") && ctx.IsGet():
+		slug := path[len("/pages/"):]
+		lang := string(ctx.QueryArgs().Peek("lang"))
+		if lang == "" {
+			lang = "en"
+		}
+		b, _ := json.Marshal(map[string]string{"slug": slug, "lang": lang, "text": "Page " + slug + " of the gw mock docs"})
+		ctx.SetBody(b)
+	case path == "/search" && ctx.IsPost():
+		var q struct {
+			Q string `json:"q"`
+		}
+		if err := json.Unmarshal(ctx.PostBody(), &q); err != nil || q.Q == "" {
+			ctx.SetStatusCode(fasthttp.StatusBadRequest)
+			ctx.SetBodyString(`{"error":"q is required"}`)
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"q": q.Q, "results": []string{"getting-started", "mcp"}})
+		ctx.SetBody(b)
+	default:
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		ctx.SetBodyString(`{"error":"not found"}`)
+	}
+}

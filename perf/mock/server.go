@@ -188,6 +188,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.serveMCP(ctx)
 		return
 	}
+	if bytes.HasPrefix(path, strDocsPrefix) { // mcp.go
+		s.serveDocs(ctx)
+		return
+	}
 	if bytes.Equal(path, strOTLPTracesPath) {
 		s.serveOTLPTraces(ctx)
 		return
