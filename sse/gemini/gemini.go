@@ -219,7 +219,7 @@ func usageMembers(raw []byte, v *[6][]byte) bool {
 			v[i] = val
 		}
 	}
-	return c.End() == nil
+	return c.End() == nil && c.Closer() == '}'
 }
 
 // appendChatUsage appends a chat usage object.

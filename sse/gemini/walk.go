@@ -14,6 +14,10 @@ type walked struct {
 // walkedPart is one part of candidate 0's content.parts (object parts only).
 type walkedPart struct{ text, thought, call, sig []byte }
 
+// The generic reading insists that an object ends with '}' (rawjson.Cursor
+// alone accepts either closer), so every object level of the walk checks
+// Closer.
+
 // walk reads the members Event needs from data in one forward pass: every
 // byte of the event is scanned once, descending into candidates[0].content
 // .parts instead of skipping candidates whole and reading it again level by
@@ -58,7 +62,7 @@ func (s *ToChatStream) walk(data []byte) bool {
 		}
 		c.Value()
 	}
-	return c.End() == nil
+	return c.End() == nil && c.Closer() == '}'
 }
 
 // key reads a member's key: its text, decoded into s.key when it is
@@ -124,7 +128,7 @@ func (s *ToChatStream) walkCandidate() bool {
 		}
 		c.Value()
 	}
-	return c.Err() == nil
+	return c.Err() == nil && c.Closer() == '}'
 }
 
 // walkContent reads a content object's parts.
@@ -149,7 +153,7 @@ func (s *ToChatStream) walkContent() bool {
 		}
 		c.Value()
 	}
-	return c.Err() == nil
+	return c.Err() == nil && c.Closer() == '}'
 }
 
 // walkParts reads a parts array; elements other than objects are skipped
@@ -186,7 +190,7 @@ func (s *ToChatStream) walkParts() bool {
 				c.Value()
 			}
 		}
-		if c.Err() != nil {
+		if c.Err() != nil || c.Closer() != '}' {
 			return false
 		}
 		s.walked = append(s.walked, p)
