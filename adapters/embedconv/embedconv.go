@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
 
 	"gw/adapters"
 	"gw/sse/rawjson"
@@ -101,7 +102,7 @@ func (l *List) Add(vec []byte) error {
 		l.out = append(l.out, ',')
 	}
 	l.out = append(l.out, `{"object":"embedding","index":`...)
-	l.out = appendInt(l.out, int64(l.n))
+	l.out = strconv.AppendInt(l.out, int64(l.n), 10)
 	l.out = append(l.out, `,"embedding":`...)
 	l.n++
 	if !l.base64 {
@@ -149,9 +150,9 @@ func (l *List) End(tokens int64) []byte {
 	l.out = append(l.out, `],"model":""`...)
 	if tokens >= 0 {
 		l.out = append(l.out, `,"usage":{"prompt_tokens":`...)
-		l.out = appendInt(l.out, tokens)
+		l.out = strconv.AppendInt(l.out, tokens, 10)
 		l.out = append(l.out, `,"total_tokens":`...)
-		l.out = appendInt(l.out, tokens)
+		l.out = strconv.AppendInt(l.out, tokens, 10)
 		l.out = append(l.out, '}')
 	}
 	return append(l.out, '}')
@@ -235,9 +236,9 @@ func AppendRerankAnswer(dst []byte, id, results []byte, r *Rerank, tokens int64)
 	out = append(out, `],"model":""`...)
 	if tokens >= 0 {
 		out = append(out, `,"usage":{"prompt_tokens":`...)
-		out = appendInt(out, tokens)
+		out = strconv.AppendInt(out, tokens, 10)
 		out = append(out, `,"total_tokens":`...)
-		out = appendInt(out, tokens)
+		out = strconv.AppendInt(out, tokens, 10)
 		out = append(out, '}')
 	}
 	return append(out, '}'), nil
@@ -256,22 +257,4 @@ func nthElem(arr []byte, i int64) []byte {
 		return true
 	})
 	return got
-}
-
-func appendInt(dst []byte, n int64) []byte {
-	if n < 0 {
-		dst = append(dst, '-')
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
 }

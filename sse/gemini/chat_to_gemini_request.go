@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"bytes"
+	"strconv"
 	"sync"
 
 	"gw/sse/rawjson"
@@ -657,23 +658,9 @@ func (w *reqWriter) generation(v *[rqN][]byte) error {
 			w.genMember(`"thinkingConfig":`, []byte(`{"thinkingBudget":0}`))
 		} else {
 			w.genMember(`"thinkingConfig":{"thinkingBudget":`, nil)
-			w.gen = appendInt(w.gen, budget)
+			w.gen = strconv.AppendInt(w.gen, int64(budget), 10)
 			w.gen = append(w.gen, `,"includeThoughts":true}`...)
 		}
 	}
 	return nil
-}
-
-func appendInt(dst []byte, n int) []byte {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
 }

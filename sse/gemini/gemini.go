@@ -152,7 +152,7 @@ var usageMetaKeys = []string{"promptTokenCount", "candidatesTokenCount", "totalT
 // count.
 func readUsage(raw []byte, u *transcode.Usage) bool {
 	var v [6][]byte
-	if rawjson.KindOf(raw) != rawjson.Object || rawjson.ScanTop(raw, usageMetaKeys, v[:]) != nil {
+	if rawjson.KindOf(raw) != rawjson.Object || !usageMembers(raw, &v) {
 		return false
 	}
 	seen := false
@@ -174,6 +174,52 @@ func readUsage(raw []byte, u *transcode.Usage) bool {
 		u.Total = u.Prompt + u.Completion
 	}
 	return true
+}
+
+// usageMembers reads the counts of usageMetadata into v (usageMetaKeys
+// order, last occurrence wins) in one pass, as rawjson.ScanTop would; false
+// on malformed input.
+func usageMembers(raw []byte, v *[6][]byte) bool {
+	var c rawjson.Cursor
+	c.Reset(raw)
+	if !c.Begin() {
+		return false
+	}
+	for c.More() {
+		k, esc := c.Key()
+		if k == nil {
+			return false
+		}
+		i := -1
+		if !esc {
+			switch string(k[1 : len(k)-1]) {
+			case "promptTokenCount":
+				i = 0
+			case "candidatesTokenCount":
+				i = 1
+			case "totalTokenCount":
+				i = 2
+			case "cachedContentTokenCount":
+				i = 3
+			case "thoughtsTokenCount":
+				i = 4
+			case "toolUsePromptTokenCount":
+				i = 5
+			}
+		} else {
+			// Slow path - a key spelled with escapes.
+			for j, key := range usageMetaKeys {
+				if rawjson.StringEquals(k, key) {
+					i = j
+				}
+			}
+		}
+		val, _, _ := c.Value()
+		if i >= 0 {
+			v[i] = val
+		}
+	}
+	return c.End() == nil && c.Closer() == '}'
 }
 
 // appendChatUsage appends a chat usage object.

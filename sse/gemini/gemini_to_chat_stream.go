@@ -42,11 +42,10 @@ type ToChatStream struct {
 	tmp    []byte
 	tmp2   []byte
 
-	vals  [5][]byte
-	cand  [2][]byte
-	part  [4][]byte
-	call  [3][]byte
-	parts rawjson.Cursor
+	cur    rawjson.Cursor
+	ev     walked // what walk found in the current event
+	walked []walkedPart
+	keyBuf []byte
 
 	nextTool int
 	finish   string
@@ -78,6 +77,10 @@ func AcquireToChatStream(model []byte) *ToChatStream {
 func ReleaseToChatStream(s *ToChatStream) {
 	s.Reset(nil)
 	s.model, s.prefix, s.tmp, s.tmp2, s.usageRaw = keep(s.model), keep(s.prefix), keep(s.tmp), keep(s.tmp2), keep(s.usageRaw)
+	s.keyBuf = keep(s.keyBuf)
+	if cap(s.walked) > maxKeepParts {
+		s.walked = nil
+	}
 	streamPool.Put(s)
 }
 
@@ -85,11 +88,10 @@ func ReleaseToChatStream(s *ToChatStream) {
 func (s *ToChatStream) Reset(model []byte) {
 	s.model = rawjson.AppendQuoteBytes(s.model[:0], model)
 	s.prefix = s.prefix[:0]
-	clear(s.vals[:])
-	clear(s.cand[:])
-	clear(s.part[:])
-	clear(s.call[:])
-	s.parts = rawjson.Cursor{}
+	s.cur = rawjson.Cursor{}
+	s.ev = walked{}
+	clear(s.walked)
+	s.walked = s.walked[:0]
 	s.nextTool = 0
 	s.finish = ""
 	s.usage, s.usageSeen, s.usageRaw = transcode.Usage{}, false, s.usageRaw[:0]
@@ -123,6 +125,9 @@ func (s *ToChatStream) Err() error {
 	return s.err
 }
 
+// maxKeepParts bounds the parts a pooled stream keeps room for.
+const maxKeepParts = 256
+
 const (
 	evCandidates = iota
 	evUsage
@@ -148,59 +153,59 @@ func (s *ToChatStream) Event(dst, _, data []byte) ([]byte, error) {
 	if len(data) == 0 {
 		return dst, nil
 	}
-	if rawjson.ScanTop(data, eventKeys, s.vals[:]) != nil {
-		return dst, ErrMalformedEvent
+	if !s.walk(data) {
+		// Slow path - nested JSON the single-pass walk rejects gets the
+		// lenient generic reading (its answer for valid JSON is the same).
+		return s.eventGeneric(dst, data)
 	}
-	if e := s.vals[evError]; rawjson.KindOf(e) == rawjson.Object {
-		s.err = upstreamError(e, &s.tmp2)
-		msg := s.tmp2
-		if len(msg) == 0 {
-			msg = append(msg, "upstream stream failed"...)
-			s.tmp2 = msg
-		}
-		return s.appendError(dst, transcode.ChatErrorType(s.err.Code), s.err.Code, msg), nil
+	ev := &s.ev
+	if rawjson.KindOf(ev.errVal) == rawjson.Object {
+		return s.errorEvent(dst, ev.errVal), nil
 	}
 	if !s.begun {
-		s.buildPrefix(s.vals[evResponseID])
+		s.buildPrefix(ev.responseID)
 		dst = s.appendRoleChunk(dst)
 	}
-	if u := s.vals[evUsage]; len(u) > 0 {
-		s.usageRaw = append(s.usageRaw[:0], u...)
+	if len(ev.usage) > 0 {
+		s.usageRaw = append(s.usageRaw[:0], ev.usage...)
 	}
-	if c := s.vals[evCandidates]; rawjson.KindOf(c) == rawjson.Array {
-		dst = s.candidates(dst, c)
+	if ev.cand {
+		for i := range s.walked {
+			p := &s.walked[i]
+			dst = s.part1(dst, p.text, p.thought, p.call, p.sig)
+		}
+		dst = s.finishReason(dst, ev.finish)
 	}
-	if fb := s.vals[evFeedback]; rawjson.KindOf(fb) == rawjson.Object && !s.finishSent {
+	return s.feedback(dst, ev.feedback), nil
+}
+
+// errorEvent converts an in-band {"error": {...}} and ends the stream.
+func (s *ToChatStream) errorEvent(dst, e []byte) []byte {
+	s.err = upstreamError(e, &s.tmp2)
+	msg := s.tmp2
+	if len(msg) == 0 {
+		msg = append(msg, "upstream stream failed"...)
+		s.tmp2 = msg
+	}
+	return s.appendError(dst, transcode.ChatErrorType(s.err.Code), s.err.Code, msg)
+}
+
+// feedback converts promptFeedback: a blocked prompt ends the answer with
+// content_filter.
+func (s *ToChatStream) feedback(dst, fb []byte) []byte {
+	if rawjson.KindOf(fb) == rawjson.Object && !s.finishSent {
 		if r, _, ok := rawjson.Get(fb, "blockReason"); ok && rawjson.KindOf(r) == rawjson.String {
 			s.finish = "content_filter"
 			s.started = true // the caller gets the refusal, not a 502
 			dst = s.appendFinishChunk(dst)
 		}
 	}
-	return dst, nil
+	return dst
 }
 
-// candidates reads the first candidate of an event.
-func (s *ToChatStream) candidates(dst, arr []byte) []byte {
-	var c rawjson.Cursor
-	c.Reset(arr)
-	if !c.Begin() || !c.More() {
-		return dst
-	}
-	cand, _, _ := c.Value()
-	if rawjson.ScanTop(cand, candidateKeys, s.cand[:]) != nil {
-		return dst
-	}
-	if parts, _, ok := rawjson.Get(s.cand[0], "parts"); ok && rawjson.KindOf(parts) == rawjson.Array {
-		s.parts.Reset(parts)
-		if s.parts.Begin() {
-			for s.parts.More() {
-				p, _, _ := s.parts.Value()
-				dst = s.part1(dst, p)
-			}
-		}
-	}
-	if r := word(s.cand[1], &s.tmp); r != nil && !s.finishSent && string(r) != "FINISH_REASON_UNSPECIFIED" {
+// finishReason converts candidate 0's finishReason (a raw value or nil).
+func (s *ToChatStream) finishReason(dst, raw []byte) []byte {
+	if r := word(raw, &s.tmp); r != nil && !s.finishSent && string(r) != "FINISH_REASON_UNSPECIFIED" {
 		s.finish = FinishReason(r, s.nextTool > 0)
 		if s.finish == "content_filter" {
 			s.started = true
@@ -210,22 +215,71 @@ func (s *ToChatStream) candidates(dst, arr []byte) []byte {
 	return dst
 }
 
-// part1 converts one part.
-func (s *ToChatStream) part1(dst, p []byte) []byte {
-	if rawjson.ScanTop(p, partKeys, s.part[:]) != nil {
+// eventGeneric is Event by generic lookups (ScanTop per level, lenient
+// about nested values); Event uses it for what walk rejects.
+func (s *ToChatStream) eventGeneric(dst, data []byte) ([]byte, error) {
+	var vals [5][]byte
+	if rawjson.ScanTop(data, eventKeys, vals[:]) != nil {
+		return dst, ErrMalformedEvent
+	}
+	if e := vals[evError]; rawjson.KindOf(e) == rawjson.Object {
+		return s.errorEvent(dst, e), nil
+	}
+	if !s.begun {
+		s.buildPrefix(vals[evResponseID])
+		dst = s.appendRoleChunk(dst)
+	}
+	if u := vals[evUsage]; len(u) > 0 {
+		s.usageRaw = append(s.usageRaw[:0], u...)
+	}
+	if c := vals[evCandidates]; rawjson.KindOf(c) == rawjson.Array {
+		dst = s.candidates(dst, c)
+	}
+	return s.feedback(dst, vals[evFeedback]), nil
+}
+
+// candidates reads the first candidate of an event (eventGeneric).
+func (s *ToChatStream) candidates(dst, arr []byte) []byte {
+	var c rawjson.Cursor
+	c.Reset(arr)
+	if !c.Begin() || !c.More() {
 		return dst
 	}
-	if t := s.part[0]; nonEmptyStr(t) {
-		if isTrue(s.part[1]) {
-			return s.appendDelta(dst, `"reasoning_content":`, t)
-		}
-		return s.appendDelta(dst, `"content":`, t)
+	cand, _, _ := c.Value()
+	var cv [2][]byte
+	if rawjson.ScanTop(cand, candidateKeys, cv[:]) != nil {
+		return dst
 	}
-	if fc := s.part[2]; rawjson.KindOf(fc) == rawjson.Object {
-		if rawjson.ScanTop(fc, callKeys, s.call[:]) != nil || rawjson.KindOf(s.call[0]) != rawjson.String {
+	if parts, _, ok := rawjson.Get(cv[0], "parts"); ok && rawjson.KindOf(parts) == rawjson.Array {
+		c.Reset(parts)
+		if c.Begin() {
+			for c.More() {
+				p, _, _ := c.Value()
+				var pv [4][]byte
+				if rawjson.ScanTop(p, partKeys, pv[:]) == nil {
+					dst = s.part1(dst, pv[0], pv[1], pv[2], pv[3])
+				}
+			}
+		}
+	}
+	return s.finishReason(dst, cv[1])
+}
+
+// part1 converts one part from its text, thought, functionCall and
+// thoughtSignature values (each raw, or nil when absent).
+func (s *ToChatStream) part1(dst, text, thought, fc, sig []byte) []byte {
+	if nonEmptyStr(text) {
+		if isTrue(thought) {
+			return s.appendDelta(dst, `"reasoning_content":`, text)
+		}
+		return s.appendDelta(dst, `"content":`, text)
+	}
+	if rawjson.KindOf(fc) == rawjson.Object {
+		var call [3][]byte
+		if rawjson.ScanTop(fc, callKeys, call[:]) != nil || rawjson.KindOf(call[0]) != rawjson.String {
 			return dst
 		}
-		return s.appendCall(dst)
+		return s.appendCall(dst, call[0], call[1], call[2], sig)
 	}
 	return dst
 }
@@ -287,27 +341,28 @@ func (s *ToChatStream) appendDelta(dst []byte, key string, val []byte) []byte {
 	return append(dst, `},"finish_reason":null}]}`+"\n\n"...)
 }
 
-// appendCall appends the chunk of one whole function call (s.call).
-func (s *ToChatStream) appendCall(dst []byte) []byte {
+// appendCall appends the chunk of one whole function call: its name, args
+// and id values and the part's thoughtSignature (raw, nil when absent).
+func (s *ToChatStream) appendCall(dst, name, args, id, sig []byte) []byte {
 	n := len(dst)
 	dst = s.chunk(dst)
 	dst = append(dst, `{"index":0,"delta":{"tool_calls":[{"index":`...)
 	dst = strconv.AppendInt(dst, int64(s.nextTool), 10)
 	dst = append(dst, `,"id":`...)
-	if id := s.call[2]; nonEmptyStr(id) {
+	if nonEmptyStr(id) {
 		dst = append(dst, id...)
 	} else {
-		s.tmp = appendCallID(s.tmp[:0], s.part[3])
+		s.tmp = appendCallID(s.tmp[:0], sig)
 		dst = rawjson.AppendQuoteBytes(dst, s.tmp)
 	}
 	dst = append(dst, `,"type":"function","function":{"name":`...)
 	var ok bool
-	if dst, ok = appendStr(dst, s.call[0], &s.tmp); !ok {
+	if dst, ok = appendStr(dst, name, &s.tmp); !ok {
 		return dst[:n]
 	}
 	dst = append(dst, `,"arguments":`...)
-	if a := s.call[1]; rawjson.KindOf(a) == rawjson.Object {
-		dst = rawjson.AppendQuoteBytes(dst, a)
+	if rawjson.KindOf(args) == rawjson.Object {
+		dst = rawjson.AppendQuoteBytes(dst, args)
 	} else {
 		dst = append(dst, `"{}"`...)
 	}

@@ -22,10 +22,11 @@ package rawjson
 //
 // The zero Cursor is at the end of an empty document.
 type Cursor struct {
-	data  []byte
-	i     int  // the next byte to read
-	first bool // the container just entered has had no value yet
-	err   error
+	data   []byte
+	i      int  // the next byte to read
+	first  bool // the container just entered has had no value yet
+	closer byte // the bracket that closed the container More last left
+	err    error
 }
 
 // Reset starts c at the first value of data.
@@ -87,6 +88,7 @@ func (c *Cursor) More() bool {
 	}
 	switch data[i] {
 	case ']', '}':
+		c.closer = data[i]
 		c.i = skipWS(data, i+1)
 		c.first = false // the container was a value of its enclosing one
 		return false
@@ -114,6 +116,11 @@ func (c *Cursor) More() bool {
 	c.first = false
 	return true
 }
+
+// Closer returns the bracket ('}' or ']') that closed the container More
+// last stepped out of, 0 before any: a caller that must reject a mismatched
+// closer, as Get and ScanTop do for objects, checks it.
+func (c *Cursor) Closer() byte { return c.closer }
 
 // Key reads an object member's key and the colon after it: the raw quoted
 // key (compare it with [StringEquals], or bytewise when esc is false) and

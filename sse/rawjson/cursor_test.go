@@ -196,3 +196,28 @@ func BenchmarkCursor(b *testing.B) {
 		})
 	}
 }
+
+// TestCursorCloser: Closer reports the bracket that ended the container
+// More left, matching or not.
+func TestCursorCloser(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want byte
+	}{{`{}`, '}'}, {`{]`, ']'}, {`[1]`, ']'}, {`[1}`, '}'}, {`{"a":[1]}`, '}'}} {
+		var c rawjson.Cursor
+		c.Reset([]byte(tc.in))
+		if c.Closer() != 0 {
+			t.Fatalf("%s: Closer before any container = %q", tc.in, c.Closer())
+		}
+		c.Begin()
+		for c.More() {
+			if c.Kind() == rawjson.String {
+				c.Key()
+			}
+			c.Value()
+		}
+		if c.Closer() != tc.want {
+			t.Errorf("%s: Closer = %q; want %q", tc.in, c.Closer(), tc.want)
+		}
+	}
+}

@@ -4,4 +4,5 @@ package rawjson
 var (
 	RuneLen      = runeLen[[]byte]
 	IndexSpecial = indexSpecial[[]byte]
+	IsFastKey    = isFastKey
 )

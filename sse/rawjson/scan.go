@@ -427,7 +427,16 @@ func (it *objIter) next(m *member) bool {
 // key spelled without escapes matches it only if the bytes are equal and a
 // raw key spelled with escapes is strictly longer than it.
 func isFastKey(key string) bool {
-	for i := 0; i < len(key); i++ {
+	i := 0
+	// Fast path - eight bytes at a time (ScanTop checks every key per call).
+	for ; i+8 <= len(key); i += 8 {
+		w := load64(key, i)
+		b := w ^ (lsb * '\\')
+		if (w|((b-lsb)&^b))&msb != 0 {
+			return false
+		}
+	}
+	for ; i < len(key); i++ {
 		if c := key[i]; c >= 0x80 || c == '\\' {
 			return false
 		}
@@ -510,10 +519,13 @@ func ScanTop(data []byte, keys []string, vals [][]byte) error {
 	}
 	vals = vals[:len(keys)]
 	clear(vals)
+	allFast := len(keys) <= 64
 	var fast uint64 // bit k: keys[k] is a fast key; keys past 64 use the slow path
 	for k, key := range keys {
 		if k < 64 && isFastKey(key) {
 			fast |= 1 << k
+		} else {
+			allFast = false
 		}
 	}
 	var it objIter
@@ -522,6 +534,17 @@ func ScanTop(data []byte, keys []string, vals [][]byte) error {
 	}
 	var m member
 	for it.next(&m) {
+		if allFast && !m.keyEsc {
+			// Fast path - m.is for fast keys and a plain spelling, inlined:
+			// equal bytes, tried only on keys of the same length.
+			raw := data[m.key+1 : m.keyEnd-1]
+			for k, key := range keys {
+				if len(key) == len(raw) && string(raw) == key {
+					vals[k] = data[m.val:m.valEnd:m.valEnd]
+				}
+			}
+			continue
+		}
 		for k, key := range keys {
 			if m.is(data, key, k < 64 && fast&(1<<k) != 0) {
 				vals[k] = data[m.val:m.valEnd:m.valEnd]

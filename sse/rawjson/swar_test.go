@@ -62,3 +62,34 @@ func TestIndexSpecial(t *testing.T) {
 		}
 	}
 }
+
+// TestIsFastKey compares the word-at-a-time check with a byte loop, every
+// length up to 40, a backslash or non-ASCII byte at every position.
+func TestIsFastKey(t *testing.T) {
+	want := func(k string) bool {
+		for i := 0; i < len(k); i++ {
+			if k[i] >= 0x80 || k[i] == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := range 41 {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + i%26)
+		}
+		if !rawjson.IsFastKey(string(b)) {
+			t.Fatalf("isFastKey(%q) = false", b)
+		}
+		for pos := range n {
+			for _, c := range []byte{'\\', 0x80, 0xff, 0xc3, 0x7f, '[', 0x5c ^ 0x80} {
+				k := []byte(string(b))
+				k[pos] = c
+				if got := rawjson.IsFastKey(string(k)); got != want(string(k)) {
+					t.Fatalf("isFastKey(%q) = %v", k, got)
+				}
+			}
+		}
+	}
+}
