@@ -116,14 +116,74 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 }
 
 // Check blocks on the first text with a hit. It never masks.
+//
+// Short texts (a chat's messages) are scanned four at a time as
+// interleaved automaton streams (run4): one text's walk is a chain of
+// dependent loads, four independent chains keep the core busy. The
+// verdicts are then resolved in text order, so the first text with a hit
+// still decides; long texts get scan's own interleaving.
 func (c *Checker) Check(_ context.Context, req *guard.Request, v *guard.Verdict) error {
-	for i := range req.Texts {
-		if rule := c.match(req.Texts[i].Data); rule != "" {
+	texts := req.Texts
+	if c.ac == nil {
+		for i := range texts {
+			if rule := c.regexRule(texts[i].Data, 0); rule != "" {
+				v.Action, v.Rule = guard.Block, rule
+				return nil
+			}
+		}
+		return nil
+	}
+	var pend [4]int // indexes of short texts not yet scanned
+	np := 0
+	for i := 0; i <= len(texts); i++ {
+		if i < len(texts) && len(texts[i].Data) < splitMin {
+			pend[np] = i
+			if np++; np < len(pend) {
+				continue
+			}
+		}
+		if rule := c.flush(texts, &pend, np); rule != "" {
 			v.Action, v.Rule = guard.Block, rule
 			return nil
 		}
+		np = 0
+		if i < len(texts) && len(texts[i].Data) >= splitMin {
+			if rule := c.match(texts[i].Data); rule != "" {
+				v.Action, v.Rule = guard.Block, rule
+				return nil
+			}
+		}
 	}
 	return nil
+}
+
+// flush scans the np pending short texts and returns the Rule of the first
+// (in text order) with a hit, or "".
+func (c *Checker) flush(texts []guard.Text, pend *[4]int, np int) string {
+	var lit [4]int32
+	var seen [4]uint64
+	switch np {
+	case 0:
+		return ""
+	case 4:
+		lit, seen = c.ac.run4(texts[pend[0]].Data, texts[pend[1]].Data, texts[pend[2]].Data, texts[pend[3]].Data)
+	case 1:
+		_, lit[0], seen[0] = c.ac.run(0, texts[pend[0]].Data)
+	default:
+		lit[0], seen[0], lit[1], seen[1] = c.ac.run2(texts[pend[0]].Data, texts[pend[1]].Data)
+		if np == 3 {
+			_, lit[2], seen[2] = c.ac.run(0, texts[pend[2]].Data)
+		}
+	}
+	for k := 0; k < np; k++ {
+		if lit[k] >= 0 {
+			return c.litRules[lit[k]]
+		}
+		if rule := c.regexRule(texts[pend[k]].Data, seen[k]); rule != "" {
+			return rule
+		}
+	}
+	return ""
 }
 
 // match returns the Rule of the first pattern that hits data, or "".
@@ -135,6 +195,12 @@ func (c *Checker) match(data []byte) string {
 			return c.litRules[lit]
 		}
 	}
+	return c.regexRule(data, seen)
+}
+
+// regexRule returns the Rule of the first regex that hits data, or "";
+// seen holds the prefilter bits of the factors found in data.
+func (c *Checker) regexRule(data []byte, seen uint64) string {
 	for i := range c.regexes {
 		r := &c.regexes[i]
 		if seen&r.bits != r.bits && !(r.ks && seen&ksBit != 0) {
