@@ -117,11 +117,12 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 
 // Check blocks on the first text with a hit. It never masks.
 //
-// Short texts (a chat's messages) are scanned four at a time as
-// interleaved automaton streams (run4): one text's walk is a chain of
-// dependent loads, four independent chains keep the core busy. The
-// verdicts are then resolved in text order, so the first text with a hit
-// still decides; long texts get scan's own interleaving.
+// Short texts (a chat's messages) are scanned in batches of up to
+// batchMax, four at a time as interleaved automaton streams (run4): one
+// text's walk is a chain of dependent loads, four independent chains keep
+// the core busy. A batch's texts are grouped by length so the four streams
+// end together. The verdicts are then resolved in text order, so the first
+// text with a hit still decides; long texts get scan's own interleaving.
 func (c *Checker) Check(_ context.Context, req *guard.Request, v *guard.Verdict) error {
 	texts := req.Texts
 	if c.ac == nil {
@@ -133,20 +134,19 @@ func (c *Checker) Check(_ context.Context, req *guard.Request, v *guard.Verdict)
 		}
 		return nil
 	}
-	var pend [4]int // indexes of short texts not yet scanned
-	np := 0
+	var b batch
 	for i := 0; i <= len(texts); i++ {
 		if i < len(texts) && len(texts[i].Data) < splitMin {
-			pend[np] = i
-			if np++; np < len(pend) {
+			b.idx[b.n] = i
+			if b.n++; b.n < batchMax {
 				continue
 			}
 		}
-		if rule := c.flush(texts, &pend, np); rule != "" {
+		if rule := c.flush(texts, &b); rule != "" {
 			v.Action, v.Rule = guard.Block, rule
 			return nil
 		}
-		np = 0
+		b.n = 0
 		if i < len(texts) && len(texts[i].Data) >= splitMin {
 			if rule := c.match(texts[i].Data); rule != "" {
 				v.Action, v.Rule = guard.Block, rule
@@ -157,29 +157,55 @@ func (c *Checker) Check(_ context.Context, req *guard.Request, v *guard.Verdict)
 	return nil
 }
 
-// flush scans the np pending short texts and returns the Rule of the first
-// (in text order) with a hit, or "".
-func (c *Checker) flush(texts []guard.Text, pend *[4]int, np int) string {
-	var lit [4]int32
-	var seen [4]uint64
-	switch np {
-	case 0:
+// batchMax bounds a batch of short texts (its state lives on the stack).
+const batchMax = 16
+
+// batch is a run of short texts scanned together: idx in text order, ord
+// the same positions ordered by length, and each text's literal and
+// prefilter bits.
+type batch struct {
+	n    int
+	idx  [batchMax]int
+	ord  [batchMax]uint8
+	lit  [batchMax]int32
+	seen [batchMax]uint64
+}
+
+// flush scans the batch's texts and returns the Rule of the first (in
+// text order) with a hit, or "".
+func (c *Checker) flush(texts []guard.Text, b *batch) string {
+	if b.n == 0 {
 		return ""
-	case 4:
-		lit, seen = c.ac.run4(texts[pend[0]].Data, texts[pend[1]].Data, texts[pend[2]].Data, texts[pend[3]].Data)
-	case 1:
-		_, lit[0], seen[0] = c.ac.run(0, texts[pend[0]].Data)
-	default:
-		lit[0], seen[0], lit[1], seen[1] = c.ac.run2(texts[pend[0]].Data, texts[pend[1]].Data)
-		if np == 3 {
-			_, lit[2], seen[2] = c.ac.run(0, texts[pend[2]].Data)
+	}
+	ln := func(k uint8) int { return len(texts[b.idx[k]].Data) }
+	for k := 0; k < b.n; k++ {
+		b.ord[k] = uint8(k)
+		for j := k; j > 0 && ln(b.ord[j]) < ln(b.ord[j-1]); j-- {
+			b.ord[j], b.ord[j-1] = b.ord[j-1], b.ord[j]
 		}
 	}
-	for k := 0; k < np; k++ {
-		if lit[k] >= 0 {
-			return c.litRules[lit[k]]
+	data := func(j int) []byte { return texts[b.idx[b.ord[j]]].Data }
+	j := 0
+	for ; j+4 <= b.n; j += 4 {
+		lit, seen := c.ac.run4(data(j), data(j+1), data(j+2), data(j+3))
+		for k := range 4 {
+			b.lit[b.ord[j+k]], b.seen[b.ord[j+k]] = lit[k], seen[k]
 		}
-		if rule := c.regexRule(texts[pend[k]].Data, seen[k]); rule != "" {
+	}
+	if j+2 <= b.n {
+		o0, o1 := b.ord[j], b.ord[j+1]
+		b.lit[o0], b.seen[o0], b.lit[o1], b.seen[o1] = c.ac.run2(data(j), data(j+1))
+		j += 2
+	}
+	if j < b.n {
+		o := b.ord[j]
+		_, b.lit[o], b.seen[o] = c.ac.run(0, data(j))
+	}
+	for k := 0; k < b.n; k++ {
+		if b.lit[k] >= 0 {
+			return c.litRules[b.lit[k]]
+		}
+		if rule := c.regexRule(texts[b.idx[k]].Data, b.seen[k]); rule != "" {
 			return rule
 		}
 	}
