@@ -63,14 +63,20 @@ func scanBuiltins(data []byte, s *sink) {
 	if s.on(detJWT) {
 		scanJWT(data, s)
 	}
-	if s.on(detPrivateKey) {
+	// A PEM line and most key prefixes need a '-': one look for it gates
+	// both (most texts have none).
+	dash := -1
+	if s.on(detPrivateKey) || s.on(detAPIKey) {
+		dash = bytes.IndexByte(data, '-')
+	}
+	if dash >= 0 && s.on(detPrivateKey) {
 		scanPrivateKey(data, s)
 	}
 	if s.on(detChinaMobile) || s.on(detChinaIDCard) || s.on(detBankCard) || s.on(detUSSSN) || s.on(detIPAddress) || s.on(detAPIKey) {
 		scanMain(data, s)
 	}
 	if s.on(detAPIKey) {
-		scanKeyPunct(data, s)
+		scanKeyPunct(data, dash, s)
 	}
 }
 
@@ -319,21 +325,20 @@ var mainStart = func() (t [256]bool) {
 
 // scanKeyPunct finds the API keys whose prefix holds a '-' or '_' (sk-,
 // xox?-, gh?_, github_pat_) by looking for those bytes, rare in prose, and
-// checking the letters before them.
-func scanKeyPunct(data []byte, s *sink) {
-	for off := 0; ; {
-		k := bytes.IndexByte(data[off:], '-')
-		if k < 0 {
-			break
-		}
-		p := off + k
-		off = p + 1
+// checking the letters before them; dash is the first '-' in data, or -1.
+func scanKeyPunct(data []byte, dash int, s *sink) {
+	for p := dash; p >= 0; {
 		switch {
 		case p >= 2 && data[p-2] == 's' && data[p-1] == 'k':
 			keyAt(data, p-2, s)
 		case p >= 4 && data[p-4] == 'x' && data[p-3] == 'o' && data[p-2] == 'x':
 			keyAt(data, p-4, s)
 		}
+		k := bytes.IndexByte(data[p+1:], '-')
+		if k < 0 {
+			break
+		}
+		p += 1 + k
 	}
 	for off := 0; ; {
 		k := bytes.IndexByte(data[off:], '_')
