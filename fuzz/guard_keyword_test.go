@@ -32,6 +32,15 @@ func FuzzKeyword(f *testing.F) {
 	f.Add("needle\nre:(?i)select \\* from", []byte(strings.Repeat("hay ", 100)+"nee"+"dle"+strings.Repeat(" hay", 100)))
 	f.Add("stradd\nzz", []byte(strings.Repeat("x", 148)+"stradd"+strings.Repeat("y", 150)))
 	f.Add("re:(?i)select \\* from", []byte(strings.Repeat("a", 140)+"SELECT * FROM t"+strings.Repeat("b", 140)))
+	// Short texts are scanned in batches, four interleaved streams grouped
+	// by length, and resolved in text order: a regex hit in an earlier text
+	// beats a literal in a later one; a long text between short ones.
+	f.Add("banned\nre:secret[-_]project\\d+", []byte("a\x00bb\x00ccc secret_project7\x00dddd\x00eeeee banned\x00f\x00gg\x00hhh\x00i\x00j"))
+	f.Add("zzz\nyy", []byte("0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00a\x00b\x00c\x00d\x00e\x00f\x00g\x00h\x00yy\x00zzz"))
+	f.Add("needle\nother", []byte("x\x00"+strings.Repeat("hay ", 70)+"\x00short needle\x00OTHER"))
+	// Patterns starting with non-ASCII or upper-case bytes; escapes are
+	// decoded before matching, so a pattern meets the raw UTF-8.
+	f.Add("\u00e9t\u00e9\nBaNnEd\nre:(?i)\u00c9T\u00c9", []byte("un \u00c9T\u00c9\x00banned\x00\u00e9t\u00e9"))
 	f.Fuzz(func(t *testing.T, spec string, text []byte) {
 		var ps []resources.KeywordPattern
 		type refRe struct {

@@ -205,6 +205,11 @@ func FuzzPII(f *testing.F) {
 	f.Add(uint16(1<<3), uint16(0), false, []byte("4111 1111 1111 1111 2025 3782 822463 10005 6011-0009-9013-9424-123"))
 	f.Add(uint16(1<<0), uint16(0), false, []byte("a@b.com.c0m x.y@sub-d.example.org- a@b.-c.com \u4e2d@x.cn"))
 	f.Add(uint16(0x7ff), uint16(0x400), false, []byte("12:34 secret-\x00SECRET-abc 0086 13812345678 +86-138 1234 5678"))
+	// Keys found from their '-' or '_' (sk-, xox?-, gh?_, github_pat_), with
+	// and without a token byte before them; digits and 'A' at every offset
+	// of the eight-byte skip, after non-ASCII bytes.
+	f.Add(uint16(1<<6), uint16(0), false, []byte("sk-abcdefghij0123456789 xsk-abcdefghij0123456789 _sk-abcdefghij0123456789\x00xoxb-123456789012 -xoxp-123456789012 ghp_abcdefghijklmnopqrstuvwxyz0123456789 aghp_abcdefghijklmnopqrstuvwxyz0123456789\x00github_pat_abcdefghij0123456789AB_x github_pat-"))
+	f.Add(uint16(0x1ff), uint16(0), false, []byte("1234567\u00e9123-45-6789\x00\u00e9\u00e94111111111111111\x00xxxxxxxAKIAIOSFODNN7EXAMPLE 9AKIAIOSFODNN7EXAMPLE\x00abcdefg+8613812345678"))
 	f.Fuzz(func(t *testing.T, enable, block uint16, reverse bool, text []byte) {
 		if len(text) > 256 {
 			text = text[:256] // the reference is quadratic

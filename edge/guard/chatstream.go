@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"strconv"
 
 	"gw/admin/resources"
 	"gw/sse/rawjson"
@@ -490,7 +491,7 @@ func (s *ChatStream) emitText(c *channel, text []byte) {
 	q = append(q, `,"model":`...)
 	q = appendOr(q, s.mdl, `""`)
 	q = append(q, `,"choices":[{"index":`...)
-	q = appendInt(q, c.choice)
+	q = strconv.AppendInt(q, int64(c.choice), 10)
 	q = append(q, `,"delta":{`...)
 	switch c.kind {
 	case chanContent:
@@ -501,7 +502,7 @@ func (s *ChatStream) emitText(c *channel, text []byte) {
 		q = append(append(append(q, '"'), c.field...), `":`...)
 	case chanTool:
 		q = append(q, `"tool_calls":[{"index":`...)
-		q = appendInt(q, c.tool)
+		q = strconv.AppendInt(q, int64(c.tool), 10)
 		q = append(q, `,"function":{"arguments":`...)
 	}
 	q = rawjson.AppendQuoteBytes(q, text)
@@ -518,22 +519,4 @@ func appendOr(dst, v []byte, def string) []byte {
 		return append(dst, def...)
 	}
 	return append(dst, v...)
-}
-
-func appendInt(dst []byte, n int) []byte {
-	if n < 0 {
-		dst = append(dst, '-')
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
 }

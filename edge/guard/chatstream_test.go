@@ -222,3 +222,36 @@ func TestChatStreamUnreadableChunk(t *testing.T) {
 	f(nil, Unavailable, "", true)
 	f(func(g *resources.Guardrail) { g.OutputFailOpen = true }, Pass, BypassUnreadable, false)
 }
+
+// TestChatStreamRawCap: a held stream whose text stays under
+// max_buffer_bytes but whose raw chunks (framing, padding fields) pass the
+// raw-byte cap (128× max_buffer_bytes) is treated as exceeding the buffer:
+// blocked when failing closed, passed unscanned and recorded when open.
+func TestChatStreamRawCap(t *testing.T) {
+	pad := strings.Repeat("p", 200)
+	for _, failOpen := range []bool{false, true} {
+		st := stage("c", &wordChecker{word: "zzz"}, func(g *resources.Guardrail) {
+			g.Stream = &resources.StreamControls{Mode: resources.StreamModeBufferFull}
+			g.Buffer = &resources.BufferControls{MaxBytes: 32, OnExceeded: resources.OnBufferExceededFailClosed}
+			if failOpen {
+				g.Buffer.OnExceeded = resources.OnBufferExceededFailOpen
+			}
+		})
+		// 32 × 128 = 4096 raw bytes; each padded chunk is over 300 and
+		// adds one byte of text (23 held in all, the blocked word last).
+		var chunks []string
+		for i := 0; i < 20; i++ {
+			chunks = append(chunks, `{"id":"c1","object":"chat.completion.chunk","created":7,"model":"up","system_fingerprint":"`+pad+`","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`)
+		}
+		chunks = append(chunks, chunk(`{"content":"zzz"}`, ""), chunk(`{}`, "stop"))
+		out, d, e := runChat(t, []*Stage{st}, chunks)
+		content, _, _ := collect(t, out)
+		if failOpen {
+			if d >= Blocked || content != strings.Repeat("a", 20)+"zzz" || e.Outcome.BypassedReason != BypassBufferExceeded {
+				t.Fatalf("fail_open: %d %q %q", d, content, e.Outcome.BypassedReason)
+			}
+		} else if d != Blocked || content != "" || hitsString(e.Outcome.Enforced) != "c:blocked_buffer_exceeded" {
+			t.Fatalf("fail_closed: %d %q %v", d, content, e.Outcome.Enforced)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bytes"
+	"strconv"
 
 	"gw/sse/rawjson"
 )
@@ -81,7 +82,7 @@ func (s *NativeStream) minimalDelta(h *heldEvent, text []byte) {
 		delta, _, _ := rawjson.Get(data, "delta")
 		t, _, _ := rawjson.Get(delta, "type")
 		s.obuf = append(s.obuf, `{"type":"content_block_delta","index":`...)
-		s.obuf = appendInt(s.obuf, int(n))
+		s.obuf = strconv.AppendInt(s.obuf, int64(n), 10)
 		if rawjson.StringEquals(t, "input_json_delta") {
 			s.obuf = append(s.obuf, `,"delta":{"type":"input_json_delta","partial_json":`...)
 		} else {
@@ -95,9 +96,9 @@ func (s *NativeStream) minimalDelta(h *heldEvent, text []byte) {
 	s.obuf = append(s.obuf, `{"type":`...)
 	s.obuf = rawjson.AppendQuoteBytes(s.obuf, s.arena[h.name[0]:h.name[1]])
 	s.obuf = append(s.obuf, `,"output_index":`...)
-	s.obuf = appendInt(s.obuf, int(key>>20))
+	s.obuf = strconv.AppendInt(s.obuf, int64(key>>20), 10)
 	s.obuf = append(s.obuf, `,"content_index":`...)
-	s.obuf = appendInt(s.obuf, int(key&(1<<20-1)))
+	s.obuf = strconv.AppendInt(s.obuf, int64(key&(1<<20-1)), 10)
 	s.obuf = append(s.obuf, `,"delta":`...)
 	s.obuf = rawjson.AppendQuoteBytes(s.obuf, text)
 	s.obuf = append(s.obuf, '}')

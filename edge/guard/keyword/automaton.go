@@ -339,3 +339,64 @@ func (a *automaton) note(e uint32, hit *int32, seen *uint64) {
 	}
 	*seen |= a.factor[st]
 }
+
+// run2 runs two texts through the automaton as independent streams from
+// the root, interleaved over their common length (see scan2 for why), and
+// reports each one's first literal, or when it has none the prefilter
+// bits of its factors.
+func (a *automaton) run2(d0, d1 []byte) (lit0 int32, seen0 uint64, lit1 int32, seen1 uint64) {
+	n := min(len(d0), len(d1))
+	h0, h1 := d0[:n], d1[:n]
+	trans, cls := a.trans, &a.cls
+	var s0, s1 uint32
+	lit0, lit1 = -1, -1
+	for k := range h0 {
+		e0 := trans[s0+uint32(cls[h0[k]])]
+		e1 := trans[s1+uint32(cls[h1[k]])]
+		if e0|e1 >= flagFactor {
+			a.note(e0, &lit0, &seen0)
+			a.note(e1, &lit1, &seen1)
+		}
+		s0, s1 = e0&rowMask, e1&rowMask
+	}
+	lit0, seen0 = a.finish(s0, d0[n:], lit0, seen0)
+	lit1, seen1 = a.finish(s1, d1[n:], lit1, seen1)
+	return lit0, seen0, lit1, seen1
+}
+
+// run4 is run2 with four texts.
+func (a *automaton) run4(d0, d1, d2, d3 []byte) (lit [4]int32, seen [4]uint64) {
+	n := min(len(d0), len(d1), len(d2), len(d3))
+	h0, h1, h2, h3 := d0[:n], d1[:n], d2[:n], d3[:n]
+	trans, cls := a.trans, &a.cls
+	var s0, s1, s2, s3 uint32
+	l0, l1, l2, l3 := int32(-1), int32(-1), int32(-1), int32(-1)
+	var f0, f1, f2, f3 uint64
+	for k := range h0 {
+		e0 := trans[s0+uint32(cls[h0[k]])]
+		e1 := trans[s1+uint32(cls[h1[k]])]
+		e2 := trans[s2+uint32(cls[h2[k]])]
+		e3 := trans[s3+uint32(cls[h3[k]])]
+		if e0|e1|e2|e3 >= flagFactor {
+			a.note(e0, &l0, &f0)
+			a.note(e1, &l1, &f1)
+			a.note(e2, &l2, &f2)
+			a.note(e3, &l3, &f3)
+		}
+		s0, s1, s2, s3 = e0&rowMask, e1&rowMask, e2&rowMask, e3&rowMask
+	}
+	lit[0], seen[0] = a.finish(s0, d0[n:], l0, f0)
+	lit[1], seen[1] = a.finish(s1, d1[n:], l1, f1)
+	lit[2], seen[2] = a.finish(s2, d2[n:], l2, f2)
+	lit[3], seen[3] = a.finish(s3, d3[n:], l3, f3)
+	return lit, seen
+}
+
+// finish runs a stream's tail from state s unless it already has a literal.
+func (a *automaton) finish(s uint32, tail []byte, lit int32, seen uint64) (int32, uint64) {
+	if lit >= 0 || len(tail) == 0 {
+		return lit, seen
+	}
+	_, l, sn := a.run(s, tail)
+	return l, seen | sn
+}

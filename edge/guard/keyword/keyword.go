@@ -116,14 +116,100 @@ func New(g *resources.Guardrail) (guard.Checker, error) {
 }
 
 // Check blocks on the first text with a hit. It never masks.
+//
+// Short texts (a chat's messages) are scanned in batches of up to
+// batchMax, four at a time as interleaved automaton streams (run4): one
+// text's walk is a chain of dependent loads, four independent chains keep
+// the core busy. A batch's texts are grouped by length so the four streams
+// end together. The verdicts are then resolved in text order, so the first
+// text with a hit still decides; long texts get scan's own interleaving.
 func (c *Checker) Check(_ context.Context, req *guard.Request, v *guard.Verdict) error {
-	for i := range req.Texts {
-		if rule := c.match(req.Texts[i].Data); rule != "" {
+	texts := req.Texts
+	if c.ac == nil {
+		for i := range texts {
+			if rule := c.regexRule(texts[i].Data, 0); rule != "" {
+				v.Action, v.Rule = guard.Block, rule
+				return nil
+			}
+		}
+		return nil
+	}
+	var b batch
+	for i := 0; i <= len(texts); i++ {
+		if i < len(texts) && len(texts[i].Data) < splitMin {
+			b.idx[b.n] = i
+			if b.n++; b.n < batchMax {
+				continue
+			}
+		}
+		if rule := c.flush(texts, &b); rule != "" {
 			v.Action, v.Rule = guard.Block, rule
 			return nil
 		}
+		b.n = 0
+		if i < len(texts) && len(texts[i].Data) >= splitMin {
+			if rule := c.match(texts[i].Data); rule != "" {
+				v.Action, v.Rule = guard.Block, rule
+				return nil
+			}
+		}
 	}
 	return nil
+}
+
+// batchMax bounds a batch of short texts (its state lives on the stack).
+const batchMax = 16
+
+// batch is a run of short texts scanned together: idx in text order, ord
+// the same positions ordered by length, and each text's literal and
+// prefilter bits.
+type batch struct {
+	n    int
+	idx  [batchMax]int
+	ord  [batchMax]uint8
+	lit  [batchMax]int32
+	seen [batchMax]uint64
+}
+
+// flush scans the batch's texts and returns the Rule of the first (in
+// text order) with a hit, or "".
+func (c *Checker) flush(texts []guard.Text, b *batch) string {
+	if b.n == 0 {
+		return ""
+	}
+	ln := func(k uint8) int { return len(texts[b.idx[k]].Data) }
+	for k := 0; k < b.n; k++ {
+		b.ord[k] = uint8(k)
+		for j := k; j > 0 && ln(b.ord[j]) < ln(b.ord[j-1]); j-- {
+			b.ord[j], b.ord[j-1] = b.ord[j-1], b.ord[j]
+		}
+	}
+	data := func(j int) []byte { return texts[b.idx[b.ord[j]]].Data }
+	j := 0
+	for ; j+4 <= b.n; j += 4 {
+		lit, seen := c.ac.run4(data(j), data(j+1), data(j+2), data(j+3))
+		for k := range 4 {
+			b.lit[b.ord[j+k]], b.seen[b.ord[j+k]] = lit[k], seen[k]
+		}
+	}
+	if j+2 <= b.n {
+		o0, o1 := b.ord[j], b.ord[j+1]
+		b.lit[o0], b.seen[o0], b.lit[o1], b.seen[o1] = c.ac.run2(data(j), data(j+1))
+		j += 2
+	}
+	if j < b.n {
+		o := b.ord[j]
+		_, b.lit[o], b.seen[o] = c.ac.run(0, data(j))
+	}
+	for k := 0; k < b.n; k++ {
+		if b.lit[k] >= 0 {
+			return c.litRules[b.lit[k]]
+		}
+		if rule := c.regexRule(texts[b.idx[k]].Data, b.seen[k]); rule != "" {
+			return rule
+		}
+	}
+	return ""
 }
 
 // match returns the Rule of the first pattern that hits data, or "".
@@ -135,6 +221,12 @@ func (c *Checker) match(data []byte) string {
 			return c.litRules[lit]
 		}
 	}
+	return c.regexRule(data, seen)
+}
+
+// regexRule returns the Rule of the first regex that hits data, or "";
+// seen holds the prefilter bits of the factors found in data.
+func (c *Checker) regexRule(data []byte, seen uint64) string {
 	for i := range c.regexes {
 		r := &c.regexes[i]
 		if seen&r.bits != r.bits && !(r.ks && seen&ksBit != 0) {

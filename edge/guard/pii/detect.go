@@ -1,14 +1,18 @@
 package pii
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // The built-in detectors. Each finds, for every start position its
 // boundary rule allows, the longest match starting there, and reports it as
 // a span; overlapping spans are merged when masking. Every detector is a
 // hand-written scanner over bytes (no regexp), and the expensive ones are
 // reached only through a fast skip: bytes.IndexByte for '@' and ':',
-// bytes.Index for "eyJ" and "-----BEGIN ", and one shared loop that stops
-// only at digits, '+' and the first letters of the API-key prefixes.
+// bytes.Index for "eyJ" and "-----BEGIN ", bytes.IndexByte for the '-' and
+// '_' of most API-key prefixes, and one shared loop that stops only at
+// digits, '+' and 'A' (the AWS and Google key prefixes).
 //
 // What each matches exactly is documented in docs/GUARDRAILS_KINDS.md.
 
@@ -59,11 +63,20 @@ func scanBuiltins(data []byte, s *sink) {
 	if s.on(detJWT) {
 		scanJWT(data, s)
 	}
-	if s.on(detPrivateKey) {
+	// A PEM line and most key prefixes need a '-': one look for it gates
+	// both (most texts have none).
+	dash := -1
+	if s.on(detPrivateKey) || s.on(detAPIKey) {
+		dash = bytes.IndexByte(data, '-')
+	}
+	if dash >= 0 && s.on(detPrivateKey) {
 		scanPrivateKey(data, s)
 	}
 	if s.on(detChinaMobile) || s.on(detChinaIDCard) || s.on(detBankCard) || s.on(detUSSSN) || s.on(detIPAddress) || s.on(detAPIKey) {
 		scanMain(data, s)
+	}
+	if s.on(detAPIKey) {
+		scanKeyPunct(data, dash, s)
 	}
 }
 
@@ -302,18 +315,71 @@ var mainStart = func() (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
-	for _, c := range "+sAgx" {
+	// Keys starting with s, g or x have a '-' or '_' in their prefix and
+	// are found from it (scanKeyPunct): those letters start many words.
+	for _, c := range "+A" {
 		t[c] = true
 	}
 	return t
 }()
 
+// scanKeyPunct finds the API keys whose prefix holds a '-' or '_' (sk-,
+// xox?-, gh?_, github_pat_) by looking for those bytes, rare in prose, and
+// checking the letters before them; dash is the first '-' in data, or -1.
+func scanKeyPunct(data []byte, dash int, s *sink) {
+	for p := dash; p >= 0; {
+		switch {
+		case p >= 2 && data[p-2] == 's' && data[p-1] == 'k':
+			keyAt(data, p-2, s)
+		case p >= 4 && data[p-4] == 'x' && data[p-3] == 'o' && data[p-2] == 'x':
+			keyAt(data, p-4, s)
+		}
+		k := bytes.IndexByte(data[p+1:], '-')
+		if k < 0 {
+			break
+		}
+		p += 1 + k
+	}
+	for off := 0; ; {
+		k := bytes.IndexByte(data[off:], '_')
+		if k < 0 {
+			return
+		}
+		p := off + k
+		off = p + 1
+		switch {
+		case p >= 3 && data[p-3] == 'g' && data[p-2] == 'h':
+			keyAt(data, p-3, s)
+		case p >= 6 && hasPrefixAt(data, p-6, "github_pat_"):
+			keyAt(data, p-6, s)
+		}
+	}
+}
+
+// keyAt adds the API key starting at i, if any: a key starts where the
+// previous byte is not [A-Za-z0-9_-].
+func keyAt(data []byte, i int, s *sink) {
+	if i > 0 && isTokenByte(data[i-1]) {
+		return
+	}
+	if end := apiKeyAt(data, i); end > 0 {
+		s.add(detAPIKey, i, end)
+	}
+}
+
 func scanMain(data []byte, s *sink) {
 	numbers := s.on(detChinaMobile) || s.on(detChinaIDCard) || s.on(detBankCard) || s.on(detUSSSN) || s.on(detIPAddress)
 	keys := s.on(detAPIKey)
 	for i := 0; i < len(data); i++ {
+		// Fast path - most bytes start nothing: skip eight at a time while
+		// none is a digit, '+' or 'A'.
+		for i+8 <= len(data) && !mainStart8(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
+		if i >= len(data) {
+			break
+		}
 		c := data[i]
-		// Fast path - most bytes start nothing.
 		if !mainStart[c] {
 			continue
 		}
@@ -326,12 +392,28 @@ func scanMain(data []byte, s *sink) {
 			}
 			continue
 		}
-		if keys && (i == 0 || !isTokenByte(data[i-1])) {
-			if end := apiKeyAt(data, i); end > 0 {
-				s.add(detAPIKey, i, end)
-			}
+		if keys {
+			keyAt(data, i, s)
 		}
 	}
+}
+
+// mainStart8 reports whether one of the eight bytes in x is a digit, '+'
+// or 'A' (the bytes mainStart marks), with the has-zero-byte and
+// has-byte-between tricks of "Bit Twiddling Hacks": exact for presence,
+// and bytes ≥ 0x80 never count.
+func mainStart8(x uint64) bool {
+	const (
+		ones = 0x0101010101010101
+		low7 = 0x7f7f7f7f7f7f7f7f
+		high = 0x8080808080808080
+	)
+	x7 := x & low7
+	// A byte strictly between '/' and ':' (a digit).
+	digit := (ones*(127+':') - x7) & ^x & (x7 + ones*(127-'/')) & high
+	plus := x ^ (ones * '+')
+	a := x ^ (ones * 'A')
+	return digit|((plus-ones)&^plus&high)|((a-ones)&^a&high) != 0
 }
 
 // endsWord: the byte at data[j], if any, is not an ASCII letter or digit.
@@ -495,8 +577,8 @@ var apiKeys = []apiKey{
 // apiKeyAt matches a key shape at i (the previous byte is not
 // [A-Za-z0-9_-]); the key must not be followed by [A-Za-z0-9_-].
 func apiKeyAt(data []byte, i int) int {
-	// Fast path - a word starting with s, A, g or x is rarely a key: the
-	// second byte rules most of them out.
+	// Fast path - a word starting with A is rarely a key: the second byte
+	// rules most of them out.
 	if i+1 >= len(data) || !apiSecond[data[i+1]] {
 		return -1
 	}
