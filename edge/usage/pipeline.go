@@ -323,13 +323,17 @@ func (p *Pipeline) dispatch() {
 	}
 }
 
-// drainIn fans out what the main queue holds now and returns how many.
+// drainIn fans out what the main queue holds now and returns how many:
+// each sink gets the drain's records as one chunk.
 func (p *Pipeline) drainIn(list []*worker) int {
 	n := 0
 	for r := p.in.peek(); r != nil; r = p.in.peek() {
 		p.fanout(r, list)
 		p.in.release()
 		n++
+	}
+	for _, w := range list {
+		w.handOff()
 	}
 	return n
 }
@@ -353,12 +357,7 @@ func (p *Pipeline) fanout(r *Record, list []*worker) {
 		(*fn)(r)
 	}
 	for _, w := range list {
-		select {
-		case w.ch <- *r:
-		default:
-			dropSinkFull.Inc()
-			w.stats.dropped.Add(1)
-		}
+		w.add(r)
 	}
 }
 
