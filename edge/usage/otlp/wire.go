@@ -3,7 +3,9 @@ package otlp
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -21,6 +23,7 @@ import (
 // length-prefixed encoding allows without a size pass over each span.
 func appendRequest(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	// ResourceSpans (1) { resource (1) { attributes (1) }, scope_spans (2) { scope (1) { name (1) }, spans (2)... } }
+	service = valid(service)
 	ss := sc.scopeSpans[:0]
 	ss = protowire.AppendTag(ss, 1, protowire.BytesType)
 	ss = protowire.AppendVarint(ss, uint64(strSize(ScopeName)))
@@ -47,6 +50,18 @@ func appendRequest(dst []byte, batch []usage.Record, service string, sc *scratch
 // scratch holds the encoder's reusable buffers.
 type scratch struct {
 	scopeSpans, span []byte
+}
+
+// valid returns s with each run of invalid UTF-8 replaced by U+FFFD:
+// protobuf string fields must be UTF-8, and a receiver built on the
+// official types (the Collector) rejects the whole request otherwise. A
+// caller-supplied user name, say, could make a batch of 512 spans
+// undeliverable. Allocates only for an invalid string.
+func valid(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // strSize is the wire size of a string field with a one-byte tag.
@@ -77,6 +92,7 @@ func appendKVHead(dst []byte, num protowire.Number, key string, valSize int) []b
 // array_value (5).
 
 func attrStr(dst []byte, key, v string) []byte {
+	v = valid(v)
 	dst = appendKVHead(dst, 9, key, strSize(v))
 	return appendStr(dst, 1, v)
 }
@@ -111,9 +127,9 @@ func attrBool(dst []byte, key string, v bool) []byte {
 // when b is given (guardrail:action), written without building the string.
 func attrStrings(dst []byte, key string, n int, a, b func(int) string) []byte {
 	elem := func(i int) int {
-		l := len(a(i))
+		l := len(valid(a(i)))
 		if b != nil {
-			l += 1 + len(b(i))
+			l += 1 + len(valid(b(i)))
 		}
 		return l
 	}
@@ -130,9 +146,9 @@ func attrStrings(dst []byte, key string, n int, a, b func(int) string) []byte {
 		dst = protowire.AppendVarint(dst, uint64(1+protowire.SizeBytes(l)))
 		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
 		dst = protowire.AppendVarint(dst, uint64(l))
-		dst = append(dst, a(i)...)
+		dst = append(dst, valid(a(i))...)
 		if b != nil {
-			dst = append(append(dst, ':'), b(i)...)
+			dst = append(append(dst, ':'), valid(b(i))...)
 		}
 	}
 	return dst
@@ -143,7 +159,7 @@ func attrStrings(dst []byte, key string, n int, a, b func(int) string) []byte {
 func appendSpan(dst []byte, r *usage.Record) []byte {
 	end := r.OccurredAt
 	start := end.Add(-r.Latency)
-	op := genAIOperation(r.Operation)
+	op, model := valid(genAIOperation(r.Operation)), valid(r.Model)
 	kind := 2 // SPAN_KIND_SERVER
 	if r.AttemptKind == usage.AttemptFailed {
 		kind, start = 3, end // SPAN_KIND_CLIENT, a point in time
@@ -158,14 +174,19 @@ func appendSpan(dst []byte, r *usage.Record) []byte {
 	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
 	dst = protowire.AppendBytes(dst, id[:])
 	dst = protowire.AppendTag(dst, 5, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(len(op)+1+len(r.Model)))
-	dst = append(append(append(dst, op...), ' '), r.Model...)
+	dst = protowire.AppendVarint(dst, uint64(len(op)+1+len(model)))
+	dst = append(append(append(dst, op...), ' '), model...)
 	dst = protowire.AppendTag(dst, 6, protowire.VarintType)
 	dst = protowire.AppendVarint(dst, uint64(kind))
-	dst = protowire.AppendTag(dst, 7, protowire.Fixed64Type)
-	dst = protowire.AppendFixed64(dst, uint64(start.UnixNano()))
-	dst = protowire.AppendTag(dst, 8, protowire.Fixed64Type)
-	dst = protowire.AppendFixed64(dst, uint64(end.UnixNano()))
+	// proto3 leaves a zero scalar out (only at the Unix epoch here).
+	if t := uint64(start.UnixNano()); t != 0 {
+		dst = protowire.AppendTag(dst, 7, protowire.Fixed64Type)
+		dst = protowire.AppendFixed64(dst, t)
+	}
+	if t := uint64(end.UnixNano()); t != 0 {
+		dst = protowire.AppendTag(dst, 8, protowire.Fixed64Type)
+		dst = protowire.AppendFixed64(dst, t)
+	}
 
 	dst = attrStr(dst, "gen_ai.operation.name", op)
 	dst = attrStr(dst, "gen_ai.request.model", r.Model)
@@ -237,14 +258,15 @@ func appendSpan(dst []byte, r *usage.Record) []byte {
 	dst = attrOptStr(dst, "gw.usage.guardrail_bypassed_reason", r.GuardrailBypassedReason)
 	dst = attrBool(dst, "gw.usage.guardrail_blocked_fail_closed", r.GuardrailBlockedFailClosed)
 	if r.StatusCode >= 400 { // status (15) { message (2), code (3) = STATUS_CODE_ERROR }
+		msg := valid(r.ErrorMessage)
 		st := 2 // code
-		if r.ErrorMessage != "" {
-			st += strSize(r.ErrorMessage)
+		if msg != "" {
+			st += strSize(msg)
 		}
 		dst = protowire.AppendTag(dst, 15, protowire.BytesType)
 		dst = protowire.AppendVarint(dst, uint64(st))
-		if r.ErrorMessage != "" {
-			dst = appendStr(dst, 2, r.ErrorMessage)
+		if msg != "" {
+			dst = appendStr(dst, 2, msg)
 		}
 		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
 		dst = protowire.AppendVarint(dst, 2)
