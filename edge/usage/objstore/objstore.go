@@ -1,5 +1,5 @@
-// Package objstore exports usage records as gzip-compressed
-// newline-delimited JSON objects to an S3-compatible bucket (minio-go) or to Google Cloud Storage: with
+// Package objstore exports usage records as newline-delimited JSON objects
+// to an S3-compatible bucket (minio-go) or to Google Cloud Storage: with
 // static HMAC keys through GCS's S3-interoperable XML API, with the
 // workload's identity (Application Default Credentials) through the GCS
 // JSON upload API.
@@ -8,14 +8,7 @@
 // with the batch ID, so a resent batch overwrites its own object instead
 // of writing a duplicate:
 //
-//	<prefix>/dt=2026-11-25/hour=17/20261125T170546.123Z-<batch-id>.ndjson.gz
-//
-// The objects are gzip files (Content-Type application/gzip, no
-// Content-Encoding, so no store or client decompresses them on the way): an
-// archive is written once and read rarely, and compressing first makes the
-// Content-MD5 the upload needs hash 1/15–1/30 of the bytes: deflate at
-// BestSpeed plus MD5 of its output costs less than MD5 of the plain NDJSON
-// alone (BenchmarkObjectEncode), and the upload is 15–30× smaller.
+//	<prefix>/dt=2026-11-25/hour=17/20261125T170546.123Z-<batch-id>.ndjson
 package objstore
 
 import (
@@ -51,12 +44,7 @@ const (
 type Sink struct {
 	cfg *resources.ObjectStoreExporter
 	put func(ctx context.Context, name string, body []byte) error
-	gz  usage.Gzipper
-	nd  []byte // the batch's NDJSON before compression
 }
-
-// ContentType of the uploaded objects.
-const ContentType = "application/gzip"
 
 var _ usage.Sink = (*Sink)(nil)
 
@@ -101,7 +89,7 @@ func New(cfg *resources.ObjectStoreExporter) (*Sink, error) {
 	}
 	s.put = func(ctx context.Context, name string, body []byte) error {
 		_, err := mc.PutObject(ctx, cfg.Bucket, name, bytes.NewReader(body), int64(len(body)),
-			minio.PutObjectOptions{ContentType: ContentType, DisableMultipart: true,
+			minio.PutObjectOptions{ContentType: "application/x-ndjson", DisableMultipart: true,
 				// One plain signed PUT with Content-MD5 (no aws-chunked streaming
 				// signature), which every S3-compatible store reads.
 				DisableContentSha256: true, SendContentMd5: true})
@@ -133,10 +121,9 @@ func classify(status int, code string) error {
 	return se
 }
 
-// Encode writes the batch as gzip-compressed NDJSON.
+// Encode writes the batch as NDJSON.
 func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	s.nd = usage.AppendNDJSON(s.nd[:0], batch)
-	return s.gz.Compress(dst, s.nd)
+	return usage.AppendNDJSON(dst, batch), nil
 }
 
 // Send writes the batch's object.
@@ -157,7 +144,7 @@ func ObjectName(prefix string, b *usage.Batch) string {
 	sb.WriteString(t.Format("dt=2006-01-02/hour=15/20060102T150405.000Z"))
 	sb.WriteByte('-')
 	sb.WriteString(b.ID)
-	sb.WriteString(".ndjson.gz")
+	sb.WriteString(".ndjson")
 	return sb.String()
 }
 
@@ -195,7 +182,7 @@ func gcsJSONPut(cfg *resources.ObjectStoreExporter) func(context.Context, string
 		if err != nil {
 			return &usage.SendError{Permanent: true, Msg: "cannot build the upload request"}
 		}
-		req.Header.Set("Content-Type", ContentType)
+		req.Header.Set("Content-Type", "application/x-ndjson")
 		tok.SetAuthHeader(req)
 		resp, err := client.Do(req)
 		if err != nil {

@@ -45,7 +45,7 @@ func TestObjectStoreS3(t *testing.T) {
 	}
 	day := time.Now().UTC().Format("dt=2006-01-02/hour=")
 	for k, b := range objs {
-		if !strings.HasPrefix(k, "events/"+day) || !strings.HasSuffix(k, ".ndjson.gz") {
+		if !strings.HasPrefix(k, "events/"+day) || !strings.HasSuffix(k, ".ndjson") {
 			t.Fatalf("object name %q", k)
 		}
 		usagetest.ValidateNDJSON(t, b)
@@ -84,9 +84,9 @@ func TestObjectName(t *testing.T) {
 			t.Fatalf("ObjectName(%q) = %q; want %q", prefix, got, want)
 		}
 	}
-	f("", "dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson.gz")
-	f("events", "events/dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson.gz")
-	f("events/", "events/dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson.gz")
+	f("", "dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson")
+	f("events", "events/dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson")
+	f("events/", "events/dt=2026-11-25/hour=16/20261125T160546.123Z-b-1.ndjson")
 }
 
 // TestObjectStoreGCSCloudIdentity: a gcs exporter with auth_mode
@@ -113,7 +113,7 @@ func TestObjectStoreGCSCloudIdentity(t *testing.T) {
 		t.Fatalf("%d objects; want 3 batches", len(objs))
 	}
 	for k, b := range objs {
-		if !strings.HasPrefix(k, "events/dt=") || !strings.HasSuffix(k, ".ndjson.gz") {
+		if !strings.HasPrefix(k, "events/dt=") || !strings.HasSuffix(k, ".ndjson") {
 			t.Fatalf("object name %q", k)
 		}
 		usagetest.ValidateNDJSON(t, b)

@@ -163,8 +163,7 @@ func StartGCS(tb testing.TB, bucket string) *GCSServer {
 func (g *GCSServer) Grants() int { g.mu.Lock(); defer g.mu.Unlock(); return g.grants }
 func (g *GCSServer) Denied() int { g.mu.Lock(); defer g.mu.Unlock(); return g.denied }
 
-// Objects returns the bucket's objects by name, read from the emulator;
-// gzip objects (".gz") decompressed.
+// Objects returns the bucket's objects by name, read from the emulator.
 func (g *GCSServer) Objects(tb testing.TB) map[string][]byte {
 	tb.Helper()
 	resp, err := http.Get(g.emu + "/storage/v1/b/" + g.Bucket + "/o")
@@ -188,7 +187,7 @@ func (g *GCSServer) Objects(tb testing.TB) map[string][]byte {
 		}
 		b, _ := io.ReadAll(r.Body)
 		r.Body.Close()
-		out[it.Name] = decoded(tb, it.Name, b)
+		out[it.Name] = b
 	}
 	return out
 }

@@ -1,8 +1,6 @@
 package usagetest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"io"
 	"net"
@@ -10,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -104,7 +101,7 @@ func (s *S3Server) Kill() {
 }
 
 // Objects returns every object of the bucket by key, read through the S3
-// API; gzip objects (".gz") decompressed.
+// API.
 func (s *S3Server) Objects(tb testing.TB) map[string][]byte {
 	tb.Helper()
 	c, err := minio.New("127.0.0.1:"+strconv.Itoa(s.port), &minio.Options{Creds: credentials.NewStaticV4(S3Key, S3Secret, "")})
@@ -126,27 +123,7 @@ func (s *S3Server) Objects(tb testing.TB) map[string][]byte {
 		if err != nil {
 			tb.Fatalf("cannot read %s: %v", obj.Key, err)
 		}
-		out[obj.Key] = decoded(tb, obj.Key, b)
-	}
-	return out
-}
-
-// decoded returns an object's content as written by gw: a ".gz" object
-// (the object store exporter writes gzip-compressed NDJSON) decompressed,
-// failing the test when it is not a whole gzip stream; any other object as
-// stored.
-func decoded(tb testing.TB, key string, b []byte) []byte {
-	tb.Helper()
-	if !strings.HasSuffix(key, ".gz") {
-		return b
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		tb.Fatalf("object %s is not gzip: %v", key, err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		tb.Fatalf("cannot decompress object %s: %v", key, err)
+		out[obj.Key] = b
 	}
 	return out
 }
