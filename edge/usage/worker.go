@@ -87,7 +87,7 @@ type sinkStats struct {
 }
 
 func (p *Pipeline) startWorker(cfg SinkConfig, s Sink) *worker {
-	w := &worker{name: cfg.Name, ch: make(chan []Record, SinkQueueSize), free: make(chan []Record, 8), p: p,
+	w := &worker{name: cfg.Name, ch: make(chan []Record, SinkQueueSize), free: make(chan []Record, 4), p: p,
 		quit: make(chan time.Time, 1), exit: make(chan struct{})}
 	w.hard, w.kill = context.WithCancel(context.Background())
 	w.swap(cfg, s)
@@ -172,9 +172,11 @@ func (w *worker) run() {
 		}
 		w.queued.Add(-int64(taken))
 		clear(chunk) // drop the snapshot strings the records point at
-		select {
-		case w.free <- chunk[:0]:
-		default:
+		if cap(chunk) <= maxPooledChunk {
+			select {
+			case w.free <- chunk[:0]:
+			default:
+			}
 		}
 	}
 	for {
@@ -221,7 +223,12 @@ func (w *worker) add(r *Record) {
 }
 
 // chunkCap is a new chunk's capacity: a 2 ms drain at 100k records/s.
-const chunkCap = 256
+// A burst's bigger chunk is not pooled, so the pool keeps at most
+// cap(free) × maxPooledChunk records (2.4 MB) per sink.
+const (
+	chunkCap       = 256
+	maxPooledChunk = 4 * chunkCap
+)
 
 // handOff sends the drain's chunk to the worker. Dispatcher only.
 func (w *worker) handOff() {
