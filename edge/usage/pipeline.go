@@ -331,6 +331,12 @@ func (p *Pipeline) dispatch() {
 // each sink gets the drain's records as one chunk.
 func (p *Pipeline) drainIn(list []*worker) int {
 	n := 0
+	// A chunk sized for the backlog at once: growing it by appending
+	// would copy every record again at each doubling.
+	hint := int(min(p.in.backlog(), SinkQueueSize))
+	for _, w := range list {
+		w.hint = hint
+	}
 	for r := p.in.peek(); r != nil; r = p.in.peek() {
 		p.fanout(r, list)
 		p.in.release()

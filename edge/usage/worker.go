@@ -66,6 +66,7 @@ type worker struct {
 	free   chan []Record // emptied chunks back to the dispatcher
 	queued atomic.Int64  // records in ch (or in the chunk being taken apart)
 	pend   []Record      // the dispatcher's chunk of the current drain
+	hint   int           // records the current drain may bring (sizes a new chunk)
 	p      *Pipeline
 	cfg    atomic.Pointer[SinkConfig]
 	sink   atomic.Pointer[sinkBox]
@@ -172,11 +173,9 @@ func (w *worker) run() {
 		}
 		w.queued.Add(-int64(taken))
 		clear(chunk) // drop the snapshot strings the records point at
-		if cap(chunk) <= maxPooledChunk {
-			select {
-			case w.free <- chunk[:0]:
-			default:
-			}
+		select {
+		case w.free <- chunk[:0]:
+		default:
 		}
 	}
 	for {
@@ -214,17 +213,25 @@ func (w *worker) add(r *Record) {
 	}
 	if w.pend == nil {
 		select {
-		case w.pend = <-w.free:
+		case c := <-w.free:
+			// Reused while it fits this drain; a burst's big chunk is let
+			// go once drains are small again.
+			if cap(c) >= w.hint && cap(c) <= max(maxPooledChunk, 4*w.hint) {
+				w.pend = c
+			}
 		default:
-			w.pend = make([]Record, 0, chunkCap)
+		}
+		if w.pend == nil {
+			w.pend = make([]Record, 0, max(chunkCap, w.hint))
 		}
 	}
 	w.pend = append(w.pend, *r)
 }
 
-// chunkCap is a new chunk's capacity: a 2 ms drain at 100k records/s.
-// A burst's bigger chunk is not pooled, so the pool keeps at most
-// cap(free) × maxPooledChunk records (2.4 MB) per sink.
+// chunkCap is a new chunk's least capacity: a 2 ms drain at 100k
+// records/s. A pooled chunk over maxPooledChunk is reused only while
+// drains are big (the dispatcher behind, when allocating a chunk per drain
+// would add GC work), so a burst leaves no big chunk behind.
 const (
 	chunkCap       = 256
 	maxPooledChunk = 4 * chunkCap
