@@ -66,6 +66,11 @@ func (r *ring) put(rec *Record) bool {
 	}
 }
 
+// backlog is how many positions producers have claimed past the
+// consumer: the records the next drain can find, at most. Dispatcher
+// goroutine only.
+func (r *ring) backlog() uint64 { return r.head.Load() - r.tail }
+
 // peek returns the next record, or nil when none is published yet. The
 // record stays valid until release. Dispatcher goroutine only.
 func (r *ring) peek() *Record {

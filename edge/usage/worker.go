@@ -53,18 +53,29 @@ func (e *SendError) Error() string {
 }
 
 // worker runs one sink: its queue, batching and retries.
+//
+// The dispatcher hands records over in chunks, one channel send per drain
+// (every 2 ms under load) instead of one per record: a send and a receive
+// per record per sink cost more than the rest of the fan-out, and each
+// wake-up of a parked worker costs the scheduler more than that. queued
+// counts the records handed over and not yet taken into a batch, so the
+// per-sink bound (SinkQueueSize) is the same as a channel of records.
 type worker struct {
-	name  string
-	ch    chan Record
-	p     *Pipeline
-	cfg   atomic.Pointer[SinkConfig]
-	sink  atomic.Pointer[sinkBox]
-	quit  chan time.Time // shutdown (deadline) or retirement (zero time)
-	hard  context.Context
-	kill  context.CancelFunc
-	exit  chan struct{}
-	stats sinkStats
-	buf   []byte
+	name   string
+	ch     chan []Record // chunks of records; never more chunks than queued records
+	free   chan []Record // emptied chunks back to the dispatcher
+	queued atomic.Int64  // records in ch (or in the chunk being taken apart)
+	pend   []Record      // the dispatcher's chunk of the current drain
+	hint   int           // records the current drain may bring (sizes a new chunk)
+	p      *Pipeline
+	cfg    atomic.Pointer[SinkConfig]
+	sink   atomic.Pointer[sinkBox]
+	quit   chan time.Time // shutdown (deadline) or retirement (zero time)
+	hard   context.Context
+	kill   context.CancelFunc
+	exit   chan struct{}
+	stats  sinkStats
+	buf    []byte
 }
 
 type sinkBox struct{ s Sink }
@@ -77,7 +88,8 @@ type sinkStats struct {
 }
 
 func (p *Pipeline) startWorker(cfg SinkConfig, s Sink) *worker {
-	w := &worker{name: cfg.Name, ch: make(chan Record, SinkQueueSize), p: p, quit: make(chan time.Time, 1), exit: make(chan struct{})}
+	w := &worker{name: cfg.Name, ch: make(chan []Record, SinkQueueSize), free: make(chan []Record, 4), p: p,
+		quit: make(chan time.Time, 1), exit: make(chan struct{})}
 	w.hard, w.kill = context.WithCancel(context.Background())
 	w.swap(cfg, s)
 	go w.run()
@@ -140,17 +152,36 @@ func (w *worker) run() {
 			batch = batch[:0]
 		}
 	}
-	for {
-		select {
-		case r := <-w.ch:
-			cfg = w.cfg.Load()
-			batch = append(batch, r)
+	// take moves a chunk's records into batches. A record leaves queued
+	// when it joins the batch, before a full batch is delivered, so the
+	// queue bound counts exactly what waits behind the batch in flight.
+	take := func(chunk []Record, timed bool) {
+		cfg = w.cfg.Load()
+		taken := 0
+		for i := range chunk {
+			batch = append(batch, chunk[i])
+			taken++
 			if len(batch) >= cfg.BatchSize {
+				w.queued.Add(-int64(taken))
+				taken = 0
 				flush()
-			} else if timer == nil {
+				cfg = w.cfg.Load()
+			} else if timed && timer == nil {
 				timer = time.NewTimer(cfg.FlushInterval)
 				timerC = timer.C
 			}
+		}
+		w.queued.Add(-int64(taken))
+		clear(chunk) // drop the snapshot strings the records point at
+		select {
+		case w.free <- chunk[:0]:
+		default:
+		}
+	}
+	for {
+		select {
+		case chunk := <-w.ch:
+			take(chunk, true)
 		case <-timerC:
 			timer, timerC = nil, nil
 			flush()
@@ -159,11 +190,8 @@ func (w *worker) run() {
 			// shutdown grace ran out) deliver drops instead of sending.
 			for {
 				select {
-				case r := <-w.ch:
-					batch = append(batch, r)
-					if len(batch) >= w.cfg.Load().BatchSize {
-						flush()
-					}
+				case chunk := <-w.ch:
+					take(chunk, false)
 					continue
 				default:
 				}
@@ -173,6 +201,61 @@ func (w *worker) run() {
 			return
 		}
 	}
+}
+
+// add appends a copy of r to the dispatcher's chunk for this sink, or
+// counts a sink_full drop when the sink's queue is full. Dispatcher only.
+func (w *worker) add(r *Record) {
+	if w.queued.Load()+int64(len(w.pend)) >= SinkQueueSize {
+		dropSinkFull.Inc()
+		w.stats.dropped.Add(1)
+		return
+	}
+	if w.pend == nil {
+		select {
+		case c := <-w.free:
+			// Reused while it fits this drain; a burst's big chunk is let
+			// go once drains are small again.
+			if cap(c) >= w.hint && cap(c) <= max(maxPooledChunk, 4*w.hint) {
+				w.pend = c
+			}
+		default:
+		}
+		if w.pend == nil {
+			w.pend = make([]Record, 0, max(chunkCap, w.hint))
+		}
+	}
+	w.pend = append(w.pend, *r)
+}
+
+// chunkCap is a new chunk's least capacity: a 2 ms drain at 100k
+// records/s. A pooled chunk over maxPooledChunk is reused only while
+// drains are big (the dispatcher behind, when allocating a chunk per drain
+// would add GC work), so a burst leaves no big chunk behind.
+const (
+	chunkCap       = 256
+	maxPooledChunk = 4 * chunkCap
+)
+
+// handOff sends the drain's chunk to the worker. Dispatcher only.
+func (w *worker) handOff() {
+	n := len(w.pend)
+	if n == 0 {
+		return
+	}
+	w.queued.Add(int64(n))
+	select {
+	case w.ch <- w.pend:
+	default:
+		// Unreachable: ch holds SinkQueueSize chunks of at least one
+		// record and queued stays at most SinkQueueSize. Counted, not
+		// lost silently, should that ever change.
+		w.queued.Add(-int64(n))
+		dropSinkFull.Add(n)
+		w.stats.dropped.Add(int64(n))
+		clear(w.pend)
+	}
+	w.pend = nil
 }
 
 // deliver encodes batch and sends it until it is accepted or the retry
@@ -306,7 +389,7 @@ func (w *worker) status() SinkStatus {
 	last := w.stats.lastError
 	w.stats.mu.Unlock()
 	return SinkStatus{
-		Name: w.name, Kind: cfg.Kind, Queued: len(w.ch),
+		Name: w.name, Kind: cfg.Kind, Queued: int(w.queued.Load()),
 		SentBatches: w.stats.sentBatches.Load(), SentEvents: w.stats.sentEvents.Load(),
 		FailedBatches: w.stats.failedBatches.Load(), DroppedEvents: w.stats.dropped.Load(),
 		LastError: last, LastFailureUnix: w.stats.lastFailure.Load(), LastSuccessUnix: w.stats.lastSuccess.Load(),

@@ -193,11 +193,11 @@ func genAIOperation(op string) string {
 func Span(r *usage.Record) *trace.Span {
 	end := r.OccurredAt
 	start := end.Add(-r.Latency)
-	op := genAIOperation(r.Operation)
+	op := valid(genAIOperation(r.Operation))
 	sp := &trace.Span{
 		TraceId:           append([]byte(nil), r.RequestID[:]...),
 		SpanId:            SpanID(r),
-		Name:              op + " " + r.Model,
+		Name:              op + " " + valid(r.Model),
 		Kind:              trace.Span_SPAN_KIND_SERVER,
 		StartTimeUnixNano: uint64(start.UnixNano()),
 		EndTimeUnixNano:   uint64(end.UnixNano()),
@@ -207,7 +207,7 @@ func Span(r *usage.Record) *trace.Span {
 		sp.StartTimeUnixNano = sp.EndTimeUnixNano
 	}
 	if r.StatusCode >= 400 {
-		sp.Status = &trace.Status{Code: trace.Status_STATUS_CODE_ERROR, Message: r.ErrorMessage}
+		sp.Status = &trace.Status{Code: trace.Status_STATUS_CODE_ERROR, Message: valid(r.ErrorMessage)}
 	}
 	a := make([]*common.KeyValue, 0, 48)
 	// GenAI semantic conventions.
@@ -260,7 +260,7 @@ func Span(r *usage.Record) *trace.Span {
 	if len(r.AppliedGuardrails) > 0 {
 		vals := make([]*common.AnyValue, len(r.AppliedGuardrails))
 		for i, g := range r.AppliedGuardrails {
-			vals[i] = &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: g}}
+			vals[i] = &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: valid(g)}}
 		}
 		a = append(a, &common.KeyValue{Key: "gw.usage.applied_guardrails", Value: &common.AnyValue{Value: &common.AnyValue_ArrayValue{ArrayValue: &common.ArrayValue{Values: vals}}}})
 	}
@@ -279,7 +279,7 @@ func hits(a []*common.KeyValue, key string, hs []usage.GuardrailHit) []*common.K
 	}
 	vals := make([]*common.AnyValue, len(hs))
 	for i, h := range hs {
-		vals[i] = &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: h.Guardrail + ":" + h.Action}}
+		vals[i] = &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: valid(h.Guardrail) + ":" + valid(h.Action)}}
 	}
 	return append(a, &common.KeyValue{Key: key, Value: &common.AnyValue{Value: &common.AnyValue_ArrayValue{ArrayValue: &common.ArrayValue{Values: vals}}}})
 }
@@ -287,7 +287,7 @@ func hits(a []*common.KeyValue, key string, hs []usage.GuardrailHit) []*common.K
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func str(k, v string) *common.KeyValue {
-	return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: v}}}
+	return &common.KeyValue{Key: k, Value: &common.AnyValue{Value: &common.AnyValue_StringValue{StringValue: valid(v)}}}
 }
 
 func optStr(a []*common.KeyValue, k, v string) []*common.KeyValue {

@@ -1,6 +1,7 @@
 package otlp_test
 
 import (
+	"bytes"
 	"encoding/hex"
 	"testing"
 	"time"
@@ -124,11 +125,19 @@ func TestWireMatchesOfficialTypes(t *testing.T) {
 	batch[2].GuardrailEnforcedHits = []usage.GuardrailHit{{Guardrail: "pii", Action: "mask"}}
 	batch[2].GuardrailMonitorHits = []usage.GuardrailHit{{Guardrail: "kw", Action: "would_block"}}
 	batch[2].GuardrailBypassedReason, batch[2].GuardrailBlockedFailClosed = "output_buffer_exceeded", true
+	batch[1].AudioSeconds, batch[1].Tags = 2.5, &resources.TelemetryTags{Kind: "catalog", BrandedProvider: "openai", PKLabel: "prod"}
+	wire := otlp.AppendRequest(batch, "gw")
 	var got trace.TracesData
-	if err := proto.Unmarshal(otlp.AppendRequest(batch, "gw"), &got); err != nil {
+	if err := proto.Unmarshal(wire, &got); err != nil {
 		t.Fatal(err)
 	}
-	if want := otlp.Request(batch, "gw"); !proto.Equal(&got, want) {
+	want := otlp.Request(batch, "gw")
+	if !proto.Equal(&got, want) {
 		t.Fatalf("wire encoding differs:\ngot  %v\nwant %v", &got, want)
+	}
+	// Byte for byte too: the sizes the encoder computes ahead of each
+	// message are the ones the official marshaller writes.
+	if ref, err := (proto.MarshalOptions{Deterministic: true}).Marshal(want); err != nil || !bytes.Equal(wire, ref) {
+		t.Fatalf("wire bytes differ from proto.Marshal (%v): %d vs %d bytes", err, len(wire), len(ref))
 	}
 }

@@ -3,7 +3,9 @@ package otlp
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,111 +15,151 @@ import (
 
 // appendRequest encodes the batch as TracesData straight to protobuf wire
 // bytes, the same bytes proto.Marshal(Request(batch)) gives (a test checks
-// it field by field through the official types), without building the
-// message tree: the generated types cost three allocations per attribute.
+// it byte for byte and field by field through the official types), without
+// building the message tree: the generated types cost three allocations
+// per attribute. Every length is computed before its message is written,
+// so a span's attributes are written once, in place; the span is then
+// copied twice (into the scope's list, then into dst), the least a
+// length-prefixed encoding allows without a size pass over each span.
 func appendRequest(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	// ResourceSpans (1) { resource (1) { attributes (1) }, scope_spans (2) { scope (1) { name (1) }, spans (2)... } }
+	service = valid(service)
 	ss := sc.scopeSpans[:0]
 	ss = protowire.AppendTag(ss, 1, protowire.BytesType)
-	ss = protowire.AppendBytes(ss, appendStr(sc.tmp[:0], 1, ScopeName))
+	ss = protowire.AppendVarint(ss, uint64(strSize(ScopeName)))
+	ss = appendStr(ss, 1, ScopeName)
 	for i := range batch {
-		sc.span = appendSpan(sc.span[:0], &batch[i], sc)
+		sc.span = appendSpan(sc.span[:0], &batch[i])
 		ss = protowire.AppendTag(ss, 2, protowire.BytesType)
 		ss = protowire.AppendBytes(ss, sc.span)
 	}
 	sc.scopeSpans = ss
-	rs := sc.resourceSpans[:0]
-	res := appendKV(sc.tmp[:0], "service.name", kindString, service, 0, 0, nil, sc)
-	rs = protowire.AppendTag(rs, 1, protowire.BytesType)
-	rs = protowire.AppendVarint(rs, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(res))))
-	rs = protowire.AppendTag(rs, 1, protowire.BytesType)
-	rs = protowire.AppendBytes(rs, res)
-	rs = protowire.AppendTag(rs, 2, protowire.BytesType)
-	rs = protowire.AppendBytes(rs, ss)
-	sc.resourceSpans = rs
+	kv := kvSize("service.name", strSize(service))
+	res := 1 + protowire.SizeBytes(kv) // attributes (1)
+	rs := 1 + protowire.SizeBytes(res) + 1 + protowire.SizeBytes(len(ss))
 	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	return protowire.AppendBytes(dst, rs)
+	dst = protowire.AppendVarint(dst, uint64(rs))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(res))
+	dst = appendKVHead(dst, 1, "service.name", strSize(service))
+	dst = appendStr(dst, 1, service)
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
+	return protowire.AppendBytes(dst, ss)
 }
 
 // scratch holds the encoder's reusable buffers.
 type scratch struct {
-	resourceSpans, scopeSpans, span, attrs, kv, val, tmp []byte
+	scopeSpans, span []byte
 }
 
-const (
-	kindString = iota
-	kindInt
-	kindDouble
-	kindBool
-	kindStrings
-)
+// valid returns s with each run of invalid UTF-8 replaced by U+FFFD:
+// protobuf string fields must be UTF-8, and a receiver built on the
+// official types (the Collector) rejects the whole request otherwise. A
+// caller-supplied user name, say, could make a batch of 512 spans
+// undeliverable. Allocates only for an invalid string.
+func valid(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
 
+// strSize is the wire size of a string field with a one-byte tag.
+func strSize(s string) int { return 1 + protowire.SizeBytes(len(s)) }
+
+// appendStr appends string field num.
 func appendStr(dst []byte, num protowire.Number, s string) []byte {
 	dst = protowire.AppendTag(dst, num, protowire.BytesType)
 	return protowire.AppendString(dst, s)
 }
 
-// appendKV appends one KeyValue message body (key 1, value 2 AnyValue).
-func appendKV(dst []byte, key string, kind int, s string, i int64, f float64, list []string, sc *scratch) []byte {
-	v := sc.val[:0]
-	switch kind {
-	case kindString:
-		v = appendStr(v, 1, s)
-	case kindBool:
-		v = protowire.AppendTag(v, 2, protowire.VarintType)
-		v = protowire.AppendVarint(v, protowire.EncodeBool(i != 0))
-	case kindInt:
-		v = protowire.AppendTag(v, 3, protowire.VarintType)
-		v = protowire.AppendVarint(v, uint64(i))
-	case kindDouble:
-		v = protowire.AppendTag(v, 4, protowire.Fixed64Type)
-		v = protowire.AppendFixed64(v, math.Float64bits(f))
-	case kindStrings: // array_value (5) { values (1) AnyValue { string_value (1) } }
-		arr := sc.tmp[:0]
-		for _, e := range list {
-			arr = protowire.AppendTag(arr, 1, protowire.BytesType)
-			arr = protowire.AppendVarint(arr, uint64(protowire.SizeTag(1)+protowire.SizeBytes(len(e))))
-			arr = appendStr(arr, 1, e)
-		}
-		sc.tmp = arr
-		v = protowire.AppendTag(v, 5, protowire.BytesType)
-		v = protowire.AppendBytes(v, arr)
-	}
-	sc.val = v
+// kvSize is the size of a KeyValue message body: key (1), value (2) an
+// AnyValue of valSize bytes.
+func kvSize(key string, valSize int) int { return strSize(key) + 1 + protowire.SizeBytes(valSize) }
+
+// appendKVHead appends field num holding a KeyValue, up to the AnyValue's
+// length; the caller appends the AnyValue body of exactly valSize bytes.
+func appendKVHead(dst []byte, num protowire.Number, key string, valSize int) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(kvSize(key, valSize)))
 	dst = appendStr(dst, 1, key)
 	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-	return protowire.AppendBytes(dst, v)
+	return protowire.AppendVarint(dst, uint64(valSize))
 }
 
-// attr appends one attributes (9) entry to the span.
-func (sc *scratch) attr(key string, kind int, s string, i int64, f float64, list []string) {
-	sc.kv = appendKV(sc.kv[:0], key, kind, s, i, f, list, sc)
-	sc.attrs = protowire.AppendTag(sc.attrs, 9, protowire.BytesType)
-	sc.attrs = protowire.AppendBytes(sc.attrs, sc.kv)
+// Span attributes (9), each a KeyValue whose AnyValue is one of:
+// string_value (1), bool_value (2), int_value (3), double_value (4),
+// array_value (5).
+
+func attrStr(dst []byte, key, v string) []byte {
+	v = valid(v)
+	dst = appendKVHead(dst, 9, key, strSize(v))
+	return appendStr(dst, 1, v)
 }
 
-func (sc *scratch) str(key, v string) { sc.attr(key, kindString, v, 0, 0, nil) }
-func (sc *scratch) optStr(key, v string) {
-	if v != "" {
-		sc.str(key, v)
+func attrOptStr(dst []byte, key, v string) []byte {
+	if v == "" {
+		return dst
 	}
+	return attrStr(dst, key, v)
 }
-func (sc *scratch) i64(key string, v int64)   { sc.attr(key, kindInt, "", v, 0, nil) }
-func (sc *scratch) f64(key string, v float64) { sc.attr(key, kindDouble, "", 0, v, nil) }
-func (sc *scratch) boolean(key string, v bool) {
-	var i int64
-	if v {
-		i = 1
+
+func attrInt(dst []byte, key string, v int64) []byte {
+	dst = appendKVHead(dst, 9, key, 1+protowire.SizeVarint(uint64(v)))
+	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+	return protowire.AppendVarint(dst, uint64(v))
+}
+
+func attrF64(dst []byte, key string, v float64) []byte {
+	dst = appendKVHead(dst, 9, key, 9)
+	dst = protowire.AppendTag(dst, 4, protowire.Fixed64Type)
+	return protowire.AppendFixed64(dst, math.Float64bits(v))
+}
+
+func attrBool(dst []byte, key string, v bool) []byte {
+	dst = appendKVHead(dst, 9, key, 2)
+	dst = protowire.AppendTag(dst, 2, protowire.VarintType)
+	return protowire.AppendVarint(dst, protowire.EncodeBool(v))
+}
+
+// attrStrings appends an array of strings: array_value (5) { values (1)
+// AnyValue { string_value (1) } }. Element i is a[i], or a[i] + ":" + b[i]
+// when b is given (guardrail:action), written without building the string.
+func attrStrings(dst []byte, key string, n int, a, b func(int) string) []byte {
+	elem := func(i int) int {
+		l := len(valid(a(i)))
+		if b != nil {
+			l += 1 + len(valid(b(i)))
+		}
+		return l
 	}
-	sc.attr(key, kindBool, "", i, 0, nil)
+	arr := 0
+	for i := 0; i < n; i++ {
+		arr += 1 + protowire.SizeBytes(1+protowire.SizeBytes(elem(i)))
+	}
+	dst = appendKVHead(dst, 9, key, 1+protowire.SizeBytes(arr))
+	dst = protowire.AppendTag(dst, 5, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(arr))
+	for i := 0; i < n; i++ {
+		l := elem(i)
+		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(1+protowire.SizeBytes(l)))
+		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(l))
+		dst = append(dst, valid(a(i))...)
+		if b != nil {
+			dst = append(append(dst, ':'), valid(b(i))...)
+		}
+	}
+	return dst
 }
 
 // appendSpan appends one Span message body; field order and attribute
 // order follow Span().
-func appendSpan(dst []byte, r *usage.Record, sc *scratch) []byte {
+func appendSpan(dst []byte, r *usage.Record) []byte {
 	end := r.OccurredAt
 	start := end.Add(-r.Latency)
-	op := genAIOperation(r.Operation)
+	op, model := valid(genAIOperation(r.Operation)), valid(r.Model)
 	kind := 2 // SPAN_KIND_SERVER
 	if r.AttemptKind == usage.AttemptFailed {
 		kind, start = 3, end // SPAN_KIND_CLIENT, a point in time
@@ -132,97 +174,102 @@ func appendSpan(dst []byte, r *usage.Record, sc *scratch) []byte {
 	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
 	dst = protowire.AppendBytes(dst, id[:])
 	dst = protowire.AppendTag(dst, 5, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(len(op)+1+len(r.Model)))
-	dst = append(append(append(dst, op...), ' '), r.Model...)
+	dst = protowire.AppendVarint(dst, uint64(len(op)+1+len(model)))
+	dst = append(append(append(dst, op...), ' '), model...)
 	dst = protowire.AppendTag(dst, 6, protowire.VarintType)
 	dst = protowire.AppendVarint(dst, uint64(kind))
-	dst = protowire.AppendTag(dst, 7, protowire.Fixed64Type)
-	dst = protowire.AppendFixed64(dst, uint64(start.UnixNano()))
-	dst = protowire.AppendTag(dst, 8, protowire.Fixed64Type)
-	dst = protowire.AppendFixed64(dst, uint64(end.UnixNano()))
+	// proto3 leaves a zero scalar out (only at the Unix epoch here).
+	if t := uint64(start.UnixNano()); t != 0 {
+		dst = protowire.AppendTag(dst, 7, protowire.Fixed64Type)
+		dst = protowire.AppendFixed64(dst, t)
+	}
+	if t := uint64(end.UnixNano()); t != 0 {
+		dst = protowire.AppendTag(dst, 8, protowire.Fixed64Type)
+		dst = protowire.AppendFixed64(dst, t)
+	}
 
-	sc.attrs = sc.attrs[:0]
-	sc.str("gen_ai.operation.name", op)
-	sc.str("gen_ai.request.model", r.Model)
-	sc.optStr("gen_ai.response.model", r.UpstreamModel)
-	sc.optStr("gen_ai.provider.name", r.Provider)
-	sc.optStr("gen_ai.system", r.Provider)
-	sc.i64("gen_ai.usage.input_tokens", r.PromptTokens)
-	sc.i64("gen_ai.usage.output_tokens", r.CompletionTokens)
-	sc.i64("http.response.status_code", int64(r.StatusCode))
-	sc.optStr("error.type", r.ErrorClass)
-	sc.optStr("user.id", r.UserID)
-	sc.optStr("user.name", r.UserName)
-	var rid [36]byte
-	sc.str("gw.usage.request_id", string(r.RequestID.AppendString(rid[:0])))
-	sc.i64("gw.usage.attempt", int64(r.Attempt))
-	sc.str("gw.usage.attempt_kind", r.AttemptKind)
-	sc.optStr("gw.usage.error_message", r.ErrorMessage)
-	sc.optStr("gw.usage.api_key_id", r.APIKeyID)
-	sc.optStr("gw.usage.api_key_name", r.APIKeyName)
-	sc.optStr("gw.usage.team_id", r.TeamID)
-	sc.optStr("gw.usage.target_model", r.TargetModel)
-	sc.optStr("gw.usage.provider_key", r.ProviderKey)
-	sc.optStr("gw.usage.provider_key_id", r.ProviderKeyID)
+	dst = attrStr(dst, "gen_ai.operation.name", op)
+	dst = attrStr(dst, "gen_ai.request.model", r.Model)
+	dst = attrOptStr(dst, "gen_ai.response.model", r.UpstreamModel)
+	dst = attrOptStr(dst, "gen_ai.provider.name", r.Provider)
+	dst = attrOptStr(dst, "gen_ai.system", r.Provider)
+	dst = attrInt(dst, "gen_ai.usage.input_tokens", r.PromptTokens)
+	dst = attrInt(dst, "gen_ai.usage.output_tokens", r.CompletionTokens)
+	dst = attrInt(dst, "http.response.status_code", int64(r.StatusCode))
+	dst = attrOptStr(dst, "error.type", r.ErrorClass)
+	dst = attrOptStr(dst, "user.id", r.UserID)
+	dst = attrOptStr(dst, "user.name", r.UserName)
+	const idLen = 36 // the 8-4-4-4-12 form
+	dst = appendKVHead(dst, 9, "gw.usage.request_id", 1+protowire.SizeBytes(idLen))
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, idLen)
+	dst = r.RequestID.AppendString(dst)
+	dst = attrInt(dst, "gw.usage.attempt", int64(r.Attempt))
+	dst = attrStr(dst, "gw.usage.attempt_kind", r.AttemptKind)
+	dst = attrOptStr(dst, "gw.usage.error_message", r.ErrorMessage)
+	dst = attrOptStr(dst, "gw.usage.api_key_id", r.APIKeyID)
+	dst = attrOptStr(dst, "gw.usage.api_key_name", r.APIKeyName)
+	dst = attrOptStr(dst, "gw.usage.team_id", r.TeamID)
+	dst = attrOptStr(dst, "gw.usage.target_model", r.TargetModel)
+	dst = attrOptStr(dst, "gw.usage.provider_key", r.ProviderKey)
+	dst = attrOptStr(dst, "gw.usage.provider_key_id", r.ProviderKeyID)
 	if t := r.Tags; t != nil {
-		sc.optStr("gw.usage.telemetry_tags.kind", t.Kind)
-		sc.boolean("gw.usage.telemetry_tags.featured", t.Featured)
-		sc.optStr("gw.usage.telemetry_tags.branded_provider", t.BrandedProvider)
-		sc.optStr("gw.usage.telemetry_tags.pk_label", t.PKLabel)
-		sc.optStr("gw.usage.telemetry_tags.byo_label", t.BYOLabel)
+		dst = attrOptStr(dst, "gw.usage.telemetry_tags.kind", t.Kind)
+		dst = attrBool(dst, "gw.usage.telemetry_tags.featured", t.Featured)
+		dst = attrOptStr(dst, "gw.usage.telemetry_tags.branded_provider", t.BrandedProvider)
+		dst = attrOptStr(dst, "gw.usage.telemetry_tags.pk_label", t.PKLabel)
+		dst = attrOptStr(dst, "gw.usage.telemetry_tags.byo_label", t.BYOLabel)
 	}
-	sc.str("gw.usage.inbound_protocol", r.InboundProtocol)
-	sc.str("gw.usage.operation", r.Operation)
-	sc.str("gw.usage.cache_status", r.CacheStatus)
-	sc.boolean("gw.usage.stream", r.Stream)
-	sc.i64("gw.usage.reasoning_tokens", r.ReasoningTokens)
-	sc.i64("gw.usage.cached_prompt_tokens", r.CachedPromptTokens)
+	dst = attrStr(dst, "gw.usage.inbound_protocol", r.InboundProtocol)
+	dst = attrStr(dst, "gw.usage.operation", r.Operation)
+	dst = attrStr(dst, "gw.usage.cache_status", r.CacheStatus)
+	dst = attrBool(dst, "gw.usage.stream", r.Stream)
+	dst = attrInt(dst, "gw.usage.reasoning_tokens", r.ReasoningTokens)
+	dst = attrInt(dst, "gw.usage.cached_prompt_tokens", r.CachedPromptTokens)
 	if r.TotalTokens > 0 {
-		sc.i64("gw.usage.total_tokens", r.TotalTokens)
+		dst = attrInt(dst, "gw.usage.total_tokens", r.TotalTokens)
 	}
-	sc.f64("gw.usage.cost_usd", r.CostUSD)
+	dst = attrF64(dst, "gw.usage.cost_usd", r.CostUSD)
+	dst = attrF64(dst, "gw.usage.latency_ms", ms(r.Latency))
 	if r.AudioSeconds > 0 {
-		sc.f64("gw.usage.audio_seconds", r.AudioSeconds)
+		dst = attrF64(dst, "gw.usage.audio_seconds", r.AudioSeconds)
 	}
-	sc.f64("gw.usage.latency_ms", ms(r.Latency))
 	for _, d := range [...]struct {
 		k string
 		v time.Duration
 	}{{"gw.usage.ttft_ms", r.TTFT}, {"gw.usage.upstream_latency_ms", r.UpstreamLatency}, {"gw.usage.upstream_ttft_ms", r.UpstreamTTFT}} {
 		if d.v > 0 {
-			sc.f64(d.k, ms(d.v))
+			dst = attrF64(dst, d.k, ms(d.v))
 		}
 	}
-	sc.i64("gw.usage.request_body_bytes", r.RequestBodyBytes)
-	sc.i64("gw.usage.response_body_bytes", r.ResponseBodyBytes)
-	if len(r.AppliedGuardrails) > 0 {
-		sc.attr("gw.usage.applied_guardrails", kindStrings, "", 0, 0, r.AppliedGuardrails)
+	dst = attrInt(dst, "gw.usage.request_body_bytes", r.RequestBodyBytes)
+	dst = attrInt(dst, "gw.usage.response_body_bytes", r.ResponseBodyBytes)
+	if g := r.AppliedGuardrails; len(g) > 0 {
+		dst = attrStrings(dst, "gw.usage.applied_guardrails", len(g), func(i int) string { return g[i] }, nil)
 	}
 	for _, h := range [...]struct {
 		k    string
 		hits []usage.GuardrailHit
 	}{{"gw.usage.guardrail_enforced_hits", r.GuardrailEnforcedHits}, {"gw.usage.guardrail_monitor_hits", r.GuardrailMonitorHits}} {
-		if len(h.hits) > 0 {
-			list := make([]string, len(h.hits)) // rare: only requests a guardrail acted on
-			for i, x := range h.hits {
-				list[i] = x.Guardrail + ":" + x.Action
-			}
-			sc.attr(h.k, kindStrings, "", 0, 0, list)
+		if hs := h.hits; len(hs) > 0 {
+			dst = attrStrings(dst, h.k, len(hs), func(i int) string { return hs[i].Guardrail }, func(i int) string { return hs[i].Action })
 		}
 	}
-	sc.optStr("gw.usage.guardrail_bypassed_reason", r.GuardrailBypassedReason)
-	sc.boolean("gw.usage.guardrail_blocked_fail_closed", r.GuardrailBlockedFailClosed)
-	dst = append(dst, sc.attrs...)
+	dst = attrOptStr(dst, "gw.usage.guardrail_bypassed_reason", r.GuardrailBypassedReason)
+	dst = attrBool(dst, "gw.usage.guardrail_blocked_fail_closed", r.GuardrailBlockedFailClosed)
 	if r.StatusCode >= 400 { // status (15) { message (2), code (3) = STATUS_CODE_ERROR }
-		st := appendStr(sc.tmp[:0], 2, r.ErrorMessage)
-		if r.ErrorMessage == "" {
-			st = st[:0]
+		msg := valid(r.ErrorMessage)
+		st := 2 // code
+		if msg != "" {
+			st += strSize(msg)
 		}
-		st = protowire.AppendTag(st, 3, protowire.VarintType)
-		st = protowire.AppendVarint(st, 2)
-		sc.tmp = st
 		dst = protowire.AppendTag(dst, 15, protowire.BytesType)
-		dst = protowire.AppendBytes(dst, st)
+		dst = protowire.AppendVarint(dst, uint64(st))
+		if msg != "" {
+			dst = appendStr(dst, 2, msg)
+		}
+		dst = protowire.AppendTag(dst, 3, protowire.VarintType)
+		dst = protowire.AppendVarint(dst, 2)
 	}
 	return dst
 }
