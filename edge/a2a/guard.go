@@ -100,7 +100,7 @@ func (x *Texts) Rewrite(dst, doc []byte, repl func(i int) ([]byte, bool)) []byte
 
 // str records string value v, a subslice of doc.
 func (t *texts) str(doc, v []byte) {
-	off := offsetIn(doc, v)
+	off := rawjson.Offset(doc, v)
 	if len(v) < 2 || off < 0 {
 		t.bad = true
 		return
