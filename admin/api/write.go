@@ -297,8 +297,11 @@ func (s *Server) check(c *collection, id string, obj map[string]any, raw []byte,
 		consumer := c.name == gateway.Consumers || c.name == gateway.Credentials
 		for _, name := range names {
 			b, err := json.Marshal(plugins[name])
+			if err == nil {
+				b, err = gateway.ResolveConf(b)
+			}
 			if err != nil {
-				return fail(400, "invalid configuration: "+err.Error())
+				return fail(400, "invalid configuration: plugin "+name+": "+err.Error())
 			}
 			if err := s.cfg.CheckPlugin(name, b, consumer); err != nil {
 				return fail(400, "failed to check the configuration of plugin "+name+" err: "+err.Error())

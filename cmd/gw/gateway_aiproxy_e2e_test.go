@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -17,9 +19,12 @@ import (
 // mock upstreams; the higher-priority one answers 429 (a knob in its
 // endpoint path), so every call falls back to the other, buffered and
 // streamed through the OpenAI SDK; duplicate instance names and options
-// the plugin does not run are 400s at write time.
+// the plugin does not run are 400s at write time. The same gw serves the
+// post_arg.* routes and the $env:// secret references.
 func TestGatewayAIProxyMultiE2E(t *testing.T) {
 	start := time.Now()
+	t.Setenv("GW_E2E_SECRET_KEY", "env-key-1")
+	t.Setenv("GW_E2E_SECRET_JSON", `{"hdr":"from-json"}`)
 	busy := startMock(t, "AIPM_BUSY", mock.Config{})
 	good := startMock(t, "AIPM_GOOD", mock.Config{})
 	g := startAdminGW(t, "--data-dir", t.TempDir())
@@ -97,6 +102,52 @@ func TestGatewayAIProxyMultiE2E(t *testing.T) {
 			if code != 400 || !strings.Contains(field(m, "error_msg"), tc.msg) || !strings.Contains(field(m, "error_msg"), "ai-proxy-multi") {
 				t.Errorf("%s: got %d %v; want 400 naming %q", tc.body, code, m, tc.msg)
 			}
+		}
+	})
+
+	be := echoBackend(t)
+
+	t.Run("post_arg", func(t *testing.T) {
+		g.want(t, 201, "PUT", "/routes/vision", `{"uri":"/pa","priority":1,"vars":[["post_arg.messages[*].content[*].type","has","image_url"]],"upstream":{"nodes":{"`+be+`":1}},
+			"plugins":{"proxy-rewrite":{"headers":{"set":{"X-Route":"vision","X-Model":"$post_arg.model.version"}}}}}`)
+		g.want(t, 201, "PUT", "/routes/text", `{"uri":"/pa","upstream":{"nodes":{"`+be+`":1}},"plugins":{"proxy-rewrite":{"headers":{"set":{"X-Route":"text"}}}}}`)
+		post := func(ct, body string) gwResp {
+			resp, err := http.Post(g.gateway+"/pa", ct, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return gwResp{code: resp.StatusCode, body: string(b)}
+		}
+		post("application/json", `{"model":{"version":"4o"},"messages":[{"role":"user","content":[{"type":"text"},{"type":"image_url"}]}]}`).
+			want(t, 200, "X-Route: vision", "X-Model: 4o")
+		post("application/json", `{"messages":[{"role":"user","content":[{"type":"text"}]}]}`).want(t, 200, "X-Route: text")
+		post("text/plain", `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`).want(t, 200, "X-Route: text")
+		code, m := g.call(t, "PUT", "/routes/badvars", `{"uri":"/pb","vars":[["post_arg.messages[*].role","==","user"]],"upstream":{"nodes":{"`+be+`":1}}}`)
+		if code != 400 || !strings.Contains(field(m, "error_msg"), "only the in and has operators") {
+			t.Errorf("list variable with ==: got %d %v; want 400", code, m)
+		}
+	})
+
+	t.Run("secret references", func(t *testing.T) {
+		g.want(t, 201, "PUT", "/consumers", `{"username":"envjack","plugins":{"key-auth":{"key":"$env://GW_E2E_SECRET_KEY"}}}`)
+		g.want(t, 201, "PUT", "/routes/sec", `{"uri":"/sec","upstream":{"nodes":{"`+be+`":1}},
+			"plugins":{"key-auth":{},"proxy-rewrite":{"headers":{"set":{"X-From-Env":"$env://GW_E2E_SECRET_JSON/hdr"}}}}}`)
+		g.do(t, "GET", "/sec", "apikey", "env-key-1").want(t, 200, "X-From-Env: from-json")
+		g.do(t, "GET", "/sec", "apikey", "$env://GW_E2E_SECRET_KEY").want(t, 401)
+		for _, tc := range []struct{ path, body, msg string }{
+			{"/routes/sec2", `{"uri":"/sec2","upstream":{"nodes":{"` + be + `":1}},"plugins":{"proxy-rewrite":{"headers":{"set":{"X":"$secret://vault/1/tok"}}}}}`, "secret manager vault: not built in this build"},
+			{"/routes/sec3", `{"uri":"/sec3","upstream":{"nodes":{"` + be + `":1}},"plugins":{"proxy-rewrite":{"headers":{"set":{"X":"$secret://aws/1/tok"}}}}}`, "secret manager aws: not built in this build"},
+			{"/consumers", `{"username":"nokey","plugins":{"key-auth":{"key":"$env://GW_E2E_UNSET"}}}`, "$env://GW_E2E_UNSET: the environment variable is not set"},
+		} {
+			code, m := g.call(t, "PUT", tc.path, tc.body)
+			if code != 400 || !strings.Contains(field(m, "error_msg"), tc.msg) {
+				t.Errorf("%s: got %d %v; want 400 with %q", tc.path, code, m, tc.msg)
+			}
+		}
+		if strings.Contains(g.stderr.String(), "env-key-1") || strings.Contains(g.stderr.String(), "from-json") {
+			t.Error("a resolved secret value reached gw's log")
 		}
 	})
 }

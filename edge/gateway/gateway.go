@@ -165,6 +165,11 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes)), consumers: map[*admingw.Consumer]*consumerRT{}}
 	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared}
 	for _, gr := range snap.GlobalRules {
+		if gr.Err != "" {
+			b.globalBlocked = "global rule " + gr.ID + ": " + gr.Err
+			g.log.Warn("gateway global rule not run; every request answers 503", "global_rule", gr.ID, "error", gr.Err)
+			break
+		}
 		c, err := plugin.Compile(gr.Plugins, env, "global_rule/"+gr.ID, false)
 		if err != nil {
 			b.globalBlocked = "global rule " + gr.ID + ": " + err.Error()
