@@ -92,7 +92,7 @@ func Compile(st *State, rev int64) *Snapshot {
 			return err
 		}
 		con := &Consumer{Username: r.ID, Plugins: ps}
-		if err := s.indexAuth(con, c.Plugins); err != nil {
+		if err := s.indexAuth(con, ps); err != nil {
 			return err
 		}
 		s.Consumers[r.ID] = con

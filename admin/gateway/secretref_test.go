@@ -68,3 +68,21 @@ func TestResolvePlugins(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestCompileResolvesReferences(t *testing.T) {
+	withEnv(t, map[string]string{"JACK_KEY": "k-jack"})
+	st := NewState("/gw")
+	put(st, "/gw/consumers/jack", `{"username":"jack","plugins":{"key-auth":{"key":"$env://JACK_KEY"}}}`, 1)
+	put(st, "/gw/consumers/bad", `{"username":"bad","plugins":{"key-auth":{"key":"$env://NOPE"}}}`, 1)
+	put(st, "/gw/global_rules/1", `{"id":"1","plugins":{"proxy-rewrite":{"headers":{"set":{"X":"$secret://vault/1/x"}}}}}`, 1)
+	s := Compile(st, 1)
+	if s.Auth["key-auth"]["k-jack"] == nil || s.Consumers["bad"] != nil {
+		t.Fatalf("auth index %v, consumers %v", s.Auth, s.Consumers)
+	}
+	if len(s.GlobalRules) != 1 || !strings.Contains(s.GlobalRules[0].Err, "secret manager vault: not built") {
+		t.Fatalf("global rules %+v", s.GlobalRules)
+	}
+	if len(s.Errors) != 2 {
+		t.Fatalf("errors %v; want the bad consumer's and the global rule's", s.Errors)
+	}
+}

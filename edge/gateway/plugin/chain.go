@@ -125,6 +125,10 @@ func CheckConfig(name string, raw json.RawMessage, consumer bool) error {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return fmt.Errorf("cannot decode configuration: %w", err)
 	}
+	if m.Meta != nil && m.Meta.Disable {
+		// Not run, so nothing of it is ignored (Compile leaves it out).
+		return nil
+	}
 	if err := checkMeta(m.Meta); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ const (
 )
 
 func init() {
-	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, Auth: true, New: New})
+	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, Auth: true, New: New, Check: Check})
 }
 
 var (
@@ -44,6 +44,26 @@ type conf struct {
 	HideCredentials bool   `json:"hide_credentials"`
 	KeyClaim        string `json:"key_claim_name"`
 	Anonymous       string `json:"anonymous_consumer"`
+	StoreInCtx      bool   `json:"store_in_ctx"`
+}
+
+func decode(raw json.RawMessage) (conf, error) {
+	c := conf{Header: "authorization", Query: "jwt", Cookie: "jwt", KeyClaim: "key"}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("cannot decode: %w", err)
+	}
+	if c.StoreInCtx {
+		// No other plugin here reads the token's payload.
+		return c, fmt.Errorf("`store_in_ctx` is %w in this build", plugin.ErrNotBuilt)
+	}
+	return c, nil
+}
+
+// Check validates a route's jwt-auth configuration (the admin API's
+// write-time check).
+func Check(raw json.RawMessage) error {
+	_, err := decode(raw)
+	return err
 }
 
 // cred is one consumer's verification key.
@@ -66,9 +86,9 @@ type jwtAuth struct {
 
 // New compiles a jwt-auth configuration.
 func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
-	c := conf{Header: "authorization", Query: "jwt", Cookie: "jwt", KeyClaim: "key"}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("cannot decode: %w", err)
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
 	}
 	creds, err := env.Once(Name+"/creds", func() (any, error) { return index(env) })
 	if err != nil {
