@@ -44,17 +44,12 @@ type conf struct {
 	HideCredentials bool   `json:"hide_credentials"`
 	KeyClaim        string `json:"key_claim_name"`
 	Anonymous       string `json:"anonymous_consumer"`
-	StoreInCtx      bool   `json:"store_in_ctx"`
 }
 
 func decode(raw json.RawMessage) (conf, error) {
 	c := conf{Header: "authorization", Query: "jwt", Cookie: "jwt", KeyClaim: "key"}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return c, fmt.Errorf("cannot decode: %w", err)
-	}
-	if c.StoreInCtx {
-		// No other plugin here reads the token's payload.
-		return c, fmt.Errorf("`store_in_ctx` is %w in this build", plugin.ErrNotBuilt)
 	}
 	return c, nil
 }

@@ -88,9 +88,6 @@ func decode(raw json.RawMessage) (conf, error) {
 	if c.Count <= 0 || c.TimeWindow <= 0 {
 		return c, fmt.Errorf("`count` and `time_window` must be positive")
 	}
-	if c.AllowDegradation {
-		return c, fmt.Errorf("`allow_degradation` is %w in this build", plugin.ErrNotBuilt)
-	}
 	_, std := limiter.WindowKind(time.Duration(c.TimeWindow)*time.Second, false)
 	switch c.Policy {
 	case "local":
