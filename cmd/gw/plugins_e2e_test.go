@@ -286,7 +286,7 @@ func TestPluginsE2E(t *testing.T) {
 
 	t.Run("not-built", func(t *testing.T) {
 		code, m := g.call(t, "PUT", "/routes/pm", `{"uri":"/pm","plugins":{"limit-req":{"rate":1,"burst":1,"key":"remote_addr"}},`+up+`}`)
-		if code != 400 || field(m, "error_msg") != "unknown plugin [limit-req]" {
+		if code != 400 || field(m, "error_msg") != "invalid configuration: unknown plugin [limit-req]" {
 			t.Errorf("limit-req route: %d %v; want 400 unknown plugin", code, m)
 		}
 		resp, err := http.Get(g.admin + "/plugins/list?api_key=" + e2eAdminKey)
