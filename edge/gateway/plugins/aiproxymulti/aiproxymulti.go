@@ -476,7 +476,8 @@ func (p *multi) Access(c *plugin.Ctx) bool {
 			in.ok.Inc()
 			copyHead(c.R, resp)
 			c.Upstream = in.name
-			c.R.SetBodyStreamWriter(func(w *bufio.Writer) { relay(w, resp) })
+			timeout := p.timeout
+			c.R.SetBodyStreamWriter(func(w *bufio.Writer) { relay(w, resp, timeout) })
 			return false
 		}
 		p.failed(in, resp, err)
@@ -557,8 +558,9 @@ func keepHeader(k []byte) bool {
 }
 
 // relay copies a streamed upstream body to the caller, flushing after each
-// read so SSE events reach the caller as they arrive.
-func relay(w *bufio.Writer, resp *fasthttp.Response) {
+// read so SSE events reach the caller as they arrive. timeout bounds each
+// wait for the upstream (the gap between reads), not the whole stream.
+func relay(w *bufio.Writer, resp *fasthttp.Response, timeout time.Duration) {
 	defer func() {
 		upstream.CloseStream(resp)
 		fasthttp.ReleaseResponse(resp)
@@ -571,6 +573,7 @@ func relay(w *bufio.Writer, resp *fasthttp.Response) {
 	}
 	var buf [4096]byte
 	for {
+		upstream.SetReadDeadline(resp, time.Now().Add(timeout))
 		n, err := r.Read(buf[:])
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
