@@ -51,6 +51,11 @@ type Config struct {
 	// (another plugin is a 400 "unknown plugin"), so no stored plugin is
 	// silently not run. Nil accepts every plugin with a schema.
 	Built func(name string) bool
+	// CheckPlugin, when set, validates one plugin configuration the way the
+	// data plane will compile it (unknown fields, options it does not run);
+	// an error is a 400 naming the plugin. consumer is true for consumers'
+	// and credentials' plugins.
+	CheckPlugin func(name string, conf []byte, consumer bool) error
 }
 
 // Server answers the admin API.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -287,6 +288,26 @@ func (s *Server) check(c *collection, id string, obj map[string]any, raw []byte,
 		}
 	}
 	plugins, _ := obj["plugins"].(map[string]any)
+	if s.cfg.CheckPlugin != nil && len(plugins) > 0 {
+		names := make([]string, 0, len(plugins))
+		for name := range plugins {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		consumer := c.name == gateway.Consumers || c.name == gateway.Credentials
+		for _, name := range names {
+			b, err := json.Marshal(plugins[name])
+			if err == nil {
+				b, err = gateway.ResolveConf(b)
+			}
+			if err != nil {
+				return fail(400, "invalid configuration: plugin "+name+": "+err.Error())
+			}
+			if err := s.cfg.CheckPlugin(name, b, consumer); err != nil {
+				return fail(400, "failed to check the configuration of plugin "+name+" err: "+err.Error())
+			}
+		}
+	}
 	switch c.name {
 	case gateway.Routes:
 		if other := st.ConflictingRoute(id, raw); other != "" {

@@ -66,7 +66,14 @@ func Compile(st *State, rev int64) *Snapshot {
 	}
 	sort.Slice(s.Routes, func(i, j int) bool { return routeBefore(s.Routes[i], s.Routes[j]) })
 	each(GlobalRules, func(r *Resource) error {
-		s.GlobalRules = append(s.GlobalRules, &GlobalRule{ID: r.ID, Plugins: r.spec.(*globalRuleSpec).Plugins})
+		gr := &GlobalRule{ID: r.ID, Plugins: r.spec.(*globalRuleSpec).Plugins}
+		s.GlobalRules = append(s.GlobalRules, gr)
+		ps, err := resolvePlugins(gr.Plugins)
+		if err != nil {
+			gr.Err = err.Error()
+			return err
+		}
+		gr.Plugins = ps
 		return nil
 	})
 	sort.SliceStable(s.GlobalRules, func(i, j int) bool { return idLess(s.GlobalRules[i].ID, s.GlobalRules[j].ID) })
@@ -80,8 +87,12 @@ func Compile(st *State, rev int64) *Snapshot {
 	})
 	each(Consumers, func(r *Resource) error {
 		c := r.spec.(*consumerSpec)
-		con := &Consumer{Username: r.ID, Plugins: c.Plugins}
-		if err := s.indexAuth(con, c.Plugins); err != nil {
+		ps, err := resolvePlugins(c.Plugins)
+		if err != nil {
+			return err
+		}
+		con := &Consumer{Username: r.ID, Plugins: ps}
+		if err := s.indexAuth(con, ps); err != nil {
 			return err
 		}
 		s.Consumers[r.ID] = con
@@ -93,7 +104,11 @@ func Compile(st *State, rev int64) *Snapshot {
 		if con == nil {
 			return fmt.Errorf("consumer %q not found", user)
 		}
-		return s.indexAuth(con, r.spec.(*credentialSpec).Plugins)
+		ps, err := resolvePlugins(r.spec.(*credentialSpec).Plugins)
+		if err != nil {
+			return err
+		}
+		return s.indexAuth(con, ps)
 	})
 	each(SSLs, func(r *Resource) error {
 		c, err := compileSSL(r.ID, r.spec.(*sslSpec))
@@ -201,6 +216,14 @@ func (s *Snapshot) Check(coll, id string, raw []byte) error {
 		_, err = compileSSL(id, spec.(*sslSpec))
 	case StreamRoutes:
 		_, err = s.compileStreamRoute(id, spec.(*streamRouteSpec))
+	case Consumers:
+		_, err = resolvePlugins(spec.(*consumerSpec).Plugins)
+	case Credentials:
+		_, err = resolvePlugins(spec.(*credentialSpec).Plugins)
+	case GlobalRules:
+		_, err = resolvePlugins(spec.(*globalRuleSpec).Plugins)
+	case PluginConfigs:
+		_, err = resolvePlugins(spec.(*pluginConfigSpec).Plugins)
 	}
 	return err
 }
@@ -357,6 +380,9 @@ func (s *Snapshot) compileRoute(id string, r *routeSpec, modRev int64) (*Route, 
 		}
 		rt.Upstream = u
 	}
+	if rt.Plugins, err = resolvePlugins(rt.Plugins); err != nil {
+		return nil, err
+	}
 	if rt.Upstream == nil && len(rt.Plugins) == 0 && rt.Script == "" {
 		return nil, errors.New("a route needs an upstream, upstream_id, service_id or plugins")
 	}
@@ -429,6 +455,9 @@ func parseCIDR(a string) (netip.Prefix, error) {
 func (s *Snapshot) compileService(id string, sv *serviceSpec) (*Service, error) {
 	svc := &Service{ID: id, Name: sv.Name, Plugins: sv.Plugins, EnableWebsocket: sv.EnableWebsocket}
 	var err error
+	if svc.Plugins, err = resolvePlugins(sv.Plugins); err != nil {
+		return nil, err
+	}
 	if svc.Hosts, err = compileHosts(sv.Hosts); err != nil {
 		return nil, err
 	}
@@ -522,11 +551,20 @@ func compileSSL(id string, sp *sslSpec) (*Cert, error) {
 		return nil, errors.New("certs and keys: must have the same number of entries")
 	}
 	for i := range certs {
-		if IsReference(certs[i]) || IsReference(keys[i]) {
-			c.Reference = true
-			continue
+		f := "cert"
+		if i > 0 {
+			f = fmt.Sprintf("certs[%d]", i-1)
 		}
-		pair, err := ParseCertPair(certs[i], keys[i])
+		cp, isRef, err := ResolveRef(certs[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		kp, keyRef, err := ResolveRef(keys[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s key: %w", f, err)
+		}
+		c.Reference = c.Reference || isRef || keyRef
+		pair, err := ParseCertPair(cp, kp)
 		if err != nil {
 			if i == 0 {
 				return nil, err

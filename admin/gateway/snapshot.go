@@ -159,6 +159,9 @@ type Upstream struct {
 type GlobalRule struct {
 	ID      string
 	Plugins Plugins
+	// Err is why the rule cannot run (a secret reference that does not
+	// resolve): the data plane then serves nothing rather than skip it.
+	Err string
 }
 
 // Consumer is a compiled consumer.
@@ -173,11 +176,12 @@ type Cert struct {
 	Type      string // server or client
 	SNIs      []string
 	Protocols []string
-	// Certificates are the parsed pairs; empty while the PEM is a secret
-	// reference ($secret:// or $env://) the data plane resolves.
+	// Certificates are the parsed pairs.
 	Certificates []tls.Certificate
-	Reference    bool
-	Enabled      bool // status 1 (a disabled certificate is not served)
+	// Reference reports that some PEM came from a resolved secret
+	// reference ($env://).
+	Reference bool
+	Enabled   bool // status 1 (a disabled certificate is not served)
 }
 
 // StreamRoute is a compiled L4 route.

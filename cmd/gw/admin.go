@@ -54,7 +54,7 @@ func openAdmin(cfg startup.Config, log *slog.Logger) (*adminRuntime, error) {
 	if cfg.AdminStore == store.KindEtcd {
 		keyPrefix = strings.TrimSuffix(cfg.AdminEtcdPrefix, "/")
 	}
-	a, err := api.New(api.Config{Store: st, Runner: r, Key: cfg.AdminKey, KeyPrefix: keyPrefix, Log: log, Built: builtPlugin})
+	a, err := api.New(api.Config{Store: st, Runner: r, Key: cfg.AdminKey, KeyPrefix: keyPrefix, Log: log, Built: builtPlugin, CheckPlugin: checkPlugin})
 	if err != nil {
 		cancel()
 		r.Stop()

@@ -62,3 +62,9 @@ func (r *gatewayRuntime) close() {
 // builtPlugin reports whether the data plane runs a plugin; the admin API
 // accepts only those.
 func builtPlugin(name string) bool { return plugin.Lookup(name) != nil }
+
+// checkPlugin validates a plugin configuration at write time with the data
+// plane's own rules (plugin.CheckConfig).
+func checkPlugin(name string, conf []byte, consumer bool) error {
+	return plugin.CheckConfig(name, conf, consumer)
+}

@@ -285,9 +285,9 @@ func TestPluginsE2E(t *testing.T) {
 	})
 
 	t.Run("not-built", func(t *testing.T) {
-		code, m := g.call(t, "PUT", "/routes/pm", `{"uri":"/pm","plugins":{"ai-proxy-multi":{"instances":[{"name":"a","provider":"openai","weight":1,"auth":{"header":{"Authorization":"Bearer x"}},"options":{"model":"m"}}]}},`+up+`}`)
-		if code != 400 || field(m, "error_msg") != "unknown plugin [ai-proxy-multi]" {
-			t.Errorf("ai-proxy-multi route: %d %v; want 400 unknown plugin", code, m)
+		code, m := g.call(t, "PUT", "/routes/pm", `{"uri":"/pm","plugins":{"limit-req":{"rate":1,"burst":1,"key":"remote_addr"}},`+up+`}`)
+		if code != 400 || field(m, "error_msg") != "invalid configuration: unknown plugin [limit-req]" {
+			t.Errorf("limit-req route: %d %v; want 400 unknown plugin", code, m)
 		}
 		resp, err := http.Get(g.admin + "/plugins/list?api_key=" + e2eAdminKey)
 		if err != nil {
@@ -295,7 +295,7 @@ func TestPluginsE2E(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(b), "ai-proxy-multi") || !strings.Contains(string(b), "prometheus") {
+		if strings.Contains(string(b), "limit-req") || !strings.Contains(string(b), "prometheus") || !strings.Contains(string(b), "ai-proxy-multi") {
 			t.Errorf("/plugins/list: %s", b)
 		}
 	})

@@ -165,6 +165,11 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes)), consumers: map[*admingw.Consumer]*consumerRT{}}
 	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared}
 	for _, gr := range snap.GlobalRules {
+		if gr.Err != "" {
+			b.globalBlocked = "global rule " + gr.ID + ": " + gr.Err
+			g.log.Warn("gateway global rule not run; every request answers 503", "global_rule", gr.ID, "error", gr.Err)
+			break
+		}
 		c, err := plugin.Compile(gr.Plugins, env, "global_rule/"+gr.ID, false)
 		if err != nil {
 			b.globalBlocked = "global rule " + gr.ID + ": " + err.Error()
@@ -202,9 +207,12 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 		}
 		if x.blocked == "" {
 			c, err := plugin.Compile(rt.Plugins, env, "route/"+rt.ID, false)
-			if err != nil {
+			switch {
+			case err != nil:
 				x.blocked = err.Error()
-			} else if !c.Empty() {
+			case rt.Upstream == nil && !c.Answers:
+				x.blocked = "no upstream"
+			case !c.Empty():
 				x.chain = c
 			}
 		}
@@ -251,9 +259,6 @@ func routeBlock(rt *admingw.Route) string {
 	}
 	if rt.Script != "" {
 		return "script is not run by the data plane"
-	}
-	if rt.Upstream == nil {
-		return "no upstream"
 	}
 	return ""
 }
@@ -380,7 +385,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 		rs.fail(404, body404)
 		return
 	}
-	if rt.blocked != "" {
+	if rt.blocked != "" || rt.pool == nil {
+		// No pool: an upstream-less route whose answering plugin did not
+		// run on this request (its _meta.filter did not match).
 		rs.fail(503, body503)
 		return
 	}

@@ -1,13 +1,16 @@
 package gateway
 
 import (
+	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
 	admingw "gw/admin/gateway"
 	"gw/admin/store"
+	"gw/edge/gateway/plugin"
 	"gw/edge/gateway/upstream"
 )
 
@@ -99,5 +102,32 @@ func BenchmarkPluginChain(b *testing.B) {
 	}
 	if b.N > 1 && ctx.Response.StatusCode() != 503 {
 		b.Fatalf("status %d; want the limit's 503", ctx.Response.StatusCode())
+	}
+}
+
+// TestPluginChecks: the write-time checks refuse what the plugins do not
+// run, naming the field, and pass what they do.
+func TestPluginChecks(t *testing.T) {
+	for _, tc := range []struct{ name, conf, err string }{
+		{"proxy-rewrite", `{"uri":"/x/$uri","headers":{"set":{"X":"${post_arg.messages[0].role}"}}}`, ""},
+		{"proxy-rewrite", `{"scheme":"https"}`, "`scheme` is not built in this build"},
+		{"proxy-rewrite", `{"scheme":"https","_meta":{"disable":true}}`, ""},
+		{"proxy-rewrite", `{"uri":"$nope_var"}`, "unknown variable $nope_var"},
+		{"limit-count", `{"count":1,"time_window":60}`, ""},
+		{"limit-count", `{"count":1,"time_window":60,"allow_degradation":true}`, ""},
+		{"limit-count", `{"count":1,"time_window":60,"policy":"redis-cluster"}`, `policy "redis-cluster" is not built in this build`},
+		{"limit-count", `{"count":1,"time_window":7,"policy":"redis","redis_host":"h"}`, "time_window 7 is not built in this build"},
+		{"limit-count", `{"count":1,"time_window":60,"key":"nope_var"}`, "`key`: unknown variable"},
+		{"jwt-auth", `{"store_in_ctx":true}`, ""},
+		{"jwt-auth", `{"header":"x-jwt"}`, ""},
+		{"http-logger", `{"uri":"http://h/","include_req_body_expr":[["arg_a","==","1"]]}`, "not built in this build"},
+		{"http-logger", `{"uri":"http://h/","log_format":{"u":"$nope_var"}}`, "unknown variable"},
+		{"ai-proxy-multi", `{"instances":[{"name":"a","provider":"openai","weight":1}],"balancer":{"algorithm":"chash"}}`, "balancer.algorithm: chash is not built in this build"},
+		{"no-such", `{}`, "plugin no-such is not built in this build"},
+	} {
+		err := plugin.CheckConfig(tc.name, json.RawMessage(tc.conf), false)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s %s: got %v; want %q", tc.name, tc.conf, err, tc.err)
+		}
 	}
 }

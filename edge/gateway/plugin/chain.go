@@ -26,6 +26,9 @@ type Chain struct {
 	rw, ac, hf, bf, log []Plugin
 	// Auth reports whether an auth plugin is in the chain.
 	Auth bool
+	// Answers reports whether a plugin that answers requests itself is in
+	// the chain.
+	Answers bool
 }
 
 // Compile builds the chain of a plugins object. Disabled plugins
@@ -60,11 +63,8 @@ func Compile(ps admingw.Plugins, env *Env, owner string, consumer bool) (*Chain,
 		if consumer && d.Auth {
 			continue
 		}
-		if mt != nil && len(mt.ErrorResponse) > 0 && string(mt.ErrorResponse) != "null" {
-			return nil, fmt.Errorf("plugin %s: _meta.error_response is %w", name, ErrNotBuilt)
-		}
-		if mt != nil && mt.PreFunction != "" {
-			return nil, fmt.Errorf("plugin %s: _meta.pre_function (Lua) is %w", name, ErrNotBuilt)
+		if err := checkMeta(mt); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", name, err)
 		}
 		p, err := d.New(raw, env, owner)
 		if err != nil {
@@ -85,6 +85,57 @@ func Compile(ps admingw.Plugins, env *Env, owner string, consumer bool) (*Chain,
 	}
 	c.index()
 	return c, nil
+}
+
+func checkMeta(mt *meta) error {
+	if mt == nil {
+		return nil
+	}
+	if len(mt.ErrorResponse) > 0 && string(mt.ErrorResponse) != "null" {
+		return fmt.Errorf("_meta.error_response is %w in this build", ErrNotBuilt)
+	}
+	if mt.PreFunction != "" {
+		return fmt.Errorf("_meta.pre_function (Lua) is %w in this build", ErrNotBuilt)
+	}
+	if len(mt.Filter) > 0 && string(mt.Filter) != "null" {
+		if _, err := router.CompileExpr(mt.Filter); err != nil {
+			return fmt.Errorf("_meta.filter: %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckConfig validates one plugin configuration as written to the admin
+// API, before it is stored: the plugin must be built, its `_meta` must be
+// one the data plane runs and the plugin's own Check must pass. consumer
+// is true for a consumer's or credential's plugins, where an auth plugin's
+// entry is a credential (checked by the consumer schema, not here). Errors
+// do not carry the plugin name; the caller adds it.
+func CheckConfig(name string, raw json.RawMessage, consumer bool) error {
+	d := Lookup(name)
+	if d == nil {
+		return fmt.Errorf("plugin %s is %w in this build", name, ErrNotBuilt)
+	}
+	if consumer && d.Auth {
+		return nil
+	}
+	var m struct {
+		Meta *meta `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("cannot decode configuration: %w", err)
+	}
+	if m.Meta != nil && m.Meta.Disable {
+		// Not run, so nothing of it is ignored (Compile leaves it out).
+		return nil
+	}
+	if err := checkMeta(m.Meta); err != nil {
+		return err
+	}
+	if d.Check != nil {
+		return d.Check(raw)
+	}
+	return nil
 }
 
 // Merge returns the chain of a route's plugins with a consumer's: the
@@ -117,7 +168,7 @@ func (c *Chain) index() {
 		return c.List[i].Name < c.List[j].Name
 	})
 	c.rw, c.ac, c.hf, c.bf, c.log = nil, nil, nil, nil, nil
-	c.Auth = false
+	c.Auth, c.Answers = false, false
 	for _, in := range c.List {
 		ph := in.P.Phases()
 		if ph&Rewrite != 0 {
@@ -137,6 +188,9 @@ func (c *Chain) index() {
 		}
 		if in.Def.Auth {
 			c.Auth = true
+		}
+		if in.Def.Answers {
+			c.Answers = true
 		}
 	}
 }

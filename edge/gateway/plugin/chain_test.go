@@ -107,8 +107,8 @@ func TestCompile(t *testing.T) {
 	// Never served without a plugin or option that cannot run.
 	f(`{"no-such":{}}`, "/", "error: plugin no-such is not built in the data plane")
 	f(`{"t-low":{"bad":true}}`, "/", "error: plugin t-low: bad configuration")
-	f(`{"t-low":{"_meta":{"pre_function":"return"}}}`, "/", "error: plugin t-low: _meta.pre_function (Lua) is not built")
-	f(`{"t-low":{"_meta":{"error_response":"x"}}}`, "/", "error: plugin t-low: _meta.error_response is not built")
+	f(`{"t-low":{"_meta":{"pre_function":"return"}}}`, "/", "error: plugin t-low: _meta.pre_function (Lua) is not built in this build")
+	f(`{"t-low":{"_meta":{"error_response":"x"}}}`, "/", "error: plugin t-low: _meta.error_response is not built in this build")
 	f(`{"no-such":{"_meta":{"disable":true}}}`, "/", "upstream")
 }
 
@@ -137,5 +137,25 @@ func TestMergeConsumer(t *testing.T) {
 	// The consumer's t-low (deny) replaced the route's.
 	if got := run(m, newCtx("/")); !strings.Contains(got, "t-low.ac t-high.log") || strings.Contains(got, "upstream") {
 		t.Fatalf("merged run %q", got)
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		consumer   bool
+		err        string
+	}{
+		{"t-low", `{}`, false, ""},
+		{"no-such", `{}`, false, "plugin no-such is not built in this build"},
+		{"t-low", `{"_meta":{"pre_function":"return"}}`, false, "_meta.pre_function (Lua) is not built in this build"},
+		{"t-low", `{"_meta":{"filter":[["arg_x","~~","("]]}}`, false, "_meta.filter"},
+		{"t-auth", `{"_meta":{"error_response":"x"}}`, true, ""}, // a credential
+		{"t-auth", `{"_meta":{"error_response":"x"}}`, false, "_meta.error_response"},
+	} {
+		err := CheckConfig(tc.name, json.RawMessage(tc.conf), tc.consumer)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s %s: got %v; want %q", tc.name, tc.conf, err, tc.err)
+		}
 	}
 }

@@ -64,10 +64,19 @@ type Def struct {
 	// Auth plugins identify a consumer; their consumer/credential entries
 	// are credentials, not consumer-level plugins.
 	Auth bool
+	// Answers plugins answer every request they run on themselves (AI
+	// proxies): a route with one needs no upstream.
+	Answers bool
 	// New compiles one configuration (as stored, `_meta` included). owner
 	// names where it is configured ("route/1", "global_rule/2",
 	// "consumer/jack") for counters and messages.
 	New func(conf json.RawMessage, env *Env, owner string) (Plugin, error)
+	// Check, when set, validates one configuration without the snapshot or
+	// shared state: unknown fields and values the plugin does not run are
+	// errors naming the field (wrapping ErrNotBuilt for the latter). The
+	// admin API runs it on every write, so a configuration the data plane
+	// would refuse is a 400, not a route answering 503.
+	Check func(conf json.RawMessage) error
 }
 
 var (

@@ -167,7 +167,11 @@ func compileCond(l []any) (cond, error) {
 		return c, fmt.Errorf("cannot parse vars: operator %v is not a string", rest[0])
 	}
 	val := rest[1]
-	switch strings.ToLower(op) {
+	lop := strings.ToLower(op)
+	if v.List() && lop != "in" && lop != "has" {
+		return c, fmt.Errorf("cannot parse vars: %q yields a list (a [*] path); only the in and has operators take it", name)
+	}
+	switch lop {
 	case "==":
 		c.op = opEq
 	case "~=":
@@ -316,6 +320,22 @@ func (e *Expr) Eval(ctx *fasthttp.RequestCtx, c *vars.Context, buf []byte) (bool
 }
 
 func (c *cond) eval(ctx *fasthttp.RequestCtx, vc *vars.Context, buf []byte) (bool, []byte) {
+	if c.v.List() {
+		// in: some element is in the set; has: some element is the value.
+		var r bool
+		r, buf = c.v.Each(ctx, buf, func(val []byte) bool {
+			if c.op == opHas {
+				return bytes.Equal(val, c.str)
+			}
+			for _, s := range c.set {
+				if bytes.Equal(val, s) {
+					return true
+				}
+			}
+			return false
+		})
+		return r != c.not, buf
+	}
 	val, defined := c.v.Append(buf[:0], ctx, vc)
 	buf = val
 	var r bool

@@ -219,3 +219,33 @@ func TestMatchAllocs(t *testing.T) {
 		}
 	}
 }
+
+func TestExprPostArg(t *testing.T) {
+	body := `{"model":{"version":"4o"},"messages":[{"role":"user","content":[{"type":"text"},{"type":"image_url"}]}]}`
+	f := func(expr, ct string, want bool) {
+		t.Helper()
+		x, err := CompileExpr([]byte(expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		ctx := reqCtx("POST", "/", "h", "10.0.0.1")
+		ctx.Request.Header.SetContentType(ct)
+		ctx.Request.SetBodyString(body)
+		if ok, _ := x.Eval(ctx, nil, nil); ok != want {
+			t.Errorf("%s (%s): got %v; want %v", expr, ct, ok, want)
+		}
+	}
+	f(`[["post_arg.model.version","==","4o"]]`, "application/json", true)
+	f(`[["post_arg.model.version","==","4o"]]`, "text/plain", false)
+	f(`[["post_arg.messages[*].content[*].type","has","image_url"]]`, "application/json", true)
+	f(`[["post_arg.messages[*].content[*].type","has","audio"]]`, "application/json", false)
+	f(`[["post_arg.messages[*].content[*].type","!","has","image_url"]]`, "application/json", false)
+	f(`[["post_arg.messages[*].content[*].type","in",["audio","image_url"]]]`, "application/json", true)
+	f(`[["post_arg.messages[*].content[*].type","in",["audio"]]]`, "application/json", false)
+	f(`[["post_arg.messages[*].role","in",["user"]]]`, "text/plain", false)
+	for _, bad := range []string{`[["post_arg.messages[*].role","==","user"]]`, `[["post_arg.a[x]","==","1"]]`} {
+		if _, err := CompileExpr([]byte(bad)); err == nil {
+			t.Errorf("%s: compiled; want an error", bad)
+		}
+	}
+}

@@ -441,10 +441,15 @@ func tlsConfig(u *gateway.Upstream, snap *gateway.Snapshot) (*tls.Config, error)
 	}
 	switch {
 	case t.ClientCert != "":
-		if gateway.IsReference(t.ClientCert) || gateway.IsReference(t.ClientKey) {
-			return nil, errors.New("cannot read upstream tls: secret references in client_cert are not resolved by the data plane yet")
+		cp, _, err := gateway.ResolveRef(t.ClientCert)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read upstream tls.client_cert: %w", err)
 		}
-		pair, err := tls.X509KeyPair([]byte(t.ClientCert), []byte(t.ClientKey))
+		kp, _, err := gateway.ResolveRef(t.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read upstream tls.client_key: %w", err)
+		}
+		pair, err := tls.X509KeyPair([]byte(cp), []byte(kp))
 		if err != nil {
 			return nil, fmt.Errorf("cannot read upstream tls client certificate: %w", err)
 		}

@@ -118,7 +118,8 @@ func validName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !nameByte(s[i]) {
+		// ${post_arg.messages[0].role}: brackets only inside braces.
+		if !nameByte(s[i]) && s[i] != '[' && s[i] != ']' && s[i] != '*' {
 			return false
 		}
 	}

@@ -33,6 +33,7 @@ const (
 	kindHeader
 	kindCookie
 	kindPostArg
+	kindPostArgPath
 	kindRouteID
 	kindRouteName
 	kindServiceID
@@ -44,6 +45,8 @@ type Var struct {
 	Name string // as written, without "$"
 	kind Kind
 	key  []byte // the argument, header or cookie name
+	path []seg  // post_arg.<path>
+	list bool   // the path has a [*] wildcard
 }
 
 // Context carries what the gateway knows beyond the request itself (the
@@ -98,6 +101,15 @@ func Compile(name string) (v Var, known bool) {
 			v.kind, v.key = kindCookie, []byte(name[7:])
 		case strings.HasPrefix(name, "post_arg_") && len(name) > 9:
 			v.kind, v.key = kindPostArg, []byte(name[9:])
+		case strings.HasPrefix(name, "post_arg.") && len(name) > 9:
+			p, err := ParsePath(name[9:])
+			if err != nil {
+				return v, false
+			}
+			v.kind, v.path, v.list = kindPostArgPath, p, hasWildcard(p)
+			if !p[0].isIdx {
+				v.key = []byte(p[0].key)
+			}
 		}
 	}
 	return v, v.kind != kindUnknown
@@ -182,6 +194,8 @@ func (v *Var) Append(dst []byte, ctx *fasthttp.RequestCtx, c *Context) ([]byte, 
 			return dst, false
 		}
 		return append(dst, b...), true
+	case kindPostArgPath:
+		return v.appendPostArg(dst, ctx)
 	case kindRouteID:
 		return appendCtx(dst, c, func(c *Context) string { return c.RouteID })
 	case kindRouteName:

@@ -42,10 +42,9 @@ type user struct {
 }
 
 type basicAuth struct {
-	plugin.Base
-	hide      bool
-	users     map[string]user
-	anonymous *admingw.Consumer
+	plugin.AuthBase
+	hide  bool
+	users map[string]user
 }
 
 // New compiles a basic-auth configuration.
@@ -54,30 +53,24 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, fmt.Errorf("cannot decode: %w", err)
 	}
-	users, err := env.Once(Name+"/users", func() (any, error) { return index(env.Snap), nil })
+	users, err := plugin.CredentialIndex(env, Name, credential)
 	if err != nil {
 		return nil, err
 	}
-	p := &basicAuth{hide: c.HideCredentials, users: users.(map[string]user)}
-	if c.Anonymous != "" {
-		if p.anonymous = env.Snap.Consumers[c.Anonymous]; p.anonymous == nil {
-			return nil, fmt.Errorf("anonymous_consumer %q not found", c.Anonymous)
-		}
+	p := &basicAuth{hide: c.HideCredentials, users: users}
+	if err := p.SetAnonymous(env, c.Anonymous); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-// index maps every basic-auth user name to its consumer and password.
-func index(s *admingw.Snapshot) map[string]user {
-	m := make(map[string]user, len(s.Auth[Name]))
-	for name, con := range s.Auth[Name] {
-		var cred struct {
-			Password string `json:"password"`
-		}
-		_ = json.Unmarshal(s.AuthConf[Name][name], &cred)
-		m[name] = user{consumer: con, password: []byte(cred.Password)}
+// credential compiles one basic-auth user: its consumer and password.
+func credential(_ string, con *admingw.Consumer, conf json.RawMessage) (user, bool) {
+	var cred struct {
+		Password string `json:"password"`
 	}
-	return m
+	_ = json.Unmarshal(conf, &cred)
+	return user{consumer: con, password: []byte(cred.Password)}, true
 }
 
 func (p *basicAuth) Phases() plugin.Phase { return plugin.Rewrite }
@@ -85,33 +78,24 @@ func (p *basicAuth) Phases() plugin.Phase { return plugin.Rewrite }
 func (p *basicAuth) Rewrite(c *plugin.Ctx) bool {
 	h := c.R.Request.Header.Peek("Authorization")
 	if len(h) == 0 {
-		return p.fail(c, bodyMissing)
+		return p.Fail(c, bodyMissing)
 	}
 	var username, password []byte
 	var err error
 	username, password, c.Buf, err = ParseHeader(h, c.Buf[:0])
 	if err != nil {
-		return p.fail(c, bodyInvalid)
+		return p.Fail(c, bodyInvalid)
 	}
 	u, ok := p.users[string(username)]
 	// An empty stored or sent password never authenticates.
 	if !ok || len(password) == 0 || len(u.password) == 0 || subtle.ConstantTimeCompare(password, u.password) != 1 {
-		return p.fail(c, bodyBadUser)
+		return p.Fail(c, bodyBadUser)
 	}
 	c.SetConsumer(u.consumer)
 	if p.hide {
 		c.R.Request.Header.Del("Authorization")
 	}
 	return true
-}
-
-func (p *basicAuth) fail(c *plugin.Ctx, body []byte) bool {
-	if p.anonymous != nil {
-		c.SetConsumer(p.anonymous)
-		return true
-	}
-	c.Reply(401, body)
-	return false
 }
 
 var (

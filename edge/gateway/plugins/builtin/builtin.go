@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	_ "gw/edge/gateway/plugins/aiproxymulti"
 	_ "gw/edge/gateway/plugins/basicauth"
 	_ "gw/edge/gateway/plugins/errorpage"
 	_ "gw/edge/gateway/plugins/httplogger"

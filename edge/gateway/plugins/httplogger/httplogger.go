@@ -38,7 +38,7 @@ const (
 )
 
 func init() {
-	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, New: New})
+	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, New: New, Check: Check})
 }
 
 type conf struct {
@@ -103,15 +103,42 @@ var defaultFormat = map[string]string{
 	"latency": "$request_time", "upstream": "$upstream_addr", "start_time": "$msec",
 }
 
-// New compiles an http-logger configuration.
-func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
+func decode(raw json.RawMessage) (conf, error) {
 	c := conf{Timeout: 3, ConcatMethod: "json", Name: "http logger", BatchMaxSize: 1000, InactiveTimeout: 5, BufferDuration: 60,
 		RetryDelay: 1, MaxReqBody: 524288, MaxRespBody: 524288, MaxPending: 8192}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("cannot decode: %w", err)
+		return c, fmt.Errorf("cannot decode: %w", err)
 	}
 	if len(c.ReqBodyExpr) > 0 || len(c.RespBodyExpr) > 0 {
-		return nil, fmt.Errorf("include_req_body_expr and include_resp_body_expr are %w", plugin.ErrNotBuilt)
+		return c, fmt.Errorf("include_req_body_expr and include_resp_body_expr are %w in this build", plugin.ErrNotBuilt)
+	}
+	return c, nil
+}
+
+// Check validates a configuration and its own log_format (the admin API's
+// write-time check; the metadata's format is checked when it is written).
+func Check(raw json.RawMessage) error {
+	c, err := decode(raw)
+	if err != nil {
+		return err
+	}
+	format := map[string]string{}
+	for k, v := range c.LogFormat {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("log_format %q: values must be strings", k)
+		}
+		format[k] = s
+	}
+	_, err = compileFormat(format)
+	return err
+}
+
+// New compiles an http-logger configuration.
+func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
 	}
 	var md struct {
 		LogFormat  map[string]json.RawMessage `json:"log_format"`
@@ -138,7 +165,6 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 		format[k] = s
 	}
 	p := &logger{maxReqBody: c.MaxReqBody, maxResp: c.MaxRespBody}
-	var err error
 	if p.fields, err = compileFormat(format); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ const (
 )
 
 func init() {
-	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, Auth: true, New: New})
+	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, Auth: true, New: New, Check: Check})
 }
 
 var (
@@ -46,6 +46,21 @@ type conf struct {
 	Anonymous       string `json:"anonymous_consumer"`
 }
 
+func decode(raw json.RawMessage) (conf, error) {
+	c := conf{Header: "authorization", Query: "jwt", Cookie: "jwt", KeyClaim: "key"}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("cannot decode: %w", err)
+	}
+	return c, nil
+}
+
+// Check validates a route's jwt-auth configuration (the admin API's
+// write-time check).
+func Check(raw json.RawMessage) error {
+	_, err := decode(raw)
+	return err
+}
+
 // cred is one consumer's verification key.
 type cred struct {
 	consumer *admingw.Consumer
@@ -55,90 +70,84 @@ type cred struct {
 }
 
 type jwtAuth struct {
-	plugin.Base
+	plugin.AuthBase
 	header, query, cookie []byte
 	hide                  bool
 	keyClaim              string
 	creds                 map[string]*cred
 	maxLeeway             time.Duration
-	anonymous             *admingw.Consumer
 }
 
 // New compiles a jwt-auth configuration.
 func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
-	c := conf{Header: "authorization", Query: "jwt", Cookie: "jwt", KeyClaim: "key"}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("cannot decode: %w", err)
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
 	}
-	creds, err := env.Once(Name+"/creds", func() (any, error) { return index(env) })
+	creds, err := plugin.CredentialIndex(env, Name, func(_ string, con *admingw.Consumer, conf json.RawMessage) (*cred, bool) {
+		return credential(env, con, conf)
+	})
 	if err != nil {
 		return nil, err
 	}
 	p := &jwtAuth{header: []byte(c.Header), query: []byte(c.Query), cookie: []byte(c.Cookie), hide: c.HideCredentials,
-		keyClaim: c.KeyClaim, creds: creds.(map[string]*cred)}
+		keyClaim: c.KeyClaim, creds: creds}
 	for _, cr := range p.creds {
 		p.maxLeeway = max(p.maxLeeway, cr.leeway)
 	}
-	if c.Anonymous != "" {
-		if p.anonymous = env.Snap.Consumers[c.Anonymous]; p.anonymous == nil {
-			return nil, fmt.Errorf("anonymous_consumer %q not found", c.Anonymous)
-		}
+	if err := p.SetAnonymous(env, c.Anonymous); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-// index compiles every jwt-auth credential's key. A credential whose key
-// does not parse is left out (its consumer cannot authenticate) and logged
-// without the key material.
-func index(env *plugin.Env) (map[string]*cred, error) {
-	s := env.Snap
-	m := make(map[string]*cred, len(s.Auth[Name]))
-	for k, con := range s.Auth[Name] {
-		var cc struct {
-			Secret      string `json:"secret"`
-			Algorithm   string `json:"algorithm"`
-			PublicKey   string `json:"public_key"`
-			Base64      bool   `json:"base64_secret"`
-			GracePeriod int64  `json:"lifetime_grace_period"`
-		}
-		if err := json.Unmarshal(s.AuthConf[Name][k], &cc); err != nil {
-			continue
-		}
-		if cc.Algorithm == "" {
-			cc.Algorithm = "HS256"
-		}
-		cr := &cred{consumer: con, alg: cc.Algorithm, leeway: time.Duration(cc.GracePeriod) * time.Second}
-		var err error
-		switch cc.Algorithm {
-		case "HS256", "HS512":
-			if cc.Base64 {
-				var b []byte
-				if b, err = base64.StdEncoding.DecodeString(cc.Secret); err == nil {
-					cr.key = b
-				}
-			} else {
-				cr.key = []byte(cc.Secret)
-			}
-		case "RS256":
-			var pk crypto.PublicKey
-			pk, err = jwt.ParseRSAPublicKeyFromPEM([]byte(cc.PublicKey))
-			cr.key = pk
-		case "ES256":
-			var pk crypto.PublicKey
-			pk, err = jwt.ParseECPublicKeyFromPEM([]byte(cc.PublicKey))
-			cr.key = pk
-		default:
-			err = errors.New("unsupported algorithm " + cc.Algorithm)
-		}
-		if err != nil || cr.key == nil {
-			if env.Log != nil {
-				env.Log.Warn("jwt-auth credential left out: its key does not parse", "consumer", con.Username, "algorithm", cc.Algorithm)
-			}
-			continue
-		}
-		m[k] = cr
+// credential compiles one jwt-auth credential's key. A credential whose
+// key does not parse is left out (its consumer cannot authenticate) and
+// logged without the key material.
+func credential(env *plugin.Env, con *admingw.Consumer, conf json.RawMessage) (*cred, bool) {
+	var cc struct {
+		Secret      string `json:"secret"`
+		Algorithm   string `json:"algorithm"`
+		PublicKey   string `json:"public_key"`
+		Base64      bool   `json:"base64_secret"`
+		GracePeriod int64  `json:"lifetime_grace_period"`
 	}
-	return m, nil
+	if err := json.Unmarshal(conf, &cc); err != nil {
+		return nil, false
+	}
+	if cc.Algorithm == "" {
+		cc.Algorithm = "HS256"
+	}
+	cr := &cred{consumer: con, alg: cc.Algorithm, leeway: time.Duration(cc.GracePeriod) * time.Second}
+	var err error
+	switch cc.Algorithm {
+	case "HS256", "HS512":
+		if cc.Base64 {
+			var b []byte
+			if b, err = base64.StdEncoding.DecodeString(cc.Secret); err == nil {
+				cr.key = b
+			}
+		} else {
+			cr.key = []byte(cc.Secret)
+		}
+	case "RS256":
+		var pk crypto.PublicKey
+		pk, err = jwt.ParseRSAPublicKeyFromPEM([]byte(cc.PublicKey))
+		cr.key = pk
+	case "ES256":
+		var pk crypto.PublicKey
+		pk, err = jwt.ParseECPublicKeyFromPEM([]byte(cc.PublicKey))
+		cr.key = pk
+	default:
+		err = errors.New("unsupported algorithm " + cc.Algorithm)
+	}
+	if err != nil || cr.key == nil {
+		if env.Log != nil {
+			env.Log.Warn("jwt-auth credential left out: its key does not parse", "consumer", con.Username, "algorithm", cc.Algorithm)
+		}
+		return nil, false
+	}
+	return cr, true
 }
 
 func (p *jwtAuth) Phases() plugin.Phase { return plugin.Rewrite }
@@ -164,7 +173,7 @@ func (p *jwtAuth) token(c *plugin.Ctx) ([]byte, int) {
 func (p *jwtAuth) Rewrite(c *plugin.Ctx) bool {
 	tok, from := p.token(c)
 	if from == 0 {
-		return p.fail(c, bodyMissing)
+		return p.Fail(c, bodyMissing)
 	}
 	var cr *cred
 	claims := jwt.MapClaims{}
@@ -187,15 +196,15 @@ func (p *jwtAuth) Rewrite(c *plugin.Ctx) bool {
 	if err != nil {
 		switch {
 		case keyErr != nil:
-			return p.fail(c, keyErr)
+			return p.Fail(c, keyErr)
 		case errors.Is(err, jwt.ErrTokenMalformed):
-			return p.fail(c, bodyInvalid)
+			return p.Fail(c, bodyInvalid)
 		default:
-			return p.fail(c, bodyNotVerify)
+			return p.Fail(c, bodyNotVerify)
 		}
 	}
 	if cr.leeway < p.maxLeeway && !withinGrace(claims, cr.leeway, time.Now()) {
-		return p.fail(c, bodyNotVerify)
+		return p.Fail(c, bodyNotVerify)
 	}
 	c.SetConsumer(cr.consumer)
 	if p.hide {
@@ -223,13 +232,4 @@ func withinGrace(claims jwt.MapClaims, leeway time.Duration, now time.Time) bool
 		return false
 	}
 	return true
-}
-
-func (p *jwtAuth) fail(c *plugin.Ctx, body []byte) bool {
-	if p.anonymous != nil {
-		c.SetConsumer(p.anonymous)
-		return true
-	}
-	c.Reply(401, body)
-	return false
 }

@@ -34,11 +34,10 @@ type conf struct {
 }
 
 type keyAuth struct {
-	plugin.Base
+	plugin.AuthBase
 	header, query []byte
 	hide          bool
 	keys          map[string]*admingw.Consumer
-	anonymous     *admingw.Consumer
 }
 
 // New compiles a key-auth configuration.
@@ -47,11 +46,15 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, fmt.Errorf("cannot decode: %w", err)
 	}
-	p := &keyAuth{header: []byte(c.Header), query: []byte(c.Query), hide: c.HideCredentials, keys: env.Snap.Auth[Name]}
-	if c.Anonymous != "" {
-		if p.anonymous = env.Snap.Consumers[c.Anonymous]; p.anonymous == nil {
-			return nil, fmt.Errorf("anonymous_consumer %q not found", c.Anonymous)
-		}
+	keys, err := plugin.CredentialIndex(env, Name, func(_ string, con *admingw.Consumer, _ json.RawMessage) (*admingw.Consumer, bool) {
+		return con, true
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &keyAuth{header: []byte(c.Header), query: []byte(c.Query), hide: c.HideCredentials, keys: keys}
+	if err := p.SetAnonymous(env, c.Anonymous); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -67,21 +70,11 @@ func (p *keyAuth) Rewrite(c *plugin.Ctx) bool {
 		fromQuery = len(key) > 0
 	}
 	if len(key) == 0 {
-		if p.anonymous != nil {
-			c.SetConsumer(p.anonymous)
-			return true
-		}
-		c.Reply(401, bodyMissing)
-		return false
+		return p.Fail(c, bodyMissing)
 	}
 	con := p.keys[string(key)]
 	if con == nil {
-		if p.anonymous != nil {
-			c.SetConsumer(p.anonymous)
-			return true
-		}
-		c.Reply(401, bodyInvalid)
-		return false
+		return p.Fail(c, bodyInvalid)
 	}
 	c.SetConsumer(con)
 	if p.hide {

@@ -29,7 +29,7 @@ const (
 )
 
 func init() {
-	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, New: New})
+	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, New: New, Check: Check})
 }
 
 type conf struct {
@@ -80,41 +80,78 @@ type limitCount struct {
 
 var remoteAddr, _ = vars.Compile("remote_addr")
 
-// New compiles a limit-count configuration.
-func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
+func decode(raw json.RawMessage) (conf, error) {
 	c := conf{RejectedCode: 503, Key: "remote_addr", KeyType: "var", Policy: "local", RedisPort: 6379, RedisTimeout: 1000}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("cannot decode: %w", err)
+		return c, fmt.Errorf("cannot decode: %w", err)
 	}
 	if c.Count <= 0 || c.TimeWindow <= 0 {
-		return nil, fmt.Errorf("`count` and `time_window` must be positive")
+		return c, fmt.Errorf("`count` and `time_window` must be positive")
 	}
-	p := &limitCount{count: c.Count, window: c.TimeWindow, code: c.RejectedCode, show: c.ShowHeaders == nil || *c.ShowHeaders}
-	if c.RejectedMsg != "" {
-		b, _ := json.Marshal(map[string]string{"error_msg": c.RejectedMsg})
-		p.msg = b
+	_, std := limiter.WindowKind(time.Duration(c.TimeWindow)*time.Second, false)
+	switch c.Policy {
+	case "local":
+	case "redis":
+		if c.RedisSSL {
+			return c, fmt.Errorf("`redis_ssl` is %w in this build", plugin.ErrNotBuilt)
+		}
+		if !std {
+			return c, fmt.Errorf("policy redis counts windows of 1, 60, 3600 or 86400 seconds; time_window %d is %w in this build", c.TimeWindow, plugin.ErrNotBuilt)
+		}
+	default:
+		return c, fmt.Errorf("policy %q is %w in this build", c.Policy, plugin.ErrNotBuilt)
 	}
+	return c, nil
+}
+
+// Check validates a configuration without the snapshot (the admin API's
+// write-time check).
+func Check(raw json.RawMessage) error {
+	c, err := decode(raw)
+	if err != nil {
+		return err
+	}
+	_, _, _, _, err = compileKey(&c)
+	return err
+}
+
+// compileKey compiles `key` by `key_type`.
+func compileKey(c *conf) (kt int, v vars.Var, t vars.Template, constant []byte, err error) {
 	switch c.KeyType {
 	case "var":
 		k := c.Key
 		if len(k) > 0 && k[0] == '$' {
 			k = k[1:]
 		}
-		v, known := vars.Compile(k)
-		if !known {
-			return nil, fmt.Errorf("`key`: unknown variable %q", c.Key)
+		var known bool
+		if v, known = vars.Compile(k); !known {
+			return 0, v, t, nil, fmt.Errorf("`key`: unknown variable %q", c.Key)
 		}
-		p.keyType, p.keyVar = keyVar, v
+		return keyVar, v, t, nil, nil
 	case "var_combination":
-		t, err := vars.CompileTemplate(c.Key)
-		if err != nil {
-			return nil, fmt.Errorf("`key`: %w", err)
+		if t, err = vars.CompileTemplate(c.Key); err != nil {
+			return 0, v, t, nil, fmt.Errorf("`key`: %w", err)
 		}
-		p.keyType, p.keyTmpl = keyCombination, t
+		return keyCombination, v, t, nil, nil
 	case "constant":
-		p.keyType, p.constant = keyConstant, []byte(c.Key)
-	default:
-		return nil, fmt.Errorf("`key_type` %q is not supported", c.KeyType)
+		return keyConstant, v, t, []byte(c.Key), nil
+	}
+	return 0, v, t, nil, fmt.Errorf("`key_type` %q is not supported", c.KeyType)
+}
+
+// New compiles a limit-count configuration.
+func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
+	c, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &limitCount{count: c.Count, window: c.TimeWindow, code: c.RejectedCode, show: c.ShowHeaders == nil || *c.ShowHeaders}
+	if c.RejectedMsg != "" {
+		b, _ := json.Marshal(map[string]string{"error_msg": c.RejectedMsg})
+		p.msg = b
+	}
+	if p.keyType, p.keyVar, p.keyTmpl, p.constant, err = compileKey(&c); err != nil {
+		return nil, err
 	}
 	// Counters belong to the group, else to this configuration where it is
 	// configured: a changed count or window starts afresh, as APISIX.
@@ -140,12 +177,6 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 			p.win = w.(*windows)
 		}
 	case "redis":
-		if c.RedisSSL {
-			return nil, fmt.Errorf("`redis_ssl` is %w", plugin.ErrNotBuilt)
-		}
-		if !std {
-			return nil, fmt.Errorf("policy redis counts windows of 1, 60, 3600 or 86400 seconds; time_window %d is %w", c.TimeWindow, plugin.ErrNotBuilt)
-		}
 		addr := c.RedisHost + ":" + strconv.Itoa(c.RedisPort)
 		pw := xxhash.Sum64String(c.RedisPassword)
 		key := "limiter/redis/" + addr + "/" + strconv.Itoa(c.RedisDatabase) + "/" + c.RedisUsername + "/" + strconv.FormatUint(pw, 16) + "/" + strconv.Itoa(c.RedisTimeout)
@@ -156,8 +187,6 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 			}}), nil
 		})
 		p.lim, p.kind = l.(*limiter.Limiter), kind
-	default:
-		return nil, fmt.Errorf("policy %q is %w", c.Policy, plugin.ErrNotBuilt)
 	}
 	return p, nil
 }

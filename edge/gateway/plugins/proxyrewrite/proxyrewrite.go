@@ -21,7 +21,7 @@ const (
 )
 
 func init() {
-	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, New: New})
+	plugin.Register(&plugin.Def{Name: Name, Priority: Priority, New: New, Check: Check})
 }
 
 type conf struct {
@@ -58,6 +58,13 @@ type rewrite struct {
 	remove   [][]byte
 }
 
+// Check validates a configuration (the admin API's write-time check):
+// compiling one needs nothing from the snapshot.
+func Check(raw json.RawMessage) error {
+	_, err := New(raw, nil, "")
+	return err
+}
+
 // New compiles a proxy-rewrite configuration.
 func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, error) {
 	var c conf
@@ -67,10 +74,10 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 	if c.Scheme != "" {
 		// The upstream's scheme is fixed per pool; switching it per route
 		// is not built, so refuse rather than send plain HTTP.
-		return nil, fmt.Errorf("`scheme` is %w", plugin.ErrNotBuilt)
+		return nil, fmt.Errorf("`scheme` is %w in this build", plugin.ErrNotBuilt)
 	}
 	if c.RealURI {
-		return nil, fmt.Errorf("`use_real_request_uri_unsafe` is %w", plugin.ErrNotBuilt)
+		return nil, fmt.Errorf("`use_real_request_uri_unsafe` is %w in this build", plugin.ErrNotBuilt)
 	}
 	p := &rewrite{method: []byte(c.Method), host: []byte(c.Host)}
 	if c.Host == "" {
