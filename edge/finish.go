@@ -11,7 +11,6 @@ import (
 	"gw/admin"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
-	"gw/edge/guard"
 	"gw/edge/usage"
 )
 
@@ -153,11 +152,7 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 	if c.g.on {
 		// The guardrail outcome is the request's: on the final record only,
 		// copied out of the pooled request state.
-		o := &c.g.e.Outcome
-		e.AppliedGuardrails = append([]string(nil), o.Applied...)
-		e.GuardrailEnforcedHits = usageHits(o.Enforced)
-		e.GuardrailMonitorHits = usageHits(o.Monitor)
-		e.GuardrailBypassedReason, e.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+		c.g.e.Outcome.Record(e)
 	}
 	if c.haveUsage {
 		u := c.usage
@@ -179,18 +174,6 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 		e.CostUSD += c.addCost
 	}
 	p.Usage.Emit(e)
-}
-
-// usageHits copies guardrail hits into the record's own type (nil for none).
-func usageHits(hs []guard.Hit) []usage.GuardrailHit {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]usage.GuardrailHit, len(hs))
-	for i, h := range hs {
-		out[i] = usage.GuardrailHit{Guardrail: h.Guardrail, Action: h.Action}
-	}
-	return out
 }
 
 // setTarget fills the record's routing fields from the direct model that

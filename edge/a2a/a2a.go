@@ -671,11 +671,7 @@ func (h *Handler) finish(c *call) {
 			RequestBodyBytes: c.reqN, ResponseBodyBytes: c.respN,
 		}
 		if c.gOn {
-			o := &c.g.Outcome
-			rec.AppliedGuardrails = append([]string(nil), o.Applied...)
-			rec.GuardrailEnforcedHits = hits(o.Enforced)
-			rec.GuardrailMonitorHits = hits(o.Monitor)
-			rec.GuardrailBypassedReason, rec.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+			c.g.Outcome.Record(rec)
 		}
 		h.Usage.Emit(rec)
 	}

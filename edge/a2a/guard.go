@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"gw/edge/guard"
-	"gw/edge/usage"
 	"gw/sse/rawjson"
 )
 
@@ -249,15 +248,4 @@ func (c *call) refusal(dst, id []byte, p guard.Phase, d guard.Decision) ([]byte,
 		msg = c.g.Message
 	}
 	return AppendErrorData(dst, id, CodeContentFilter, msg, "content_filter"), "guardrail_blocked"
-}
-
-func hits(hs []guard.Hit) []usage.GuardrailHit {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]usage.GuardrailHit, len(hs))
-	for i, h := range hs {
-		out[i] = usage.GuardrailHit{Guardrail: h.Guardrail, Action: h.Action}
-	}
-	return out
 }

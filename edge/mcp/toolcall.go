@@ -347,15 +347,7 @@ func (h *Handler) finishCall(c *call, tc *toolCall) {
 		e.ErrorMessage = usage.ClassMessage(tc.outcome)
 	}
 	if tc.gOn {
-		o := &tc.g.Outcome
-		e.AppliedGuardrails = append([]string(nil), o.Applied...)
-		for _, hit := range o.Enforced {
-			e.GuardrailEnforcedHits = append(e.GuardrailEnforcedHits, usage.GuardrailHit{Guardrail: hit.Guardrail, Action: hit.Action})
-		}
-		for _, hit := range o.Monitor {
-			e.GuardrailMonitorHits = append(e.GuardrailMonitorHits, usage.GuardrailHit{Guardrail: hit.Guardrail, Action: hit.Action})
-		}
-		e.GuardrailBypassedReason, e.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+		tc.g.Outcome.Record(e)
 	}
 	h.Usage.Emit(e)
 }

@@ -363,11 +363,7 @@ func (h *Handler) finish(c *call) {
 			}
 		}
 		if c.guard {
-			o := &c.e.Outcome
-			ev.AppliedGuardrails = append([]string(nil), o.Applied...)
-			ev.GuardrailEnforcedHits = hits(o.Enforced)
-			ev.GuardrailMonitorHits = hits(o.Monitor)
-			ev.GuardrailBypassedReason, ev.GuardrailBlockedFailClosed = o.BypassedReason, o.BlockedFailClosed
+			c.e.Outcome.Record(&ev)
 		}
 		h.Usage.Emit(&ev)
 	}
@@ -393,17 +389,6 @@ var operations = func() []string {
 	}
 	return out
 }()
-
-func hits(hs []guard.Hit) []usage.GuardrailHit {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]usage.GuardrailHit, len(hs))
-	for i, h := range hs {
-		out[i] = usage.GuardrailHit{Guardrail: h.Guardrail, Action: h.Action}
-	}
-	return out
-}
 
 var errBodyTooLarge = errors.New("the request body exceeds the passthrough limit (server.max_upload_bytes)")
 
