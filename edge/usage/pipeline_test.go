@@ -227,7 +227,22 @@ func TestPipelineSinkFull(t *testing.T) {
 	// One event is held by the blocked send; the sink queue takes 8192;
 	// the rest is dropped.
 	const n = usage.SinkQueueSize + 100
-	for i := 0; i < n; i++ {
+	// The first event is taken into the blocked batch before the others
+	// arrive: a sink's queue counts records not yet in a batch, so an
+	// event still queued when the queue fills would be one drop more.
+	p.Emit(rec(0))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		taken := len(s.pending)
+		s.mu.Unlock()
+		if taken == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first event never reached the sink")
+		}
+	}
+	for i := 1; i < n; i++ {
 		p.Emit(rec(i))
 		if i%1000 == 0 {
 			time.Sleep(time.Millisecond) // let the dispatcher keep up with the main queue
