@@ -152,7 +152,8 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 	if c.g.on {
 		// The guardrail outcome is the request's: on the final record only,
 		// copied out of the pooled request state.
-		c.g.e.Outcome.Record(e)
+		o := &c.g.e.Outcome
+		usage.SetGuardrails(e, o.Applied, o.Enforced, o.Monitor, o.BypassedReason, o.BlockedFailClosed)
 	}
 	if c.haveUsage {
 		u := c.usage

@@ -671,7 +671,8 @@ func (h *Handler) finish(c *call) {
 			RequestBodyBytes: c.reqN, ResponseBodyBytes: c.respN,
 		}
 		if c.gOn {
-			c.g.Outcome.Record(rec)
+			o := &c.g.Outcome
+			usage.SetGuardrails(rec, o.Applied, o.Enforced, o.Monitor, o.BypassedReason, o.BlockedFailClosed)
 		}
 		h.Usage.Emit(rec)
 	}

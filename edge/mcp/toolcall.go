@@ -347,7 +347,8 @@ func (h *Handler) finishCall(c *call, tc *toolCall) {
 		e.ErrorMessage = usage.ClassMessage(tc.outcome)
 	}
 	if tc.gOn {
-		tc.g.Outcome.Record(e)
+		o := &tc.g.Outcome
+		usage.SetGuardrails(e, o.Applied, o.Enforced, o.Monitor, o.BypassedReason, o.BlockedFailClosed)
 	}
 	h.Usage.Emit(e)
 }

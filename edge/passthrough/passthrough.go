@@ -363,7 +363,8 @@ func (h *Handler) finish(c *call) {
 			}
 		}
 		if c.guard {
-			c.e.Outcome.Record(&ev)
+			o := &c.e.Outcome
+			usage.SetGuardrails(&ev, o.Applied, o.Enforced, o.Monitor, o.BypassedReason, o.BlockedFailClosed)
 		}
 		h.Usage.Emit(&ev)
 	}
