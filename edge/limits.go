@@ -1,8 +1,6 @@
 package edge
 
 import (
-	"strconv"
-
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/resources"
@@ -13,7 +11,7 @@ import (
 // Scopes that keep the counters of a caller key and of a model apart from
 // the rate_limit_policies counters of the same subject.
 const (
-	scopeKeyLimit   = "key"
+	scopeKeyLimit   = limiter.ScopeKey
 	scopeModelLimit = "model"
 )
 
@@ -97,11 +95,7 @@ func (p *Proxy) admit(ctx *fasthttp.RequestCtx, c *call) bool {
 // refuse answers 429 in the OpenAI shape with Retry-After and the
 // x-ratelimit-* headers of the tripped limit.
 func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, d *limiter.Decision) {
-	msg := "Rate limit reached for " + d.Kind.String()
-	if d.Limit > 0 {
-		msg += " (limit " + strconv.FormatInt(d.Limit, 10) + ")"
-	}
-	msg += "; retry after " + strconv.FormatInt(d.RetryAfterSeconds(), 10) + "s."
+	msg := d.Message()
 	c.surf.writeError(ctx, fasthttp.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded", msg)
 	c.hdrBuf = d.AppendHeaders(c.hdrBuf[:0], ctx.Response.Header.SetBytesKV)
 	c.errClass = "rate_limited"

@@ -125,6 +125,20 @@ func appendQuota(dst []byte, set func(name, value []byte), q *Quota, limit, rema
 	return dst
 }
 
+// Message is the refusal text every surface sends with its 429: the
+// tripped window, its limit and when to retry.
+func (d *Decision) Message() string {
+	msg := "Rate limit reached for " + d.Kind.String()
+	if d.Limit > 0 {
+		msg += " (limit " + strconv.FormatInt(d.Limit, 10) + ")"
+	}
+	return msg + "; retry after " + strconv.FormatInt(d.RetryAfterSeconds(), 10) + "s."
+}
+
+// ScopeKey is the scope of a caller key's own rate_limit counters: model,
+// MCP, A2A and passthrough calls of one key share them.
+const ScopeKey = "key"
+
 // RetryAfterSeconds returns RetryAfter in whole seconds, rounded up, at
 // least 1.
 func (d *Decision) RetryAfterSeconds() int64 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
@@ -269,7 +268,7 @@ func (h *Handler) admit(c *call, tc *toolCall) (release func(), ok bool) {
 		}
 	}
 	mcpSub := limiter.Subject{Scope: scopeMCPPrefix + tc.srv.Name, ID: key.ID}
-	keySub := limiter.Subject{Scope: "key", ID: key.ID} // edge/limits.go's scopeKeyLimit: one counter per key
+	keySub := limiter.Subject{Scope: limiter.ScopeKey, ID: key.ID}
 	if key.RateLimit != nil {
 		r.AddLimits(keySub, limiter.Limits{RPS: key.RateLimit.RPS, RPM: key.RateLimit.RPM, RPH: key.RateLimit.RPH, RPD: key.RateLimit.RPD})
 	}
@@ -307,11 +306,7 @@ func (h *Handler) admit(c *call, tc *toolCall) (release func(), ok bool) {
 
 func (h *Handler) refuse(c *call, tc *toolCall, d *limiter.Decision) {
 	tc.outcome = outcomeLimited
-	msg := "Rate limit reached for " + d.Kind.String()
-	if d.Limit > 0 {
-		msg += " (limit " + strconv.FormatInt(d.Limit, 10) + ")"
-	}
-	msg += "; retry after " + strconv.FormatInt(d.RetryAfterSeconds(), 10) + "s."
+	msg := d.Message()
 	c.status = fasthttp.StatusTooManyRequests
 	writeResponse(c.ctx, fasthttp.StatusTooManyRequests, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: -32029, Message: msg}})
 	d.AppendHeaders(nil, c.ctx.Response.Header.SetBytesKV)

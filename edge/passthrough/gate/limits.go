@@ -1,18 +1,11 @@
 package gate
 
 import (
-	"strconv"
-
 	"github.com/valyala/fasthttp"
 
 	"gw/admin/resources"
 	"gw/limiter"
 )
-
-// ScopeKeyLimit is the limiter scope of a caller key's rate_limit; it is
-// edge/limits.go's scopeKeyLimit, so that model, MCP, A2A and passthrough
-// calls of one key share its counters.
-const ScopeKeyLimit = "key"
 
 // Limits is one call's charge against the caller key's rate_limit and
 // the rate_limit_policies that match it (spec "api_keys" rate_limit,
@@ -40,7 +33,7 @@ func (a *Limits) Admit(ctx *fasthttp.RequestCtx, l *limiter.Limiter, policies []
 		return true
 	}
 	r := &a.res
-	keySub := limiter.Subject{Scope: ScopeKeyLimit, ID: key.ID}
+	keySub := limiter.Subject{Scope: limiter.ScopeKey, ID: key.ID}
 	if rl := key.RateLimit; rl != nil {
 		r.AddLimits(keySub, limiter.Limits{RPS: rl.RPS, RPM: rl.RPM, RPH: rl.RPH, RPD: rl.RPD})
 	}
@@ -82,11 +75,7 @@ func (a *Limits) SetHeaders(h *fasthttp.ResponseHeader) {
 }
 
 func (a *Limits) refuse(ctx *fasthttp.RequestCtx, d *limiter.Decision, write func(*fasthttp.RequestCtx, int, string)) {
-	msg := "Rate limit reached for " + d.Kind.String()
-	if d.Limit > 0 {
-		msg += " (limit " + strconv.FormatInt(d.Limit, 10) + ")"
-	}
-	msg += "; retry after " + strconv.FormatInt(d.RetryAfterSeconds(), 10) + "s."
+	msg := d.Message()
 	if write != nil {
 		write(ctx, fasthttp.StatusTooManyRequests, msg)
 	} else {
