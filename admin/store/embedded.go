@@ -57,6 +57,12 @@ type Embedded struct {
 
 	hub *hub
 	exp *expirer
+	// expMu makes popping due leases and committing their deletes one
+	// step: without it a reader could find a lease already popped by the
+	// expiry goroutine but not yet deleted, and serve a key past its TTL
+	// (Open's own sweep saw nothing due and returned while the delete
+	// was still in flight).
+	expMu sync.Mutex
 }
 
 // write is one mutation for the committer. apply runs inside the batch
@@ -458,13 +464,21 @@ func (s *Embedded) Close() error {
 }
 
 func (s *Embedded) expireIfDue() {
+	s.expMu.Lock()
+	defer s.expMu.Unlock()
 	if now := time.Now(); s.exp.due(now) {
-		s.expire(now)
+		s.expireLocked(now)
 	}
 }
 
 // expire deletes the keys whose lease passed, each at its own revision.
 func (s *Embedded) expire(now time.Time) {
+	s.expMu.Lock()
+	defer s.expMu.Unlock()
+	s.expireLocked(now)
+}
+
+func (s *Embedded) expireLocked(now time.Time) {
 	due := s.exp.popDue(now)
 	if len(due) == 0 {
 		return
