@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"gw/edge/rawsock"
 )
 
 // dialer dials one pool's connections. Host, port and TLS server name come
@@ -110,7 +112,20 @@ type Conn struct {
 	rn     int
 	rerr   error
 	idled  bool
+
+	// pend is a request written but not sent yet: it goes out in the
+	// read that waits for its answer (sendAndRead), one RawRead that
+	// writes, then waits for readability without first trying a read(2)
+	// that would find nothing (the answer cannot be there before the
+	// request). Saves a system call per request and per stream.
+	pend   []byte
+	sendFn func(fd uintptr) bool // c.sendRead, bound once
+	sent   bool                  // pend went out in this sendAndRead
+	short  bool                  // the socket took only part of pend
 }
+
+// maxPend bounds a deferred request; a larger one is written at once.
+const maxPend = 16 << 10
 
 // ConnAddr is the remote address of a Conn. It embeds the real address, so
 // String and Network are unchanged.
@@ -123,12 +138,13 @@ type ConnAddr struct {
 func (a *ConnAddr) Conn() *Conn { return a.conn }
 
 func newConn(c net.Conn) *Conn {
-	w := &Conn{Conn: c, created: time.Now()}
+	w := &Conn{Conn: rawsock.Wrap(c), created: time.Now()}
 	w.addr = ConnAddr{Addr: c.RemoteAddr(), conn: w}
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			w.raw = raw
 			w.rawFn = w.rawRead
+			w.sendFn = w.sendRead
 		}
 	}
 	return w
@@ -140,7 +156,24 @@ func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
 func (c *Conn) Write(p []byte) (int, error) {
 	c.read = false
 	c.onIdle, c.gap = nil, 0 // a new request: the hook of an earlier stream never outlives it
+	if deferWrites && c.sendFn != nil && len(c.pend)+len(p) <= maxPend {
+		c.pend = append(c.pend, p...)
+		return len(p), nil
+	}
+	if err := c.flush(); err != nil {
+		return 0, err
+	}
 	return c.Conn.Write(p)
+}
+
+// flush writes a deferred request now.
+func (c *Conn) flush() error {
+	if len(c.pend) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.pend)
+	c.pend = c.pend[:0]
+	return err
 }
 
 // SetReadDeadline records t (see readIdle) and sets it.
@@ -158,7 +191,9 @@ func (c *Conn) SetDeadline(t time.Time) error {
 func (c *Conn) Read(p []byte) (int, error) {
 	var n int
 	var err error
-	if c.onIdle != nil {
+	if len(c.pend) > 0 {
+		n, err = c.sendAndRead(p)
+	} else if c.onIdle != nil {
 		n, err = c.readIdle(p)
 	} else {
 		n, err = c.Conn.Read(p)

@@ -33,6 +33,7 @@ import (
 	"gw/edge/guard/kinds"
 	"gw/edge/mcp"
 	"gw/edge/passthrough"
+	"gw/edge/rawsock"
 	gwusage "gw/edge/usage"
 	"gw/edge/usage/controlplane"
 	"gw/edge/usage/exporters"
@@ -301,15 +302,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	errc := make(chan error, 4)
-	go func() { errc <- srv.Serve(mainLn) }()
 	ops := srv.Ops
 	if statusLn != nil {
 		ops = &edge.Ops{Manager: mgr, Health: health, Usage: pipeline}
 	}
+	// Ops is complete before the first request can read it.
 	ops.Limiter = proxy.Limiter
 	if cfg.StatusUI {
 		ops.Page = edge.NewStatusPage(ops, version)
 	}
+	go func() { errc <- srv.Serve(rawsock.Listener{Listener: mainLn}) }()
 	var statusSrv *fasthttp.Server
 	if statusLn != nil {
 		statusSrv = edge.OpsServerFor(ops, lim, log)
@@ -331,10 +333,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		gwSrv := startGateway(cfg, adm, log)
 		defer gwSrv.close()
 		if gatewayLn != nil {
-			go func() { errc <- gwSrv.serve(gatewayLn) }()
+			go func() { errc <- gwSrv.serve(rawsock.Listener{Listener: gatewayLn}) }()
 		}
 		if gatewayTLSLn != nil {
-			go func() { errc <- gwSrv.serveTLS(gatewayTLSLn, adm, log) }()
+			go func() { errc <- gwSrv.serveTLS(rawsock.Listener{Listener: gatewayTLSLn}, adm, log) }()
 		}
 	}
 	log.Info("gw serving", "version", version, "listen", mainLn.Addr().String(),

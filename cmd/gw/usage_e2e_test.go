@@ -113,6 +113,23 @@ func (e *usageEnv) records(t *testing.T) []map[string]any {
 	return out
 }
 
+// usageMetrics returns gw's gw_usage_* and gw_otlp_* metric lines.
+func usageMetrics(t *testing.T, addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "gw_usage_") || strings.HasPrefix(l, "gw_otlp_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func chatParams2(model string) openai.ChatCompletionNewParams {
 	p := chatParams(model)
 	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
@@ -585,8 +602,15 @@ func TestUsageMixAtScaleE2E(t *testing.T) {
 	const nBlocked, nGuardOK, nFailover = total / 10, total / 10, total / 10
 	const want = total + nFailover
 	var recs []map[string]any
-	usagetest.Eventually(t, 60*time.Second, "all records in the bucket", func() bool { recs = e.records(t); return len(recs) >= want })
-	usagetest.Eventually(t, 30*time.Second, "all spans", func() bool { return len(e.otlp.Spans()) >= want })
+	// Each look downloads every object, so look every half second, and on
+	// a timeout say how far it got and what gw counted (drops or slowness).
+	deadline := time.Now().Add(90 * time.Second)
+	for recs = e.records(t); len(recs) < want || len(e.otlp.Spans()) < want; recs = e.records(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90 s: bucket %d records, OTLP %d spans; want %d each; gw's usage metrics:\n%s", len(recs), len(e.otlp.Spans()), want, usageMetrics(t, e.gw.addr))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	time.Sleep(500 * time.Millisecond) // nothing more may arrive
 	recs = e.records(t)
 	spans := e.otlp.Spans()

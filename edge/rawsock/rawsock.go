@@ -1,0 +1,153 @@
+// Package rawsock reads and writes TCP sockets with raw system calls.
+//
+// Go's net package makes every read(2) and write(2) a scheduler-visible
+// system call (entersyscall/exitsyscall), because a system call may block.
+// Socket I/O never does: the runtime sets its sockets non-blocking and waits
+// for readiness in the netpoller. But a loopback write carries the peer's
+// whole TCP receive path and its wake-up, and on a VM that takes tens of
+// microseconds; when such a call spans a tick of the runtime's monitor
+// thread (sysmon), sysmon hands the P to another thread (futex wake-ups,
+// context switches), resets its own back-off and polls again 20 µs later.
+// Under a gateway's load that monitor loop alone was 18 % of gw's CPU
+// (profiled: runtime.sysmon → usleep → nanosleep → context switch, on every
+// tick). A raw system call is invisible to that machinery: the goroutine
+// keeps its P for the few microseconds the kernel works, sysmon finds
+// nothing to retake and backs off to its 10 ms sleep.
+//
+// Readiness waits, deadlines and close still go through the netpoller by
+// syscall.RawConn, so a Conn behaves exactly like the net.Conn it wraps.
+package rawsock
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+)
+
+// Conn is a net.Conn whose Read and Write use raw system calls. Other
+// methods (deadlines, Close, addresses) are the wrapped connection's.
+type Conn struct {
+	net.Conn
+	raw syscall.RawConn
+
+	// The callbacks are bound once, so that an I/O call does not allocate;
+	// their arguments and results travel in these fields, under the mutex
+	// of their direction (net.Conn allows concurrent calls).
+	rmu, wmu sync.Mutex
+	rfn, wfn func(fd uintptr) bool
+	rp, wp   []byte
+	rn, wn   int
+	rerr     syscall.Errno
+	werr     syscall.Errno
+}
+
+// Wrap returns c reading and writing with raw system calls when c is a TCP
+// connection on a platform that supports them, and c itself otherwise.
+func Wrap(c net.Conn) net.Conn {
+	if !Supported {
+		return c
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	w := &Conn{Conn: c, raw: raw}
+	w.rfn, w.wfn = w.read, w.write
+	return w
+}
+
+// Unwrap returns the wrapped connection.
+func (c *Conn) Unwrap() net.Conn { return c.Conn }
+
+// Listener wraps the connections a net.Listener accepts.
+type Listener struct{ net.Listener }
+
+// Accept waits for the next connection and wraps it.
+func (l Listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(c), nil
+}
+
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	c.rp, c.rn, c.rerr = p, 0, 0
+	err := c.raw.Read(c.rfn)
+	n, rerr := c.rn, c.rerr
+	c.rp = nil
+	c.rmu.Unlock()
+	if err != nil { // deadline passed, or the connection was closed
+		return 0, err
+	}
+	if rerr != 0 {
+		return 0, c.opError("read", rerr)
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// read is the syscall.RawConn read callback: false means "wait until the
+// socket is readable, then call again".
+func (c *Conn) read(fd uintptr) bool {
+	n, e := Read(fd, c.rp)
+	switch e {
+	case 0:
+		c.rn = n
+	case syscall.EAGAIN:
+		return false
+	default:
+		c.rerr = e
+	}
+	return true
+}
+
+// write is the syscall.RawConn write callback: it writes all of c.wp,
+// waiting for the socket to drain (false) when its buffer is full.
+func (c *Conn) write(fd uintptr) bool {
+	for c.wn < len(c.wp) {
+		n, e := Write(fd, c.wp[c.wn:])
+		switch e {
+		case 0:
+			c.wn += n
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
+}
+
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	c.wp, c.wn, c.werr = p, 0, 0
+	err := c.raw.Write(c.wfn)
+	n, werr := c.wn, c.werr
+	c.wp = nil
+	c.wmu.Unlock()
+	if err != nil {
+		return n, err
+	}
+	if werr != 0 {
+		return n, c.opError("write", werr)
+	}
+	return n, nil
+}
+
+func (c *Conn) opError(op string, errno syscall.Errno) error {
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(op, errno)}
+}
