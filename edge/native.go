@@ -243,7 +243,7 @@ func (p *Proxy) prefetchNative(c *call, s *relayState) (int, prefetchErr) {
 func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 	s.wbuf = append(s.wbuf[:0], s.pending...)
 	if s.gDone { // the whole stream was read before the commit point
-		if !s.flush(w, c) {
+		if !s.flushLast(w, c) {
 			return 499
 		}
 		if c.errClass == "upstream_error_event" {
@@ -261,7 +261,7 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 		ev, err := s.nextEvent()
 		if errors.Is(err, errGuardBlocked) {
 			s.guardFail(c)
-			s.flush(w, c)
+			s.flushLast(w, c)
 			return fasthttp.StatusUnprocessableEntity
 		}
 		if err != nil {
@@ -279,14 +279,14 @@ func (p *Proxy) relayNative(w io.Writer, c *call, s *relayState) int {
 			if c.errClass != "upstream_error_event" {
 				s.wbuf = c.surf.nativeFail(s.wbuf, s, c, code)
 			}
-			s.flush(w, c)
+			s.flushLast(w, c)
 			return status
 		}
 		f := c.surf.nativeEvent(s, c, ev)
 		s.wbuf = append(s.wbuf, s.out...)
 		if f&evEnd != 0 {
 			s.finish()
-			if !s.flush(w, c) {
+			if !s.flushLast(w, c) {
 				return 499
 			}
 			if c.errClass == "upstream_error_event" {

@@ -23,6 +23,7 @@ import (
 type relayState struct {
 	p        *Proxy
 	c        *call
+	corker   corker // the caller's connection, when it can hold the last batch (flushLast)
 	reqBytes int
 	wrote    bool   // WriteTo ran (see CloseWithError)
 	wbuf     []byte // events waiting for one chunked write
@@ -173,7 +174,7 @@ func (s *relayState) release() {
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
 	s.sawDone, s.gap, s.marker, s.wrote = false, 0, "", false
 	s.reason, s.rbuf = "", s.rbuf[:0]
-	s.w, s.hooked, s.gone = nil, false, false
+	s.w, s.hooked, s.gone, s.corker = nil, false, false, nil
 	s.seq, s.respID, s.respCreated = 0, s.respID[:0], s.respCreated[:0]
 	relayPool.Put(s)
 }
@@ -475,6 +476,7 @@ func (p *Proxy) commit(ctx *fasthttp.RequestCtx, c *call, s *relayState) {
 	setOverhead(ctx, c)
 	c.ttfb = time.Since(c.start)
 	s.p, s.c, s.reqBytes, s.wrote = p, c, requestBytes(ctx, c), false
+	s.corker, _ = ctx.Conn().(corker)
 	c.committed = true
 	ctx.Response.SetBodyStream(s, -1)
 }
@@ -594,12 +596,12 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 		data, err := s.next()
 		if errors.Is(err, errGuardBlocked) {
 			s.guardFail(c)
-			s.flush(w, c)
+			s.flushLast(w, c)
 			return fasthttp.StatusUnprocessableEntity
 		}
 		if errors.Is(err, errStreamErrored) {
 			c.errClass = "upstream_error_event"
-			s.flush(w, c)
+			s.flushLast(w, c)
 			return fasthttp.StatusBadGateway
 		}
 		if err != nil {
@@ -631,7 +633,7 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			} else {
 				s.wbuf = append(s.wbuf, frame...)
 			}
-			s.flush(w, c)
+			s.flushLast(w, c)
 			return status
 		}
 		if sse.IsDone(data) {
@@ -642,7 +644,7 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 				s.wbuf = append(s.wbuf, frameDone...)
 			}
 			s.finish()
-			if !s.flush(w, c) {
+			if !s.flushLast(w, c) {
 				return 499
 			}
 			return fasthttp.StatusOK
@@ -661,6 +663,20 @@ func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 			return 499
 		}
 	}
+}
+
+// corker is a caller connection that can hold its next write for the one
+// after it (rawsock.Conn.Cork).
+type corker interface{ Cork() }
+
+// flushLast writes the stream's last batch. The caller's connection holds
+// it for fasthttp's chunked terminator, written right after the relay
+// returns, so both leave in one write(2) instead of two.
+func (s *relayState) flushLast(w io.Writer, c *call) bool {
+	if s.corker != nil && len(s.wbuf) > 0 && !s.gone {
+		s.corker.Cork()
+	}
+	return s.flush(w, c)
 }
 
 // flush writes the batched events as one chunk; false when the caller left.

@@ -368,3 +368,69 @@ func TestRelayLongStreamWithinGap(t *testing.T) {
 		t.Fatalf("stream cut short:\n%s", out)
 	}
 }
+
+// corkConn is a caller connection that records when the relay corks it:
+// the number of body writes made before each Cork.
+type corkConn struct {
+	net.Conn
+	w     *countingWriter
+	corks []int
+}
+
+func (c *corkConn) Cork() { c.corks = append(c.corks, c.w.writes) }
+
+// TestRelayCorksTheLastBatch: the relay corks the caller's connection once,
+// right before the stream's last batch, so that it leaves with fasthttp's
+// chunked terminator in one write(2) (rawsock.Conn.Cork) — for a stream
+// that arrived in one burst (the only batch is the last) and for a paced
+// one (several batches; only the last is corked).
+func TestRelayCorksTheLastBatch(t *testing.T) {
+	paced := func(w *bufio.Writer, frames [][]byte) error {
+		for i, f := range frames {
+			appendChunk(w, f)
+			if i == len(frames)-1 {
+				w.WriteString("0\r\n\r\n")
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name  string
+		write func(*bufio.Writer, [][]byte) error
+	}{{"burst", writeBurst}, {"paced", paced}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proxyFor(t, startRawUpstream(t, tc.write, chatFrames(6)))
+			var w countingWriter
+			a, b := net.Pipe()
+			defer a.Close()
+			defer b.Close()
+			conn := &corkConn{Conn: a, w: &w}
+			ctx := new(fasthttp.RequestCtx)
+			ctx.Init2(conn, nil, false)
+			ctx.Request.Header.SetMethod("POST")
+			ctx.Request.SetRequestURI("/v1/chat/completions")
+			ctx.Request.Header.Set("Authorization", "Bearer caller-key")
+			ctx.Request.SetBody(streamBody)
+			if !p.Handle(ctx) || ctx.Response.StatusCode() != 200 || !ctx.Response.IsBodyStream() {
+				t.Fatalf("stream not committed: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+			if _, err := ctx.Response.BodyStream().(io.WriterTo).WriteTo(&w); err != nil {
+				t.Fatal(err)
+			}
+			ctx.Response.ResetBody()
+			if tc.name == "paced" && w.writes < 3 {
+				t.Fatalf("a paced stream took %d writes; the test needs several", w.writes)
+			}
+			if len(conn.corks) != 1 || conn.corks[0] != w.writes-1 {
+				t.Fatalf("corks before writes %v of %d; want one, before the last", conn.corks, w.writes)
+			}
+			if !strings.HasSuffix(w.buf.String(), "data: [DONE]\n\n") {
+				t.Fatalf("the last write does not end the stream:\n%s", w.buf.String())
+			}
+		})
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -41,6 +42,13 @@ type Conn struct {
 	rn, wn   int
 	rerr     syscall.Errno
 	werr     syscall.Errno
+
+	// cork: the next Write is held in held and leaves with the one after
+	// it (or before the next Read, or at Close); see Cork.
+	cork   bool
+	noWait bool // Close's last write: never wait for the socket to drain
+	held   []byte
+	isHeld atomic.Bool
 }
 
 // Wrap returns c reading and writing with raw system calls when c is a TCP
@@ -78,6 +86,11 @@ func (l Listener) Accept() (net.Conn, error) {
 }
 
 func (c *Conn) Read(p []byte) (int, error) {
+	if c.isHeld.Load() {
+		if err := c.sendHeld(); err != nil {
+			return 0, err
+		}
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -123,7 +136,7 @@ func (c *Conn) write(fd uintptr) bool {
 		case 0:
 			c.wn += n
 		case syscall.EAGAIN:
-			return false
+			return c.noWait
 		default:
 			c.werr = e
 			return true
@@ -134,11 +147,30 @@ func (c *Conn) write(fd uintptr) bool {
 
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.cork {
+		c.cork = false
+		c.held = append(c.held[:0], p...)
+		c.isHeld.Store(true)
+		return len(p), nil
+	}
+	if len(c.held) > 0 {
+		// One write(2) for the held bytes and these.
+		h := len(c.held)
+		c.held = append(c.held, p...)
+		n, err := c.writeLocked(c.held)
+		c.held = c.held[:0]
+		c.isHeld.Store(false)
+		return max(n-h, 0), err
+	}
+	return c.writeLocked(p)
+}
+
+func (c *Conn) writeLocked(p []byte) (int, error) {
 	c.wp, c.wn, c.werr = p, 0, 0
 	err := c.raw.Write(c.wfn)
 	n, werr := c.wn, c.werr
 	c.wp = nil
-	c.wmu.Unlock()
 	if err != nil {
 		return n, err
 	}
@@ -146,6 +178,46 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return n, c.opError("write", werr)
 	}
 	return n, nil
+}
+
+// Cork holds the next Write back until the Write after it, so that both
+// leave in one write(2): a streamed response's last batch and the chunked
+// terminator fasthttp writes right after it. The held bytes also leave
+// before the next Read and at Close, so nothing waits for a Write that
+// does not come.
+func (c *Conn) Cork() {
+	c.wmu.Lock()
+	c.cork = true
+	c.wmu.Unlock()
+}
+
+// sendHeld writes held bytes now.
+func (c *Conn) sendHeld() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.cork = false
+	if len(c.held) == 0 {
+		return nil
+	}
+	_, err := c.writeLocked(c.held)
+	c.held = c.held[:0]
+	c.isHeld.Store(false)
+	return err
+}
+
+// Close sends held bytes if the socket takes them at once (it never
+// waits), then closes the connection.
+func (c *Conn) Close() error {
+	if c.isHeld.Load() {
+		c.wmu.Lock()
+		c.noWait = true
+		_, _ = c.writeLocked(c.held)
+		c.noWait = false
+		c.held = c.held[:0]
+		c.isHeld.Store(false)
+		c.wmu.Unlock()
+	}
+	return c.Conn.Close()
 }
 
 func (c *Conn) opError(op string, errno syscall.Errno) error {

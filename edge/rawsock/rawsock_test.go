@@ -172,3 +172,59 @@ func BenchmarkWriteRead(b *testing.B) {
 		io.ReadFull(s, buf)
 	}
 }
+
+// TestCork: a corked write leaves with the next one; held bytes also leave
+// before the next Read and at Close, so nothing waits for a write that
+// never comes.
+func TestCork(t *testing.T) {
+	readSoon := func(t *testing.T, c net.Conn, want string) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
+			t.Fatalf("read %q, %v; want %q", buf, err, want)
+		}
+	}
+	nothingYet := func(t *testing.T, c net.Conn) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+		if n, err := c.Read(make([]byte, 64)); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read %d bytes (%v) of a corked write", n, err)
+		}
+	}
+	tests := []struct {
+		name    string
+		release func(t *testing.T, s, c net.Conn) string // what the peer then reads
+	}{
+		{"next write", func(t *testing.T, s, c net.Conn) string {
+			if n, err := s.Write([]byte("0\r\n\r\n")); n != 5 || err != nil {
+				t.Fatalf("write after the corked one: %d, %v", n, err)
+			}
+			return "last batch0\r\n\r\n"
+		}},
+		{"next read", func(t *testing.T, s, c net.Conn) string {
+			c.Write([]byte("next request"))
+			readSoon(t, s, "next request")
+			return "last batch"
+		}},
+		{"close", func(t *testing.T, s, c net.Conn) string {
+			s.Close()
+			return "last batch"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, s := pair(t)
+			k, ok := s.(*Conn)
+			if !ok {
+				t.Skip("raw sockets not supported here")
+			}
+			k.Cork()
+			if n, err := s.Write([]byte("last batch")); n != 10 || err != nil {
+				t.Fatalf("corked write: %d, %v", n, err)
+			}
+			nothingYet(t, c)
+			readSoon(t, c, tt.release(t, s, c))
+		})
+	}
+}
