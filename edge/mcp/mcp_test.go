@@ -166,7 +166,7 @@ func BenchmarkToolsCallViaGW(b *testing.B) {
 func BenchmarkToolsCallDirect(b *testing.B) {
 	h, _ := benchHandler(b)
 	srv := h.Holder.Load().Resources.MCPServers[0]
-	cs, err := dial(context.Background(), http.DefaultTransport, srv)
+	cs, err := dial(context.Background(), sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil), http.DefaultTransport, srv)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func BenchmarkToolsCallDirect(b *testing.B) {
 func BenchmarkToolsCallOverhead(b *testing.B) {
 	h, sid := benchHandler(b)
 	srv := h.Holder.Load().Resources.MCPServers[0]
-	cs, err := dial(context.Background(), http.DefaultTransport, srv)
+	cs, err := dial(context.Background(), sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil), http.DefaultTransport, srv)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -145,6 +145,7 @@ func (h *Handler) promptsGet(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown prompt \""+p.Name+"\"")
 		return
 	}
+	c.route(s)
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
 	cs, err := c.upstream(ctx, s)
@@ -200,6 +201,7 @@ func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown resource \""+p.URI+"\"")
 		return
 	}
+	c.route(s)
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
 	cs, err := c.upstream(ctx, s)
