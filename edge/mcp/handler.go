@@ -206,7 +206,7 @@ var strEventStream = []byte("text/event-stream")
 // which may send messages for the caller while they serve it.
 func upstreamMethod(m string) bool {
 	switch m {
-	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read":
+	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "logging/setLevel":
 		return true
 	}
 	return false
@@ -233,6 +233,8 @@ func (h *Handler) dispatch(c *call) {
 		h.templatesList(rctx, c)
 	case "resources/read":
 		h.resourcesRead(rctx, c)
+	case "logging/setLevel":
+		h.setLevel(rctx, c)
 	default:
 		c.rpcError(jsonrpc.CodeMethodNotFound, "method "+c.req.Method+" is not served by gw")
 	}
@@ -438,9 +440,10 @@ func (h *Handler) initialize(c *call) {
 		ProtocolVersion: version,
 		ServerInfo:      &sdk.Implementation{Name: "gw", Title: "gw MCP gateway", Version: "1"},
 		Capabilities: &sdk.ServerCapabilities{
-			Tools:     &sdk.ToolCapabilities{},
-			Prompts:   &sdk.PromptCapabilities{},
-			Resources: &sdk.ResourceCapabilities{},
+			Tools:     &sdk.ToolCapabilities{ListChanged: true},
+			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true},
+			Logging:   &sdk.LoggingCapabilities{},
 		},
 	}
 	if c.srv != nil && c.srv.Type == resources.MCPTypeOpenAPI {
@@ -467,8 +470,9 @@ func (h *Handler) initialize(c *call) {
 		if ir := cs.InitializeResult(); ir != nil {
 			res.ServerInfo, res.Instructions = ir.ServerInfo, ir.Instructions
 			if ir.Capabilities != nil {
-				res.Capabilities = &sdk.ServerCapabilities{Tools: ir.Capabilities.Tools, Prompts: ir.Capabilities.Prompts, Resources: ir.Capabilities.Resources}
+				res.Capabilities = &sdk.ServerCapabilities{Tools: ir.Capabilities.Tools, Prompts: ir.Capabilities.Prompts, Resources: ir.Capabilities.Resources, Logging: ir.Capabilities.Logging}
 				if res.Capabilities.Resources != nil {
+					// No subscribe: gw does not serve resources/subscribe.
 					res.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: ir.Capabilities.Resources.ListChanged}
 				}
 			}

@@ -109,7 +109,18 @@ func benchHandler(b testing.TB) (*Handler, string) {
 	})
 	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: true}))
 	b.Cleanup(up.Close)
-	src := strings.Replace(benchFile, "URL", up.URL, 1)
+	h := handlerFor(b, up.URL)
+	ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "")
+	if ctx.Response.StatusCode() != 200 {
+		b.Fatalf("initialize: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	return h, string(ctx.Response.Header.Peek(hdrSession))
+}
+
+// handlerFor is a handler with benchFile's key and one server "up" at url.
+func handlerFor(b testing.TB, url string) *Handler {
+	b.Helper()
+	src := strings.Replace(benchFile, "URL", url, 1)
 	src = strings.Replace(src, benchKeyHash, sha256Hex("sk-bench"), 1)
 	r := resources.Load([]byte(src), func(string) (string, bool) { return "", false })
 	if err := r.Err(); err != nil {
@@ -123,11 +134,7 @@ func benchHandler(b testing.TB) (*Handler, string) {
 	hold.Store(snap)
 	h := &Handler{Holder: &hold, ClientIP: func(*fasthttp.RequestCtx) (netip.Addr, bool) { return netip.Addr{}, false }}
 	b.Cleanup(h.Close)
-	ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "")
-	if ctx.Response.StatusCode() != 200 {
-		b.Fatalf("initialize: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
-	}
-	return h, string(ctx.Response.Header.Peek(hdrSession))
+	return h
 }
 
 func serveOnce(h *Handler, server, body, session string) *fasthttp.RequestCtx {

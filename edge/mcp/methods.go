@@ -226,3 +226,29 @@ func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 	}
 	c.result(res)
 }
+
+// setLevel forwards logging/setLevel to every reachable server that logs
+// (on /mcp) or to the one server, and keeps the level for upstream
+// sessions opened later: without it SDK servers send no log messages.
+func (h *Handler) setLevel(ctx context.Context, c *call) {
+	var p sdk.SetLoggingLevelParams
+	if err := json.Unmarshal(c.req.Params, &p); err != nil || p.Level == "" {
+		c.rpcError(jsonrpc.CodeInvalidParams, "logging/setLevel needs params.level")
+		return
+	}
+	c.sess.mu.Lock()
+	c.sess.logLevel = p.Level
+	c.sess.mu.Unlock()
+	_, _, err := fanOut(ctx, c, func(ctx context.Context, s *resources.MCPServer) (struct{}, error) {
+		cs, err := c.capable(ctx, s, func(sc *sdk.ServerCapabilities) bool { return sc.Logging != nil })
+		if cs == nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, cs.SetLoggingLevel(ctx, &p)
+	})
+	if err != nil {
+		c.upstreamFailed(err)
+		return
+	}
+	c.result(struct{}{})
+}

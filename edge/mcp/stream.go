@@ -370,6 +370,12 @@ func (h *hub) write(w *bufio.Writer, st *outStream, seq uint64, touch func(), ho
 			<-hold
 		}
 	}()
+	// The headers go out now (a caller waits for them before it reads;
+	// fasthttp sends them with the first body bytes): a comment line.
+	w.WriteString(": open\n\n")
+	if w.Flush() != nil {
+		return
+	}
 	timer := time.NewTimer(keepAliveEvery)
 	defer timer.Stop()
 	var batch []event

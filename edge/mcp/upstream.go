@@ -79,6 +79,8 @@ type session struct {
 	caps   callerCaps
 	hub    *hub // the streams of server-to-caller messages
 
+	logLevel sdk.LoggingLevel // the caller's logging/setLevel, for upstream sessions opened later (under mu)
+
 	mu       sync.Mutex
 	up       map[string]*upConn // by server name
 	lastUsed time.Time
@@ -117,6 +119,9 @@ func (s *session) upstream(ctx context.Context, base http.RoundTripper, srv *res
 		s.up[srv.Name] = u
 		s.mu.Unlock()
 		u.cs, u.err = dialTimeout(s.client(srv), base, srv)
+		if u.err == nil {
+			s.applyLevel(u.cs, srv)
+		}
 		close(u.ready)
 		if u.err != nil {
 			s.drop(srv.Name, u)
@@ -216,4 +221,17 @@ func (s *session) touch() {
 	s.mu.Lock()
 	s.lastUsed = time.Now()
 	s.mu.Unlock()
+}
+
+// applyLevel gives a new upstream session the caller's logging level.
+func (s *session) applyLevel(cs *sdk.ClientSession, srv *resources.MCPServer) {
+	s.mu.Lock()
+	lvl := s.logLevel
+	s.mu.Unlock()
+	if ir := cs.InitializeResult(); lvl == "" || ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), srv.Timeout())
+	defer cancel()
+	cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: lvl}) // best effort: logs are advisory
 }
