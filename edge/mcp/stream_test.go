@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fasthttp"
 )
@@ -140,5 +142,134 @@ func TestServerMessagesSDK(t *testing.T) {
 	}
 	if txt := res.Content[0].(*sdk.TextContent).Text; !res.IsError || !strings.Contains(strings.ToLower(txt), "method not found") {
 		t.Fatalf("work without sampling: %q", txt)
+	}
+}
+
+func TestEventID(t *testing.T) {
+	for _, tc := range []struct {
+		in          string
+		stream, seq uint64
+		ok          bool
+	}{
+		{"0_1", 0, 1, true},
+		{"7_42", 7, 42, true},
+		{"18446744073709551615_0", 1<<64 - 1, 0, true},
+		{"18446744073709551616_0", 0, 0, false}, // overflow
+		{"01_2", 0, 0, false},                   // one spelling per event
+		{"1_", 0, 0, false},
+		{"_1", 0, 0, false},
+		{"1_2_3", 0, 0, false},
+		{"a_1", 0, 0, false},
+		{"", 0, 0, false},
+	} {
+		s, q, ok := ParseEventID([]byte(tc.in))
+		if ok != tc.ok || ok && (s != tc.stream || q != tc.seq) {
+			t.Errorf("ParseEventID(%q) = %d, %d, %v; want %d, %d, %v", tc.in, s, q, ok, tc.stream, tc.seq, tc.ok)
+		}
+		if ok && string(FormatEventID(nil, s, q)) != tc.in {
+			t.Errorf("FormatEventID(%d, %d) = %q; want %q", s, q, FormatEventID(nil, s, q), tc.in)
+		}
+	}
+}
+
+// TestReplayBounds: the buffer keeps ReplayEvents events (and ReplayBytes)
+// at most, and a resume behind what it still holds is refused.
+func TestReplayBounds(t *testing.T) {
+	h := newHub()
+	st := h.streams0()
+	for i := 0; i < ReplayEvents+10; i++ {
+		h.emit(st, []byte(`{"jsonrpc":"2.0","method":"x"}`), false)
+	}
+	if len(h.events) != ReplayEvents {
+		t.Fatalf("held %d events; want %d", len(h.events), ReplayEvents)
+	}
+	if _, err := h.resume(0, 5); err != errReplayGone {
+		t.Fatalf("resume behind the buffer: %v; want errReplayGone", err)
+	}
+	if _, err := h.resume(0, 10); err != nil {
+		t.Fatalf("resume at the oldest held event: %v", err)
+	}
+	if _, err := h.resume(0, ReplayEvents+11); err == nil || err == errReplayGone {
+		t.Fatalf("resume from the future: %v", err)
+	}
+	if _, err := h.resume(3, 1); err == nil || err == errReplayGone {
+		t.Fatalf("resume of a stream never opened: %v", err)
+	}
+	big := make([]byte, ReplayBytes/4)
+	for i := 0; i < 8; i++ {
+		h.emit(st, big, false)
+	}
+	if h.bytes > ReplayBytes {
+		t.Fatalf("held %d bytes; want at most %d", h.bytes, ReplayBytes)
+	}
+}
+
+// TestPostStreamMode: a POST's answer without server messages before it
+// is JSON (nothing kept); after a message it is the stream's last event.
+func TestPostStreamMode(t *testing.T) {
+	h := newHub()
+	js := h.open("up", nil)
+	if h.emit(js, []byte(`{}`), true) || js.mode != modeJSON || len(h.events) != 0 || h.streams[js.id] != nil {
+		t.Fatalf("answer only: mode %d, %d events", js.mode, len(h.events))
+	}
+	sse := h.open("up", []byte(`"t"`))
+	if got := h.related("up", `"t"`); got != sse {
+		t.Fatal("progress token does not find its POST")
+	}
+	if got := h.related("other", ""); got != h.streams0() {
+		t.Fatal("a message of another server does not go to the standalone stream")
+	}
+	h.emit(sse, []byte(`{"method":"notifications/progress"}`), false)
+	if !h.emit(sse, []byte(`{"id":1}`), true) || sse.mode != modeSSE || !sse.done || len(h.events) != 2 {
+		t.Fatalf("message then answer: mode %d done %v, %d events", sse.mode, sse.done, len(h.events))
+	}
+	if got := h.related("up", ""); got != h.streams0() {
+		t.Fatal("a finished POST still takes messages")
+	}
+}
+
+// TestServerRequestAnswer: the caller's answer reaches the waiting
+// request; unknown and repeated answers are dropped; a closed session
+// fails the wait.
+func TestServerRequestAnswer(t *testing.T) {
+	h := newHub()
+	st := h.open("up", nil)
+	done := make(chan error, 1)
+	go func() {
+		r, err := h.request(context.Background(), st, "roots/list", nil)
+		if err == nil && string(r.Result) != `{"roots":[]}` {
+			err = errors.New("wrong answer " + string(r.Result))
+		}
+		done <- err
+	}()
+	poll(t, "the request on the stream", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.events) == 1
+	})
+	id, _ := jsonrpc.MakeID("gw-1")
+	before := unmatchedResponses.Get()
+	other, _ := jsonrpc.MakeID("gw-99")
+	h.deliver(&jsonrpc.Response{ID: other, Result: []byte(`{}`)})
+	h.deliver(&jsonrpc.Response{ID: id, Result: []byte(`{"roots":[]}`)})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.deliver(&jsonrpc.Response{ID: id, Result: []byte(`{}`)})
+	if got := unmatchedResponses.Get() - before; got != 2 {
+		t.Fatalf("unmatched answers counted %d; want 2", got)
+	}
+	go func() {
+		_, err := h.request(context.Background(), st, "roots/list", nil)
+		done <- err
+	}()
+	poll(t, "the second request", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.pending) == 1
+	})
+	h.close()
+	if err := <-done; err == nil {
+		t.Fatal("a closed session did not fail the waiting request")
 	}
 }
