@@ -52,6 +52,17 @@ func chattyServer(t *testing.T) string {
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "sampled:" + res.Content.(*sdk.TextContent).Text}}}, nil, nil
 	})
+	sdk.AddTool(s, &sdk.Tool{Name: "ask"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		roots, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "roots: " + err.Error()}}}, nil, nil
+		}
+		el, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "elicit: " + err.Error()}}}, nil, nil
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: roots.Roots[0].URI + " " + el.Action + " " + el.Content["name"].(string)}}}, nil, nil
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "grow"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		sdk.AddTool(s, &sdk.Tool{Name: "extra"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{}, nil, nil
@@ -104,7 +115,11 @@ func TestServerMessagesSDK(t *testing.T) {
 			}
 		},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { rec.add("tools changed") },
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		},
 	})
+	c.AddRoots(&sdk.Root{URI: "file:///work"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authRT{}}}, nil)
@@ -129,8 +144,15 @@ func TestServerMessagesSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, "tools/list_changed", func() bool { return rec.has("tools changed") })
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "up__ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := res.Content[0].(*sdk.TextContent).Text; txt != "file:///work accept ada" {
+		t.Fatalf("roots/list and elicitation/create: %q", txt)
+	}
 
-	plain := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	plain := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
 	cs2, err := plain.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authRT{}}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +164,14 @@ func TestServerMessagesSDK(t *testing.T) {
 	}
 	if txt := res.Content[0].(*sdk.TextContent).Text; !res.IsError || !strings.Contains(strings.ToLower(txt), "method not found") {
 		t.Fatalf("work without sampling: %q", txt)
+	}
+	// No roots, no elicitation declared: the upstream's roots/list is refused.
+	res, err = cs2.CallTool(ctx, &sdk.CallToolParams{Name: "up__ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := res.Content[0].(*sdk.TextContent).Text; !res.IsError || !strings.Contains(strings.ToLower(txt), "method not found") {
+		t.Fatalf("ask without roots: %q", txt)
 	}
 }
 
