@@ -88,6 +88,21 @@ func (h *Handler) Close() {
 	h.sess.sweep(time.Now().Add(100 * 365 * 24 * time.Hour))
 }
 
+// EndStreams ends the callers' standalone event streams, which never end
+// on their own, so a graceful shutdown can finish; streams answering a
+// POST end with their answer.
+func (h *Handler) EndStreams() {
+	h.sess.mu.Lock()
+	all := make([]*session, 0, len(h.sess.byID))
+	for _, s := range h.sess.byID {
+		all = append(all, s)
+	}
+	h.sess.mu.Unlock()
+	for _, s := range all {
+		s.hub.end()
+	}
+}
+
 func (h *Handler) transport() http.RoundTripper {
 	if h.Transport != nil {
 		return h.Transport

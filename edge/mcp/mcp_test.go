@@ -138,7 +138,18 @@ func handlerFor(b testing.TB, url string) *Handler {
 }
 
 func serveOnce(h *Handler, server, body, session string) *fasthttp.RequestCtx {
+	return serveAccept(h, server, body, session, "")
+}
+
+// sdkAccept is the Accept header of the SDK's Streamable HTTP client.
+const sdkAccept = "application/json, text/event-stream"
+
+// serveAccept is serveOnce with an Accept header ("" for none).
+func serveAccept(h *Handler, server, body, session, accept string) *fasthttp.RequestCtx {
 	var req fasthttp.Request
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("/mcp")
 	req.Header.Set("Authorization", "Bearer sk-bench")
@@ -159,11 +170,17 @@ const benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name
 // its upstream session; BenchmarkToolsCallDirect is the same call from an
 // SDK client straight to the server. gw's relay overhead is the difference.
 func BenchmarkToolsCallViaGW(b *testing.B) {
+	for _, accept := range []string{"application/json", sdkAccept} {
+		b.Run("accept="+accept, func(b *testing.B) { benchViaGW(b, accept) })
+	}
+}
+
+func benchViaGW(b *testing.B, accept string) {
 	h, sid := benchHandler(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		ctx := serveOnce(h, "", benchCall, sid)
+		ctx := serveAccept(h, "", benchCall, sid, accept)
 		if ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
 			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
@@ -194,6 +211,13 @@ func BenchmarkToolsCallDirect(b *testing.B) {
 // mean of the per-pair differences. The target is ≤ 20 µs (issue 22);
 // on a shared CPU the figures are noisy, the median less so.
 func BenchmarkToolsCallOverhead(b *testing.B) {
+	b.Run("accept=json", func(b *testing.B) { benchOverhead(b, "application/json") })
+	// What SDK clients send: the call may be answered as SSE, so it runs
+	// on its own goroutine (serveStreamed), answered with JSON here.
+	b.Run("accept=json+sse", func(b *testing.B) { benchOverhead(b, sdkAccept) })
+}
+
+func benchOverhead(b *testing.B, accept string) {
 	h, sid := benchHandler(b)
 	srv := h.Holder.Load().Resources.MCPServers[0]
 	cs, err := dial(context.Background(), sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil), http.DefaultTransport, srv)
@@ -207,7 +231,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 		}
 	}
 	via := func() {
-		if ctx := serveOnce(h, "", benchCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
+		if ctx := serveAccept(h, "", benchCall, sid, accept); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
 			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}

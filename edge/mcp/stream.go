@@ -77,6 +77,7 @@ type hub struct {
 	pending    map[string]chan *jsonrpc.Response // by gw-given request ID
 	closed     bool
 	closedCh   chan struct{}
+	ending     bool // shutting down: the standalone stream ends, POST streams end with their answers
 }
 
 func newHub() *hub {
@@ -388,7 +389,7 @@ func (h *hub) write(w *bufio.Writer, st *outStream, seq uint64, touch func(), ho
 				batch = append(batch, e)
 			}
 		}
-		ended := h.closed || st.gen != gen || st.done && len(batch) == 0 && (seq >= st.seq || st.evicted >= st.seq)
+		ended := h.closed || st.gen != gen || h.ending && st.id == standaloneStream || st.done && len(batch) == 0 && (seq >= st.seq || st.evicted >= st.seq)
 		h.mu.Unlock()
 		for _, e := range batch {
 			w.WriteString("id: ")
@@ -453,4 +454,14 @@ func (h *hub) streams0() *outStream {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.streams[standaloneStream]
+}
+
+// end ends the standalone stream (its caller may resume it elsewhere).
+func (h *hub) end() {
+	h.mu.Lock()
+	h.ending = true
+	if st := h.streams[standaloneStream]; st != nil {
+		wakeUp(st)
+	}
+	h.mu.Unlock()
 }
