@@ -113,23 +113,23 @@ func (h *Handler) transport() http.RoundTripper {
 const hdrSession = "Mcp-Session-Id"
 
 // supportedVersions are the protocol versions gw speaks to callers, newest
-// first. gw answers every request with one JSON body (the JSON answer form
-// of Streamable HTTP), which each of them allows.
+// first; each allows JSON and SSE answers and the standalone GET stream.
 var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // call is one caller request being served.
 type call struct {
-	h      *Handler
-	ctx    *fasthttp.RequestCtx
-	resp   *fasthttp.Response // where the answer goes: ctx's, or the POST stream's own
-	snap   *snapshot.Snapshot
-	p      principal
-	srv    *resources.MCPServer // /mcp/{server}; nil on /mcp
-	sess   *session
-	req    *jsonrpc.Request
-	st     *outStream // the POST's SSE stream; nil when answered with JSON only
-	start  time.Time
-	status int
+	h        *Handler
+	ctx      *fasthttp.RequestCtx
+	resp     *fasthttp.Response // where the answer goes: ctx's, or the POST stream's own
+	snap     *snapshot.Snapshot
+	p        principal
+	srv      *resources.MCPServer // /mcp/{server}; nil on /mcp
+	sess     *session
+	req      *jsonrpc.Request
+	st       *outStream // the POST's SSE stream; nil when answered with JSON only
+	reqBytes int        // the request body's length
+	start    time.Time
+	status   int
 }
 
 // Serve answers one request of /mcp (server == "") or /mcp/{server}.
@@ -170,6 +170,7 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		httpError(ctx, fasthttp.StatusNotFound, "unknown MCP server \""+server+"\"")
 		return
 	}
+	c.reqBytes = len(ctx.PostBody())
 	msg, err := DecodeMessage(ctx.PostBody())
 	if err != nil {
 		writeResponse(c.resp, fasthttp.StatusBadRequest, &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "cannot read the JSON-RPC message: " + err.Error()}})
@@ -271,6 +272,11 @@ func (h *Handler) serveStreamed(c *call) {
 	c.st = st
 	resp := fasthttp.AcquireResponse()
 	c.resp = resp
+	// The method may outlive ctx: once the answer is SSE, fasthttp may
+	// reuse ctx when the caller goes (the stream writer is not waited
+	// for). So the method reads nothing of ctx: its params are copied.
+	c.ctx = nil
+	c.req.Params = bytes.Clone(c.req.Params)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -292,7 +298,7 @@ func (h *Handler) serveStreamed(c *call) {
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	sess := c.sess
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, 0, sess.touch, served) })
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, 0, sess.touch) })
 }
 
 // route names the server a request of /mcp went to, once known, so the
@@ -391,7 +397,7 @@ func (h *Handler) serveGet(c *call) {
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	sess := c.sess
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, from, sess.touch, nil) })
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, from, sess.touch) })
 }
 
 func findServer(snap *snapshot.Snapshot, name string) *resources.MCPServer {

@@ -348,11 +348,8 @@ func (h *hub) startAt(st *outStream) uint64 {
 
 // write sends st's events after seq to w until the stream ends (a POST's
 // final answer), the session closes, the caller goes or a newer writer
-// takes the stream over. touch marks the session used. hold, when not nil,
-// is waited for before write returns: the POST's own writer keeps its
-// connection (and so the request the POST's goroutine reads) until the
-// request has been served.
-func (h *hub) write(w *bufio.Writer, st *outStream, seq uint64, touch func(), hold <-chan struct{}) {
+// takes the stream over. touch marks the session used.
+func (h *hub) write(w *bufio.Writer, st *outStream, seq uint64, touch func()) {
 	h.mu.Lock()
 	st.gen++
 	if st.gen&1 == 0 {
@@ -367,9 +364,6 @@ func (h *hub) write(w *bufio.Writer, st *outStream, seq uint64, touch func(), ho
 			st.gen++ // even: no writer
 		}
 		h.mu.Unlock()
-		if hold != nil {
-			<-hold
-		}
 	}()
 	// The headers go out now (a caller waits for them before it reads;
 	// fasthttp sends them with the first body bytes): a comment line.

@@ -72,7 +72,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		return
 	}
 	c.route(s)
-	tc := &toolCall{srv: s, tool: tool, reqBytes: len(c.ctx.PostBody())}
+	tc := &toolCall{srv: s, tool: tool, reqBytes: c.reqBytes}
 	defer h.finishCall(c, tc)
 
 	// The arguments are decoded only when something reads them (input
