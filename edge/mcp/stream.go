@@ -139,8 +139,8 @@ func (h *hub) attached(st *outStream) bool {
 func (h *hub) emit(st *outStream, data []byte, final bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if st.done || h.closed {
-		return false
+	if st.done || st.mode == modeJSON || h.closed {
+		return false // the stream is over (or was answered with JSON)
 	}
 	if st.mode == modeUndecided {
 		if final {
