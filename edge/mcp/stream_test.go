@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -302,4 +304,68 @@ func TestServerRequestAnswer(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("a closed session did not fail the waiting request")
 	}
+}
+
+// TestWriteResume: a POST's stream resumed while its request still runs
+// replays what followed the event and goes on live until the answer; a
+// newer reader of a stream ends the older one.
+func TestWriteResume(t *testing.T) {
+	h := newHub()
+	st := h.open("up", nil)
+	h.emit(st, []byte(`{"n":1}`), false)
+	h.emit(st, []byte(`{"n":2}`), false)
+	if _, err := h.resume(st.id, 1); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		w := bufio.NewWriter(pw)
+		h.write(w, st, 1, func() {})
+		w.Flush()
+		pw.Close()
+		close(done)
+	}()
+	r := bufio.NewReader(pr)
+	var got []string
+	next := func() string {
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("read: %v (got %v)", err, got)
+			}
+			if strings.HasPrefix(line, "id: ") {
+				return strings.TrimSpace(line[4:])
+			}
+		}
+	}
+	got = append(got, next())
+	h.emit(st, []byte(`{"n":3}`), true) // the answer, live
+	got = append(got, next())
+	<-done
+	want := []string{"1_2", "1_3"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("resumed events %v; want %v", got, want)
+	}
+
+	// Takeover: a second writer of the standalone stream ends the first.
+	sa := h.streams0()
+	first := make(chan struct{})
+	go func() {
+		h.write(bufio.NewWriter(io.Discard), sa, 0, func() {})
+		close(first)
+	}()
+	poll(t, "the first writer attached", func() bool { return h.attached(sa) })
+	second := make(chan struct{})
+	go func() {
+		h.write(bufio.NewWriter(io.Discard), sa, 0, func() {})
+		close(second)
+	}()
+	select {
+	case <-first:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the older writer did not end")
+	}
+	h.close()
+	<-second
 }
