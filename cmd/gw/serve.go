@@ -360,6 +360,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			if ops.Page != nil {
 				ops.Page.Close()
 			}
+			proxy.MCP.EndStreams() // MCP callers' standalone streams, likewise
 			if err := srv.Shutdown(cfg.ShutdownGrace); err != nil {
 				log.Warn("shutdown", "error", err.Error())
 				code = 1

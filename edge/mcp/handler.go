@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,6 +23,7 @@ import (
 	"gw/admin/snapshot"
 	"gw/edge/usage"
 	"gw/limiter"
+	"gw/sse/rawjson"
 )
 
 // Handler serves /mcp and /mcp/{server}. Its zero value is not usable: set
@@ -85,6 +88,21 @@ func (h *Handler) Close() {
 	h.sess.sweep(time.Now().Add(100 * 365 * 24 * time.Hour))
 }
 
+// EndStreams ends the callers' standalone event streams, which never end
+// on their own, so a graceful shutdown can finish; streams answering a
+// POST end with their answer.
+func (h *Handler) EndStreams() {
+	h.sess.mu.Lock()
+	all := make([]*session, 0, len(h.sess.byID))
+	for _, s := range h.sess.byID {
+		all = append(all, s)
+	}
+	h.sess.mu.Unlock()
+	for _, s := range all {
+		s.hub.end()
+	}
+}
+
 func (h *Handler) transport() http.RoundTripper {
 	if h.Transport != nil {
 		return h.Transport
@@ -95,27 +113,29 @@ func (h *Handler) transport() http.RoundTripper {
 const hdrSession = "Mcp-Session-Id"
 
 // supportedVersions are the protocol versions gw speaks to callers, newest
-// first. gw answers every request with one JSON body (the JSON answer form
-// of Streamable HTTP), which each of them allows.
+// first; each allows JSON and SSE answers and the standalone GET stream.
 var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // call is one caller request being served.
 type call struct {
-	h      *Handler
-	ctx    *fasthttp.RequestCtx
-	snap   *snapshot.Snapshot
-	p      principal
-	srv    *resources.MCPServer // /mcp/{server}; nil on /mcp
-	sess   *session
-	req    *jsonrpc.Request
-	start  time.Time
-	status int
+	h        *Handler
+	ctx      *fasthttp.RequestCtx
+	resp     *fasthttp.Response // where the answer goes: ctx's, or the POST stream's own
+	snap     *snapshot.Snapshot
+	p        principal
+	srv      *resources.MCPServer // /mcp/{server}; nil on /mcp
+	sess     *session
+	req      *jsonrpc.Request
+	st       *outStream // the POST's SSE stream; nil when answered with JSON only
+	reqBytes int        // the request body's length
+	start    time.Time
+	status   int
 }
 
 // Serve answers one request of /mcp (server == "") or /mcp/{server}.
 func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 	h.start()
-	c := &call{h: h, ctx: ctx, snap: h.Holder.Load(), start: time.Now()}
+	c := &call{h: h, ctx: ctx, resp: &ctx.Response, snap: h.Holder.Load(), start: time.Now()}
 	if server != "" {
 		c.srv = findServer(c.snap, server)
 		if c.srv == nil {
@@ -135,11 +155,12 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		}
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 		return
+	case ctx.IsGet():
+		h.serveGet(c)
+		return
 	default:
-		// No standalone SSE stream: gw does not relay server-initiated
-		// messages, which Streamable HTTP allows with 405 on GET.
-		ctx.Response.Header.Set("Allow", "POST, DELETE")
-		httpError(ctx, fasthttp.StatusMethodNotAllowed, "use POST (JSON-RPC) or DELETE (end the session)")
+		ctx.Response.Header.Set("Allow", "GET, POST, DELETE")
+		httpError(ctx, fasthttp.StatusMethodNotAllowed, "use POST (JSON-RPC), GET (the session's event stream) or DELETE (end the session)")
 		return
 	}
 	if !h.authenticate(c) {
@@ -149,15 +170,24 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		httpError(ctx, fasthttp.StatusNotFound, "unknown MCP server \""+server+"\"")
 		return
 	}
+	c.reqBytes = len(ctx.PostBody())
 	msg, err := DecodeMessage(ctx.PostBody())
 	if err != nil {
-		writeResponse(ctx, fasthttp.StatusBadRequest, &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "cannot read the JSON-RPC message: " + err.Error()}})
+		writeResponse(c.resp, fasthttp.StatusBadRequest, &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "cannot read the JSON-RPC message: " + err.Error()}})
 		return
 	}
 	req, isReq := msg.(*jsonrpc.Request)
-	if !isReq || !req.ID.IsValid() {
-		// A notification, or the caller's answer to a server request (gw
-		// sends none): accepted, nothing to relay.
+	if !isReq {
+		// The caller's answer to a server request gw relayed.
+		if !h.session(c) {
+			return
+		}
+		c.sess.hub.deliver(msg.(*jsonrpc.Response))
+		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		return
+	}
+	if !req.ID.IsValid() {
+		// A notification: accepted, nothing to relay.
 		ctx.SetStatusCode(fasthttp.StatusAccepted)
 		return
 	}
@@ -178,11 +208,33 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 	if !h.session(c) {
 		return
 	}
+	if (c.srv == nil || c.srv.Type == resources.MCPTypeMCP) && upstreamMethod(req.Method) &&
+		bytes.Contains(ctx.Request.Header.Peek(fasthttp.HeaderAccept), strEventStream) {
+		h.serveStreamed(c)
+		return
+	}
+	h.dispatch(c)
+}
+
+var strEventStream = []byte("text/event-stream")
+
+// upstreamMethod reports whether a method goes to upstream MCP servers,
+// which may send messages for the caller while they serve it.
+func upstreamMethod(m string) bool {
+	switch m {
+	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "logging/setLevel":
+		return true
+	}
+	return false
+}
+
+// dispatch serves a method of an established session.
+func (h *Handler) dispatch(c *call) {
 	// Each method bounds its upstream work by the server's timeout; the
 	// caller's connection is not watched (fasthttp has no per-request
-	// cancellation).
+	// cancellation, and a broken SSE answer can be resumed).
 	rctx := context.Background()
-	switch req.Method {
+	switch c.req.Method {
 	case "tools/list":
 		h.toolsList(rctx, c)
 	case "tools/call":
@@ -197,9 +249,155 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		h.templatesList(rctx, c)
 	case "resources/read":
 		h.resourcesRead(rctx, c)
+	case "logging/setLevel":
+		h.setLevel(rctx, c)
 	default:
-		c.rpcError(jsonrpc.CodeMethodNotFound, "method "+req.Method+" is not served by gw")
+		c.rpcError(jsonrpc.CodeMethodNotFound, "method "+c.req.Method+" is not served by gw")
 	}
+}
+
+// serveStreamed serves a request whose upstream may send messages for the
+// caller meanwhile (the caller accepts SSE): the method runs on its own
+// goroutine, answering into a response of its own; the POST is answered
+// with JSON when the answer comes first, or as text/event-stream (the
+// related messages, then the answer) as soon as a message comes.
+func (h *Handler) serveStreamed(c *call) {
+	ctx := c.ctx
+	hub := c.sess.hub
+	server := ""
+	if c.srv != nil {
+		server = c.srv.Name
+	}
+	st := hub.open(server, progressToken(c.req.Params))
+	c.st = st
+	resp := fasthttp.AcquireResponse()
+	c.resp = resp
+	// The method may outlive ctx: once the answer is SSE, fasthttp may
+	// reuse ctx when the caller goes (the stream writer is not waited
+	// for). So the method reads nothing of ctx: its params are copied.
+	c.ctx = nil
+	c.req.Params = bytes.Clone(c.req.Params)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		h.dispatch(c)
+		hub.emit(st, resp.Body(), true)
+		<-st.decided
+		if st.mode == modeSSE {
+			fasthttp.ReleaseResponse(resp) // the answer is in the replay buffer
+		}
+	}()
+	<-st.decided
+	if st.mode == modeJSON {
+		<-served
+		resp.CopyTo(&ctx.Response)
+		fasthttp.ReleaseResponse(resp)
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	sess := c.sess
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, 0, sess.touch) })
+}
+
+// route names the server a request of /mcp went to, once known, so the
+// server's messages find the request's stream.
+func (c *call) route(s *resources.MCPServer) {
+	if c.st != nil && c.srv == nil {
+		c.sess.hub.mu.Lock()
+		c.st.server = s.Name
+		c.sess.hub.mu.Unlock()
+	}
+}
+
+var (
+	metaKey     = []string{"_meta"}
+	progressKey = []string{"progressToken"}
+)
+
+// progressToken is the caller's _meta.progressToken in params (raw JSON),
+// nil for none.
+func progressToken(params []byte) []byte {
+	if !bytes.Contains(params, progressKeyBytes) {
+		return nil
+	}
+	var v [1][]byte
+	if rawjson.ScanTop(params, metaKey, v[:]) != nil || rawjson.KindOf(v[0]) != rawjson.Object {
+		return nil
+	}
+	meta := v[0]
+	if rawjson.ScanTop(meta, progressKey, v[:]) != nil {
+		return nil
+	}
+	switch rawjson.KindOf(v[0]) {
+	case rawjson.String, rawjson.Number:
+		return canonicalToken(v[0])
+	}
+	return nil
+}
+
+var progressKeyBytes = []byte("progressToken")
+
+// canonicalToken spells a token the way gw spells the one an upstream
+// sends back (encoding/json of the decoded value), so the two compare.
+func canonicalToken(raw []byte) []byte {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// serveGet opens the session's standalone SSE stream, or with
+// Last-Event-ID resumes the stream that event belongs to after it.
+func (h *Handler) serveGet(c *call) {
+	ctx := c.ctx
+	if !h.authenticate(c) {
+		return
+	}
+	if c.srv != nil && !c.p.reaches(c.srv) {
+		httpError(ctx, fasthttp.StatusNotFound, "unknown MCP server \""+c.srv.Name+"\"")
+		return
+	}
+	if !h.session(c) {
+		return
+	}
+	if !bytes.Contains(ctx.Request.Header.Peek(fasthttp.HeaderAccept), strEventStream) {
+		httpError(ctx, fasthttp.StatusNotAcceptable, "GET opens an event stream: accept text/event-stream")
+		return
+	}
+	hub := c.sess.hub
+	st := hub.streams0()
+	var from uint64
+	if last := ctx.Request.Header.Peek("Last-Event-ID"); len(last) > 0 {
+		sid, seq, ok := ParseEventID(last)
+		if !ok {
+			httpError(ctx, fasthttp.StatusBadRequest, "malformed Last-Event-ID")
+			return
+		}
+		var err error
+		if st, err = hub.resume(sid, seq); err != nil {
+			status := fasthttp.StatusBadRequest
+			if err == errReplayGone {
+				status = fasthttp.StatusGone
+			}
+			httpError(ctx, status, "cannot resume the stream: "+err.Error())
+			return
+		}
+		from = seq
+	} else {
+		from = hub.startAt(st)
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	sess := c.sess
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, from, sess.touch) })
 }
 
 func findServer(snap *snapshot.Snapshot, name string) *resources.MCPServer {
@@ -243,7 +441,8 @@ func (c *call) owner(name string) (*resources.MCPServer, string, bool) {
 
 func (h *Handler) initialize(c *call) {
 	var p struct {
-		ProtocolVersion string `json:"protocolVersion"`
+		ProtocolVersion string     `json:"protocolVersion"`
+		Capabilities    callerCaps `json:"capabilities"`
 	}
 	if len(c.req.Params) > 0 {
 		if err := json.Unmarshal(c.req.Params, &p); err != nil {
@@ -257,14 +456,15 @@ func (h *Handler) initialize(c *call) {
 			version = v
 		}
 	}
-	s := &session{id: newSessionID(), keyID: c.p.caller.Key.ID, up: map[string]*upConn{}, lastUsed: time.Now()}
+	s := &session{id: newSessionID(), keyID: c.p.caller.Key.ID, up: map[string]*upConn{}, lastUsed: time.Now(), caps: p.Capabilities, hub: newHub()}
 	res := &sdk.InitializeResult{
 		ProtocolVersion: version,
 		ServerInfo:      &sdk.Implementation{Name: "gw", Title: "gw MCP gateway", Version: "1"},
 		Capabilities: &sdk.ServerCapabilities{
-			Tools:     &sdk.ToolCapabilities{},
-			Prompts:   &sdk.PromptCapabilities{},
-			Resources: &sdk.ResourceCapabilities{},
+			Tools:     &sdk.ToolCapabilities{ListChanged: true},
+			Prompts:   &sdk.PromptCapabilities{ListChanged: true},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true},
+			Logging:   &sdk.LoggingCapabilities{},
 		},
 	}
 	if c.srv != nil && c.srv.Type == resources.MCPTypeOpenAPI {
@@ -291,8 +491,9 @@ func (h *Handler) initialize(c *call) {
 		if ir := cs.InitializeResult(); ir != nil {
 			res.ServerInfo, res.Instructions = ir.ServerInfo, ir.Instructions
 			if ir.Capabilities != nil {
-				res.Capabilities = &sdk.ServerCapabilities{Tools: ir.Capabilities.Tools, Prompts: ir.Capabilities.Prompts, Resources: ir.Capabilities.Resources}
+				res.Capabilities = &sdk.ServerCapabilities{Tools: ir.Capabilities.Tools, Prompts: ir.Capabilities.Prompts, Resources: ir.Capabilities.Resources, Logging: ir.Capabilities.Logging}
 				if res.Capabilities.Resources != nil {
+					// No subscribe: gw does not serve resources/subscribe.
 					res.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: ir.Capabilities.Resources.ListChanged}
 				}
 			}
@@ -344,9 +545,9 @@ func (c *call) result(v any) {
 		return
 	}
 	c.status = fasthttp.StatusOK
-	c.ctx.SetStatusCode(fasthttp.StatusOK)
-	c.ctx.SetContentType("application/json")
-	r := &c.ctx.Response
+	r := c.resp
+	r.SetStatusCode(fasthttp.StatusOK)
+	r.Header.SetContentType("application/json")
 	r.ResetBody()
 	r.AppendBodyString(`{"jsonrpc":"2.0","id":`)
 	var idb [24]byte
@@ -371,7 +572,7 @@ func appendID(b []byte, id jsonrpc.ID) []byte {
 // rpcError answers the request with a JSON-RPC error on HTTP 200.
 func (c *call) rpcError(code int64, msg string) {
 	c.status = fasthttp.StatusOK
-	writeResponse(c.ctx, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	writeResponse(c.resp, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: code, Message: msg}})
 }
 
 // upstreamFailed answers an upstream failure: the upstream's own JSON-RPC
@@ -381,25 +582,25 @@ func (c *call) upstreamFailed(err error) {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
 		c.status = fasthttp.StatusOK
-		writeResponse(c.ctx, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Error: we})
+		writeResponse(c.resp, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Error: we})
 		return
 	}
 	if c.h.Logger != nil {
 		c.h.Logger.Warn("mcp upstream failed", "method", c.req.Method, "error", err.Error())
 	}
 	c.status = fasthttp.StatusBadGateway
-	writeResponse(c.ctx, fasthttp.StatusBadGateway, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream MCP server failed: " + err.Error()}})
+	writeResponse(c.resp, fasthttp.StatusBadGateway, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the upstream MCP server failed: " + err.Error()}})
 }
 
-func writeResponse(ctx *fasthttp.RequestCtx, status int, r *jsonrpc.Response) {
+func writeResponse(resp *fasthttp.Response, status int, r *jsonrpc.Response) {
 	b, err := jsonrpc.EncodeMessage(r)
 	if err != nil {
-		httpError(ctx, fasthttp.StatusInternalServerError, "cannot encode the JSON-RPC answer")
-		return
+		status = fasthttp.StatusInternalServerError
+		b, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "cannot encode the JSON-RPC answer"}})
 	}
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
+	resp.SetStatusCode(status)
+	resp.Header.SetContentType("application/json")
+	resp.SetBody(b)
 }
 
 // httpError answers a transport-level failure: a JSON-RPC error without id.

@@ -109,7 +109,18 @@ func benchHandler(b testing.TB) (*Handler, string) {
 	})
 	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{JSONResponse: true}))
 	b.Cleanup(up.Close)
-	src := strings.Replace(benchFile, "URL", up.URL, 1)
+	h := handlerFor(b, up.URL)
+	ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "")
+	if ctx.Response.StatusCode() != 200 {
+		b.Fatalf("initialize: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	return h, string(ctx.Response.Header.Peek(hdrSession))
+}
+
+// handlerFor is a handler with benchFile's key and one server "up" at url.
+func handlerFor(b testing.TB, url string) *Handler {
+	b.Helper()
+	src := strings.Replace(benchFile, "URL", url, 1)
 	src = strings.Replace(src, benchKeyHash, sha256Hex("sk-bench"), 1)
 	r := resources.Load([]byte(src), func(string) (string, bool) { return "", false })
 	if err := r.Err(); err != nil {
@@ -123,15 +134,22 @@ func benchHandler(b testing.TB) (*Handler, string) {
 	hold.Store(snap)
 	h := &Handler{Holder: &hold, ClientIP: func(*fasthttp.RequestCtx) (netip.Addr, bool) { return netip.Addr{}, false }}
 	b.Cleanup(h.Close)
-	ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "")
-	if ctx.Response.StatusCode() != 200 {
-		b.Fatalf("initialize: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
-	}
-	return h, string(ctx.Response.Header.Peek(hdrSession))
+	return h
 }
 
 func serveOnce(h *Handler, server, body, session string) *fasthttp.RequestCtx {
+	return serveAccept(h, server, body, session, "")
+}
+
+// sdkAccept is the Accept header of the SDK's Streamable HTTP client.
+const sdkAccept = "application/json, text/event-stream"
+
+// serveAccept is serveOnce with an Accept header ("" for none).
+func serveAccept(h *Handler, server, body, session, accept string) *fasthttp.RequestCtx {
 	var req fasthttp.Request
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("/mcp")
 	req.Header.Set("Authorization", "Bearer sk-bench")
@@ -152,11 +170,17 @@ const benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name
 // its upstream session; BenchmarkToolsCallDirect is the same call from an
 // SDK client straight to the server. gw's relay overhead is the difference.
 func BenchmarkToolsCallViaGW(b *testing.B) {
+	for _, accept := range []string{"application/json", sdkAccept} {
+		b.Run("accept="+accept, func(b *testing.B) { benchViaGW(b, accept) })
+	}
+}
+
+func benchViaGW(b *testing.B, accept string) {
 	h, sid := benchHandler(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		ctx := serveOnce(h, "", benchCall, sid)
+		ctx := serveAccept(h, "", benchCall, sid, accept)
 		if ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
 			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
@@ -166,7 +190,7 @@ func BenchmarkToolsCallViaGW(b *testing.B) {
 func BenchmarkToolsCallDirect(b *testing.B) {
 	h, _ := benchHandler(b)
 	srv := h.Holder.Load().Resources.MCPServers[0]
-	cs, err := dial(context.Background(), http.DefaultTransport, srv)
+	cs, err := dial(context.Background(), sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil), http.DefaultTransport, srv)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,9 +211,16 @@ func BenchmarkToolsCallDirect(b *testing.B) {
 // mean of the per-pair differences. The target is ≤ 20 µs (issue 22);
 // on a shared CPU the figures are noisy, the median less so.
 func BenchmarkToolsCallOverhead(b *testing.B) {
+	b.Run("accept=json", func(b *testing.B) { benchOverhead(b, "application/json") })
+	// What SDK clients send: the call may be answered as SSE, so it runs
+	// on its own goroutine (serveStreamed), answered with JSON here.
+	b.Run("accept=json+sse", func(b *testing.B) { benchOverhead(b, sdkAccept) })
+}
+
+func benchOverhead(b *testing.B, accept string) {
 	h, sid := benchHandler(b)
 	srv := h.Holder.Load().Resources.MCPServers[0]
-	cs, err := dial(context.Background(), http.DefaultTransport, srv)
+	cs, err := dial(context.Background(), sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil), http.DefaultTransport, srv)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -200,7 +231,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 		}
 	}
 	via := func() {
-		if ctx := serveOnce(h, "", benchCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
+		if ctx := serveAccept(h, "", benchCall, sid, accept); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `"hello"`) {
 			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}

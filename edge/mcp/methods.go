@@ -145,6 +145,7 @@ func (h *Handler) promptsGet(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown prompt \""+p.Name+"\"")
 		return
 	}
+	c.route(s)
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
 	cs, err := c.upstream(ctx, s)
@@ -200,6 +201,7 @@ func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown resource \""+p.URI+"\"")
 		return
 	}
+	c.route(s)
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
 	cs, err := c.upstream(ctx, s)
@@ -223,4 +225,30 @@ func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 		}
 	}
 	c.result(res)
+}
+
+// setLevel forwards logging/setLevel to every reachable server that logs
+// (on /mcp) or to the one server, and keeps the level for upstream
+// sessions opened later: without it SDK servers send no log messages.
+func (h *Handler) setLevel(ctx context.Context, c *call) {
+	var p sdk.SetLoggingLevelParams
+	if err := json.Unmarshal(c.req.Params, &p); err != nil || p.Level == "" {
+		c.rpcError(jsonrpc.CodeInvalidParams, "logging/setLevel needs params.level")
+		return
+	}
+	c.sess.mu.Lock()
+	c.sess.logLevel = p.Level
+	c.sess.mu.Unlock()
+	_, _, err := fanOut(ctx, c, func(ctx context.Context, s *resources.MCPServer) (struct{}, error) {
+		cs, err := c.capable(ctx, s, func(sc *sdk.ServerCapabilities) bool { return sc.Logging != nil })
+		if cs == nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, cs.SetLoggingLevel(ctx, &p)
+	})
+	if err != nil {
+		c.upstreamFailed(err)
+		return
+	}
+	c.result(struct{}{})
 }

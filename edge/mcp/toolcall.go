@@ -71,7 +71,8 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown tool \""+p.Name+"\"")
 		return
 	}
-	tc := &toolCall{srv: s, tool: tool, reqBytes: len(c.ctx.PostBody())}
+	c.route(s)
+	tc := &toolCall{srv: s, tool: tool, reqBytes: c.reqBytes}
 	defer h.finishCall(c, tc)
 
 	// The arguments are decoded only when something reads them (input
@@ -308,8 +309,8 @@ func (h *Handler) refuse(c *call, tc *toolCall, d *limiter.Decision) {
 	tc.outcome = outcomeLimited
 	msg := d.Message()
 	c.status = fasthttp.StatusTooManyRequests
-	writeResponse(c.ctx, fasthttp.StatusTooManyRequests, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: -32029, Message: msg}})
-	d.AppendHeaders(nil, c.ctx.Response.Header.SetBytesKV)
+	writeResponse(c.resp, fasthttp.StatusTooManyRequests, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: -32029, Message: msg}})
+	d.AppendHeaders(nil, c.resp.Header.SetBytesKV)
 }
 
 // finishCall writes the usage record and the metrics of one tool call.
@@ -332,7 +333,7 @@ func (h *Handler) finishCall(c *call, tc *toolCall) {
 		Model: Join(tc.srv.Name, tc.tool), InboundProtocol: "mcp", Operation: "tools/call", CacheStatus: usage.CacheNone,
 		MCPServer: tc.srv.Name, MCPTool: tc.tool,
 		Latency: lat, UpstreamLatency: tc.upDur, RequestBodyBytes: int64(tc.reqBytes),
-		ResponseBodyBytes: int64(len(c.ctx.Response.Body())),
+		ResponseBodyBytes: int64(len(c.resp.Body())),
 	}
 	if pk := tc.srv.ProviderKey; pk != nil {
 		e.ProviderKey, e.ProviderKeyID = pk.DisplayName, pk.ID

@@ -30,21 +30,20 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-// upstreamClient is the SDK client identity gw presents upstream.
-var upstreamClient = sdk.NewClient(&sdk.Implementation{Name: "gw", Version: "1"}, nil)
-
-// dial opens an upstream session to srv with the transport it declares.
-func dial(ctx context.Context, base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
+// dial opens an upstream session to srv with the transport it declares;
+// client carries the caller session's capabilities and relays what the
+// server sends (forward.go).
+func dial(ctx context.Context, client *sdk.Client, base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
 	hc := &http.Client{Transport: &headerTransport{base: base, srv: srv}}
 	var tr sdk.Transport
 	if srv.Transport == resources.MCPTransportSSE {
 		tr = &sdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: hc}
 	} else {
-		// No standalone GET stream: gw answers its callers with JSON and
-		// does not relay server-initiated messages.
-		tr = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		// The standalone GET stream carries the server's unrelated
+		// messages (list changes, resource updates) for the caller.
+		tr = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1}
 	}
-	cs, err := upstreamClient.Connect(ctx, tr, nil)
+	cs, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		return nil, errors.New("cannot open an MCP session to server " + srv.Name + ": " + err.Error())
 	}
@@ -54,10 +53,10 @@ func dial(ctx context.Context, base http.RoundTripper, srv *resources.MCPServer)
 // dialTimeout dials within srv's timeout. The context given to Connect
 // must outlive it: the legacy SSE transport's GET stream lives on it, so
 // it is cancelled only when the dial times out.
-func dialTimeout(base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
+func dialTimeout(client *sdk.Client, base http.RoundTripper, srv *resources.MCPServer) (*sdk.ClientSession, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	timer := time.AfterFunc(srv.Timeout(), cancel)
-	cs, err := dial(ctx, base, srv)
+	cs, err := dial(ctx, client, base, srv)
 	if !timer.Stop() {
 		if cs != nil {
 			cs.Close()
@@ -77,6 +76,10 @@ type session struct {
 	id     string
 	keyID  string // the caller key the session is bound to
 	server string // "" on /mcp, the server name on /mcp/{server}
+	caps   callerCaps
+	hub    *hub // the streams of server-to-caller messages
+
+	logLevel sdk.LoggingLevel // the caller's logging/setLevel, for upstream sessions opened later (under mu)
 
 	mu       sync.Mutex
 	up       map[string]*upConn // by server name
@@ -115,7 +118,10 @@ func (s *session) upstream(ctx context.Context, base http.RoundTripper, srv *res
 		u = &upConn{ready: make(chan struct{}), srv: srv}
 		s.up[srv.Name] = u
 		s.mu.Unlock()
-		u.cs, u.err = dialTimeout(base, srv)
+		u.cs, u.err = dialTimeout(s.client(srv), base, srv)
+		if u.err == nil {
+			s.applyLevel(u.cs, srv)
+		}
 		close(u.ready)
 		if u.err != nil {
 			s.drop(srv.Name, u)
@@ -149,6 +155,7 @@ func (s *session) close() {
 	ups := s.up
 	s.up = nil
 	s.mu.Unlock()
+	s.hub.close()
 	for _, u := range ups {
 		select {
 		case <-u.ready:
@@ -207,4 +214,24 @@ func (ss *sessions) sweep(now time.Time) {
 	for _, s := range old {
 		s.close()
 	}
+}
+
+// touch marks the session used (a stream that still carries events).
+func (s *session) touch() {
+	s.mu.Lock()
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+}
+
+// applyLevel gives a new upstream session the caller's logging level.
+func (s *session) applyLevel(cs *sdk.ClientSession, srv *resources.MCPServer) {
+	s.mu.Lock()
+	lvl := s.logLevel
+	s.mu.Unlock()
+	if ir := cs.InitializeResult(); lvl == "" || ir == nil || ir.Capabilities == nil || ir.Capabilities.Logging == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), srv.Timeout())
+	defer cancel()
+	cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: lvl}) // best effort: logs are advisory
 }
