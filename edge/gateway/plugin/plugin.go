@@ -216,7 +216,11 @@ func (c *Ctx) Reset(r *fasthttp.RequestCtx, vc *vars.Context) {
 	c.R = r
 	c.Vars = *vc
 	c.Consumer = nil
-	c.Start = time.Now()
+	// The server stamps each request as it begins reading it; a clock read
+	// saved (a RequestCtx built outside a server has no stamp).
+	if c.Start = r.Time(); c.Start.IsZero() {
+		c.Start = time.Now()
+	}
 	c.Generated = false
 	c.Upstream = ""
 	c.RateInfo = c.RateInfo[:0]
