@@ -22,6 +22,7 @@ import (
 	"gw/edge/gateway/router"
 	"gw/edge/gateway/upstream"
 	"gw/edge/gateway/vars"
+	"gw/edge/usage"
 )
 
 // Gateway serves the admin-managed routes.
@@ -39,6 +40,10 @@ type Gateway struct {
 	// shared keeps plugin state that outlives snapshots (counters,
 	// log batchers).
 	shared *plugin.Shared
+
+	// Usage receives the usage records of the AI requests plugins answer
+	// (ai-proxy-multi); set before Run, nil writes none.
+	Usage *usage.Pipeline
 }
 
 // build is the data plane of one snapshot.
@@ -167,7 +172,7 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 		g.log.Warn("gateway route left out", "route", e.RouteID, "error", e.Err.Error())
 	}
 	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes)), consumers: map[*admingw.Consumer]*consumerRT{}}
-	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared}
+	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared, Usage: g.Usage}
 	for _, gr := range snap.GlobalRules {
 		if gr.Err != "" {
 			b.globalBlocked = "global rule " + gr.ID + ": " + gr.Err

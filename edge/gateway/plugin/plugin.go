@@ -19,6 +19,7 @@ import (
 
 	admingw "gw/admin/gateway"
 	"gw/edge/gateway/vars"
+	"gw/edge/usage"
 )
 
 // Phase is a bit set of the phases a plugin takes part in.
@@ -119,6 +120,9 @@ type Env struct {
 	Snap   *admingw.Snapshot
 	Log    *slog.Logger
 	Shared *Shared
+	// Usage receives the usage records of AI requests (ai-proxy-multi);
+	// nil writes none.
+	Usage *usage.Pipeline
 
 	mu    sync.Mutex
 	cache map[string]any
