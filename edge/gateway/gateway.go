@@ -293,14 +293,14 @@ var (
 	protoHTTP, protoHTTPS         = []byte("http"), []byte("https")
 )
 
-// rawNoHop reports whether the headers as received (fasthttp's RawHeaders)
+// RawNoHop reports whether the headers as received (fasthttp's RawHeaders)
 // certainly carry none of hopHeaders, so that the six deletions, each a
 // name normalisation and a scan of every header, can be skipped: one pass
 // over the raw bytes instead. A false answer (a possible match, or no raw
 // headers: a request not parsed from the wire) deletes as before; plugins
 // may add headers after parsing, so the caller deletes whenever a chain
 // ran.
-func rawNoHop(raw []byte) bool {
+func RawNoHop(raw []byte) bool {
 	if len(raw) == 0 {
 		return false
 	}
@@ -464,7 +464,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 	p := rt.pool.Current()
 	req := &ctx.Request
-	if rs.plugins || !rawNoHop(req.Header.RawHeaders()) {
+	if rs.plugins || !RawNoHop(req.Header.RawHeaders()) {
 		for _, h := range hopHeaders {
 			req.Header.Del(h)
 		}

@@ -31,8 +31,8 @@ func TestRawNoHop(t *testing.T) {
 		{"X-A: a\r\n TE: b\r\n\r\n", true},
 		{"Upgrade", true}, // a name without ':' is no header
 	} {
-		if got := rawNoHop([]byte(tc.raw)); got != tc.want {
-			t.Errorf("rawNoHop(%q) = %v; want %v", tc.raw, got, tc.want)
+		if got := RawNoHop([]byte(tc.raw)); got != tc.want {
+			t.Errorf("RawNoHop(%q) = %v; want %v", tc.raw, got, tc.want)
 		}
 	}
 }

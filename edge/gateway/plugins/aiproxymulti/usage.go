@@ -164,3 +164,13 @@ func (s *usageScanner) endLine() {
 }
 
 var dataPrefix, usageKey = []byte("data:"), []byte(`"usage"`)
+
+// StreamUsage runs the relay's usage scanner over a stream arriving in
+// pieces (the fuzz target's entry point).
+func StreamUsage(pieces ...[]byte) (adapters.Usage, bool) {
+	var s usageScanner
+	for _, p := range pieces {
+		s.feed(p)
+	}
+	return s.u, s.ok
+}
