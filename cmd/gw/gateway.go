@@ -12,6 +12,7 @@ import (
 	"gw/edge/gateway"
 	"gw/edge/gateway/plugin"
 	"gw/edge/gateway/upstream"
+	gwusage "gw/edge/usage"
 )
 
 // gatewayRuntime is the general gateway's data plane: the admin API's
@@ -27,7 +28,7 @@ type gatewayRuntime struct {
 // milliseconds of a store write, so a write is served well within 100 ms.
 const gatewayPoll = 20 * time.Millisecond
 
-func startGateway(cfg startup.Config, adm *adminRuntime, log *slog.Logger) *gatewayRuntime {
+func startGateway(cfg startup.Config, adm *adminRuntime, pipeline *gwusage.Pipeline, log *slog.Logger) *gatewayRuntime {
 	opt := upstream.Options{MaxResponseBytes: int(cfg.UpstreamMaxResponse)}
 	if res, err := upstream.NewDNSResolver(cfg.GatewayDNSServers); err == nil {
 		opt.DNS = res
@@ -36,6 +37,7 @@ func startGateway(cfg startup.Config, adm *adminRuntime, log *slog.Logger) *gate
 		log.Warn("gateway dns discovery unavailable", "error", err.Error())
 	}
 	g := gateway.New(adm.Holder, opt, log.With("component", "gateway"))
+	g.Usage = pipeline // ai-proxy-multi writes the AI path's usage records
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &gatewayRuntime{cancel: cancel, done: make(chan struct{})}
 	go func() { g.Run(ctx, gatewayPoll); close(r.done) }()

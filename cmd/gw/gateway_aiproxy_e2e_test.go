@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/openai/openai-go"
 	"github.com/openai/openai-go/option"
 
+	"gw/edge/usage/usagetest"
 	"gw/perf/mock"
 )
 
@@ -19,7 +21,9 @@ import (
 // mock upstreams; the higher-priority one answers 429 (a knob in its
 // endpoint path), so every call falls back to the other, buffered and
 // streamed through the OpenAI SDK; duplicate instance names and options
-// the plugin does not run are 400s at write time. The same gw serves the
+// the plugin does not run are 400s at write time; every call writes the AI
+// path's usage records (failed attempt, final with tokens) to an OTLP
+// receiver. The same gw serves the
 // post_arg.* routes and the $env:// secret references.
 func TestGatewayAIProxyMultiE2E(t *testing.T) {
 	start := time.Now()
@@ -27,7 +31,13 @@ func TestGatewayAIProxyMultiE2E(t *testing.T) {
 	t.Setenv("GW_E2E_SECRET_JSON", `{"hdr":"from-json"}`)
 	busy := startMock(t, "AIPM_BUSY", mock.Config{})
 	good := startMock(t, "AIPM_GOOD", mock.Config{})
-	g := startAdminGW(t, "--data-dir", t.TempDir())
+	// Usage records go to an OTLP receiver through the resource file's
+	// exporter, as the AI path's do.
+	rcv := usagetest.StartOTLP(t)
+	t.Setenv("AIPM_OTLP", rcv.URL)
+	res := writeTemp(t, "aipm.yaml", "_format_version: \"1\"\nobservability_exporters:\n"+
+		"  - {name: otel, kind: otlp_http, endpoint: \"${AIPM_OTLP}\", batch_size: 1, flush_interval_ms: 100}\n")
+	g := startAdminGW(t, "--data-dir", t.TempDir(), "--resources-file", res)
 	t.Cleanup(func() {
 		if log := g.stderr.String(); strings.Contains(log, "DATA RACE") || strings.Contains(log, "panic:") {
 			t.Errorf("gw reported a race or a panic:\n%s", log)
@@ -90,6 +100,40 @@ func TestGatewayAIProxyMultiE2E(t *testing.T) {
 		}
 		if n := len(good.Requests()); n != 2 {
 			t.Fatalf("good instance saw %d requests; want 2", n)
+		}
+	})
+
+	t.Run("usage records", func(t *testing.T) {
+		// buffered and stream each wrote a failed attempt (busy, 429) and a
+		// final record (good); the mock reports usage in buffered answers.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var failed, buffered, streamed int
+			for _, sp := range rcv.Spans() {
+				a := func(k string) string { return fmt.Sprint(usagetest.Attr(sp, k)) }
+				if a("gw.usage.inbound_protocol") != "chat_completions" {
+					continue
+				}
+				switch {
+				case a("gw.usage.attempt_kind") == "failed_attempt" && a("gw.usage.provider_key") == "busy" && a("error.type") == "upstream_status":
+					failed++
+				case a("gw.usage.attempt_kind") == "final" && a("gw.usage.provider_key") == "good" && a("gw.usage.attempt") == "2" &&
+					a("gw.usage.stream") == "false" && a("gw.usage.total_tokens") != "<nil>" && a("gw.usage.total_tokens") != "0":
+					buffered++
+				case a("gw.usage.attempt_kind") == "final" && a("gw.usage.provider_key") == "good" && a("gw.usage.stream") == "true":
+					streamed++
+				}
+			}
+			if failed == 2 && buffered == 1 && streamed == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				for _, sp := range rcv.Spans() {
+					t.Logf("%v", sp.Attributes)
+				}
+				t.Fatalf("records: %d failed attempts (want 2), %d buffered finals with tokens (1), %d streamed finals (1)", failed, buffered, streamed)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 

@@ -330,7 +330,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		go func() { errc <- adm.serve(adminLn) }()
 	}
 	if gatewayLn != nil || gatewayTLSLn != nil {
-		gwSrv := startGateway(cfg, adm, log)
+		gwSrv := startGateway(cfg, adm, pipeline, log)
 		defer gwSrv.close()
 		if gatewayLn != nil {
 			go func() { errc <- gwSrv.serve(rawsock.Listener{Listener: gatewayLn}) }()

@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"gw/edge/gateway/router"
 	"gw/edge/gateway/upstream"
 	"gw/edge/gateway/vars"
+	"gw/edge/usage"
 )
 
 // Gateway serves the admin-managed routes.
@@ -38,6 +40,10 @@ type Gateway struct {
 	// shared keeps plugin state that outlives snapshots (counters,
 	// log batchers).
 	shared *plugin.Shared
+
+	// Usage receives the usage records of the AI requests plugins answer
+	// (ai-proxy-multi); set before Run, nil writes none.
+	Usage *usage.Pipeline
 }
 
 // build is the data plane of one snapshot.
@@ -81,6 +87,9 @@ type reqState struct {
 	key  []byte
 	host []byte
 	xff  []byte
+	// plugins is set when a plugin chain ran on the request (it may have
+	// added headers since the request was parsed).
+	plugins bool
 	// tried is here rather than on the stack: the balancers take it
 	// through an interface, which would move it to the heap.
 	tried upstream.Tried
@@ -163,7 +172,7 @@ func (g *Gateway) rebuild(snap *admingw.Snapshot) *build {
 		g.log.Warn("gateway route left out", "route", e.RouteID, "error", e.Err.Error())
 	}
 	b := &build{snap: snap, router: r, routes: make([]routeRT, len(snap.Routes)), consumers: map[*admingw.Consumer]*consumerRT{}}
-	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared}
+	env := &plugin.Env{Snap: snap, Log: g.log, Shared: g.shared, Usage: g.Usage}
 	for _, gr := range snap.GlobalRules {
 		if gr.Err != "" {
 			b.globalBlocked = "global rule " + gr.ID + ": " + gr.Err
@@ -270,7 +279,59 @@ var (
 	body504 = []byte(`{"error_msg":"504 Gateway Timeout"}`)
 
 	hopHeaders = []string{"Proxy-Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Proxy-Authorization"}
+	hopNames   = func() [][]byte {
+		b := make([][]byte, len(hopHeaders))
+		for i, h := range hopHeaders {
+			b[i] = []byte(h)
+		}
+		return b
+	}()
+
+	// The X-Forwarded-* names in fasthttp's normalised form, set with
+	// SetCanonical: no per-request copy and normalisation of the name.
+	hdrXFF, hdrXFProto, hdrXFHost = []byte("X-Forwarded-For"), []byte("X-Forwarded-Proto"), []byte("X-Forwarded-Host")
+	protoHTTP, protoHTTPS         = []byte("http"), []byte("https")
 )
+
+// RawNoHop reports whether the headers as received (fasthttp's RawHeaders)
+// certainly carry none of hopHeaders, so that the six deletions, each a
+// name normalisation and a scan of every header, can be skipped: one pass
+// over the raw bytes instead. A false answer (a possible match, or no raw
+// headers: a request not parsed from the wire) deletes as before; plugins
+// may add headers after parsing, so the caller deletes whenever a chain
+// ran.
+func RawNoHop(raw []byte) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	for i := 0; i < len(raw); {
+		if hopStart(raw[i:]) {
+			return false
+		}
+		j := bytes.IndexByte(raw[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return true
+}
+
+// hopStart reports whether line begins with a hop-by-hop header name
+// (any case) followed by ':' or whitespace.
+func hopStart(line []byte) bool {
+	switch line[0] | 0x20 {
+	case 'p', 'k', 't', 'u':
+	default:
+		return false
+	}
+	for _, h := range hopNames {
+		if len(line) > len(h) && (line[len(h)] == ':' || line[len(h)] == ' ' || line[len(h)] == '\t') && bytes.EqualFold(line[:len(h)], h) {
+			return true
+		}
+	}
+	return false
+}
 
 func fail(ctx *fasthttp.RequestCtx, code int, body []byte) {
 	ctx.Response.Reset()
@@ -308,9 +369,11 @@ func (g *Gateway) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	// Fast path - nothing but the proxy to run.
 	if len(b.global) == 0 && (rt == nil || rt.chain == nil) {
+		rs.plugins = false
 		g.serve(ctx, rt, rs)
 		return
 	}
+	rs.plugins = true
 	chain := g.runRequest(b, rt, rs)
 	for _, c := range b.global {
 		c.RunHeaderFilter(pc)
@@ -401,8 +464,10 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 	p := rt.pool.Current()
 	req := &ctx.Request
-	for _, h := range hopHeaders {
-		req.Header.Del(h)
+	if rs.plugins || !RawNoHop(req.Header.RawHeaders()) {
+		for _, h := range hopHeaders {
+			req.Header.Del(h)
+		}
 	}
 	// X-Forwarded-*: the client address appended to any list it sent.
 	rs.xff = append(rs.xff[:0], req.Header.Peek("X-Forwarded-For")...)
@@ -412,14 +477,14 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 	if ip := ctx.RemoteIP(); ip != nil {
 		rs.xff = vars.AppendIP(rs.xff, ip)
 	}
-	req.Header.SetBytesV("X-Forwarded-For", rs.xff)
+	req.Header.SetCanonical(hdrXFF, rs.xff)
 	if ctx.IsTLS() {
-		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.SetCanonical(hdrXFProto, protoHTTPS)
 	} else {
-		req.Header.Set("X-Forwarded-Proto", "http")
+		req.Header.SetCanonical(hdrXFProto, protoHTTP)
 	}
 	rs.host = append(rs.host[:0], req.Header.Host()...)
-	req.Header.SetBytesV("X-Forwarded-Host", rs.host)
+	req.Header.SetCanonical(hdrXFHost, rs.host)
 	req.UseHostHeader = true
 	key := p.HashKey(rs.key[:0], ctx, &rt.vc)
 	if cap(key) > cap(rs.key) {
@@ -428,7 +493,11 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 
 	tried := &rs.tried
 	*tried = upstream.Tried{}
-	start := time.Now()
+	// The clock is read only when a retry_timeout can end the retries.
+	var start time.Time
+	if p.RetryTimeout() > 0 {
+		start = time.Now()
+	}
 	var lastErr error
 	attempts := p.Attempts()
 	for a := 0; a < attempts; a++ {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,39 +76,28 @@ func StartGateway(gwBin string, core int, dataDir, upstream string) (*Proc, erro
 }
 
 // gatewayScenario measures the general gateway's proxied request against
-// the mock directly: the same chat requests, once through a route that
-// forwards them unchanged (no plugins), at 2k req/s open loop and at
-// maximum throughput with 64 connections.
+// the mock directly: the same chat requests through a route that forwards
+// them unchanged (no plugins), at 2k req/s open loop (added latency), then
+// at maximum throughput with 64 connections interleaved with the AI path
+// (gatewayVsAI).
 func gatewayScenario(ctx context.Context, o Options, rep *Report, run func(string, load.Config) (*load.Result, error), mockBase, dataDir string) error {
-	o.Log("scenario 12: general gateway route proxying vs direct")
+	o.Log("scenario 12: general gateway route proxying vs direct, and vs the AI path (%d interleaved rounds)", gwRatioRounds)
 	gw, err := StartGateway(o.GWBin, o.GWCore, dataDir, mockBase)
 	if err != nil {
 		return err
 	}
 	defer gw.Stop()
 	const sc = "12 general gateway"
-	d, err := run("s11-direct-2k", load.Config{Target: mockBase + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Rate: 2000, Connections: 512})
+	d, err := run("s12-direct-2k", load.Config{Target: mockBase + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Rate: 2000, Connections: 512})
 	if err != nil {
 		return err
 	}
-	g, err := run("s11-gateway-2k", load.Config{Target: "http://" + gw.Addr + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Rate: 2000, Connections: 512})
+	g, err := run("s12-gateway-2k", load.Config{Target: "http://" + gw.Addr + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Rate: 2000, Connections: 512})
 	if err != nil {
 		return err
 	}
 	rep.add(Figure{Scenario: sc, Name: "added p50 at 2k req/s", Value: float64(g.LatencyUS.P50 - d.LatencyUS.P50), Unit: "µs"})
 	rep.add(Figure{Scenario: sc, Name: "added p99 at 2k req/s", Value: float64(g.LatencyUS.P99 - d.LatencyUS.P99), Unit: "µs"})
 	rep.add(Figure{Scenario: sc, Name: "gateway errors", Value: float64(g.Errors), Unit: "requests"})
-	dm, err := run("s11-direct-max", load.Config{Target: mockBase + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Connections: 64})
-	if err != nil {
-		return err
-	}
-	gm, err := run("s11-gateway-max", load.Config{Target: "http://" + gw.Addr + "/v1", APIKey: "perf-caller", Model: "gpt-4o", Connections: 64})
-	if err != nil {
-		return err
-	}
-	if dm.SuccessRPS > 0 {
-		rep.add(Figure{Scenario: sc, Name: "gateway / direct req/s", Value: gm.SuccessRPS / dm.SuccessRPS, Unit: "ratio",
-			Note: fmt.Sprintf("gateway %.0f req/s, direct %.0f req/s; compare with scenario 2's AI-path ratio", gm.SuccessRPS, dm.SuccessRPS)})
-	}
-	return nil
+	return gatewayVsAI(ctx, o, rep, run, mockBase, gw, filepath.Join(filepath.Dir(dataDir), "gateway-ai"))
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // TestGatewayScenario runs scenario 12 with short loads: the route is
-// created through the admin API, served, and every figure is reported
-// without errors (GW_BIN names a built gw; otherwise one is built).
+// created through the admin API, served, the gateway and the AI path are
+// measured by turns, and every figure is reported without errors (GW_BIN names a built gw; otherwise one is built).
 func TestGatewayScenario(t *testing.T) {
 	bin := os.Getenv("GW_BIN")
 	if bin == "" {
@@ -32,15 +32,23 @@ func TestGatewayScenario(t *testing.T) {
 	if err := gatewayScenario(context.Background(), o, rep, runner(context.Background(), o, rep), "http://"+mock.Addr, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	if g := rep.Runs["s11-gateway-max"]; g == nil || g.SuccessRPS == 0 || g.Errors != 0 {
-		t.Fatalf("gateway run: %+v", g)
+	for _, name := range []string{"s12-gateway-max-r1", "s12-ai-max-r1", "s12-direct-max-r1"} {
+		if g := rep.Runs[name]; g == nil || g.SuccessRPS == 0 || g.Errors != 0 {
+			t.Fatalf("%s: %+v", name, g)
+		}
 	}
 	names := map[string]bool{}
 	for _, f := range rep.Figures {
 		names[f.Name] = true
 		t.Logf("%s: %s = %.2f %s %s", f.Scenario, f.Name, f.Value, f.Unit, f.Note)
 	}
-	if !names["gateway / direct req/s"] || !names["added p99 at 2k req/s"] {
+	for _, f := range rep.Figures {
+		if f.Name == "gateway ratio ≥ AI ratio" && (f.Budget == nil || *f.Budget <= 0 || f.Verdict == "") {
+			t.Fatalf("the budget row has no AI-path ratio: %+v", f)
+		}
+	}
+	if !names["gateway / direct req/s"] || !names["AI path / direct req/s"] || !names["gateway ratio ≥ AI ratio"] ||
+		!names["gateway CPU per request ≤ AI path's"] || !names["AI path CPU per request"] || !names["added p99 at 2k req/s"] {
 		t.Fatalf("figures: %v", names)
 	}
 }

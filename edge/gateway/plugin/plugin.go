@@ -19,6 +19,7 @@ import (
 
 	admingw "gw/admin/gateway"
 	"gw/edge/gateway/vars"
+	"gw/edge/usage"
 )
 
 // Phase is a bit set of the phases a plugin takes part in.
@@ -119,6 +120,9 @@ type Env struct {
 	Snap   *admingw.Snapshot
 	Log    *slog.Logger
 	Shared *Shared
+	// Usage receives the usage records of AI requests (ai-proxy-multi);
+	// nil writes none.
+	Usage *usage.Pipeline
 
 	mu    sync.Mutex
 	cache map[string]any
@@ -216,7 +220,11 @@ func (c *Ctx) Reset(r *fasthttp.RequestCtx, vc *vars.Context) {
 	c.R = r
 	c.Vars = *vc
 	c.Consumer = nil
-	c.Start = time.Now()
+	// The server stamps each request as it begins reading it; a clock read
+	// saved (a RequestCtx built outside a server has no stamp).
+	if c.Start = r.Time(); c.Start.IsZero() {
+		c.Start = time.Now()
+	}
 	c.Generated = false
 	c.Upstream = ""
 	c.RateInfo = c.RateInfo[:0]

@@ -33,7 +33,7 @@ func main() {
 		}
 		return err
 	})
-	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "closed" (8-10, shared cores), "cache" (11), "upload-rss" or "pinned" (idle RSS and scenario 1 at 2k)`)
+	only := flag.String("only", "", `run some scenarios and print their figures without writing the report: "soak", "closed" (8-10, shared cores), "cache" (11), "gateway" (12), "upload-rss" or "pinned" (idle RSS and scenario 1 at 2k)`)
 	soakRequests := flag.Int("soak-requests", suite.SoakRequests, "streams of the soak scenario with -only soak")
 	flag.Parse()
 	o.Log = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
@@ -49,6 +49,8 @@ func main() {
 		run = suite.RunPinned
 	case "cache":
 		run = suite.RunCache
+	case "gateway":
+		run = suite.RunGateway
 	case "upload-rss":
 		run = suite.RunUploadRSS
 	case "soak":

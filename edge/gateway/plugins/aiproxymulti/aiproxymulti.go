@@ -38,6 +38,7 @@ import (
 	"gw/adapters/upstream"
 	"gw/balancer"
 	"gw/edge/gateway/plugin"
+	"gw/edge/usage"
 	"gw/sse/rawjson"
 )
 
@@ -106,10 +107,11 @@ type conf struct {
 
 // instance is one compiled instance.
 type instance struct {
-	name    string
-	adapter adapters.Adapter
-	client  *upstream.Client
-	model   string // options.model; "" keeps the caller's
+	name     string
+	provider string // APISIX's provider name, for usage records
+	adapter  adapters.Adapter
+	client   *upstream.Client
+	model    string // options.model; "" keeps the caller's
 	// options are the other options, set over the caller's body.
 	options []override
 	ok      *metrics.Counter
@@ -126,6 +128,9 @@ type multi struct {
 	log       interface {
 		Warn(msg string, args ...any)
 	}
+	// usage receives one record per attempt (nil: none), as the AI path
+	// writes them.
+	usage *usage.Pipeline
 }
 
 var (
@@ -278,6 +283,9 @@ func build(raw json.RawMessage, env *plugin.Env, owner string, check bool) (*mul
 	if env != nil && env.Log != nil {
 		p.log = env.Log
 	}
+	if env != nil && !check {
+		p.usage = env.Usage
+	}
 	targets := make([]balancer.Target, len(c.Instances))
 	p.instances = make([]instance, len(c.Instances))
 	for i := range c.Instances {
@@ -314,7 +322,7 @@ func build(raw json.RawMessage, env *plugin.Env, owner string, check bool) (*mul
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot build the adapter: %w", f, err)
 		}
-		in := instance{name: ic.Name, adapter: a}
+		in := instance{name: ic.Name, provider: ic.Provider, adapter: a}
 		if !check {
 			if in.client, err = pool.Client(upstream.Target{BaseURL: base, TLS: upstream.TLS{Verify: verify}}); err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
@@ -418,6 +426,15 @@ func (p *multi) Access(c *plugin.Ctx) bool {
 	if v, _, ok := rawjson.Get(body, "stream"); ok && string(v) == "true" {
 		stream = true
 	}
+	var rec *record
+	if p.usage != nil {
+		rec = &record{p: p, start: c.Start, ev: usage.Record{RequestID: usage.NewRequestID(), Model: callerModel,
+			InboundProtocol: protocolChat, Operation: operationChat, CacheStatus: usage.CacheNone, Stream: stream,
+			RequestBodyBytes: int64(len(body))}}
+		if c.Consumer != nil {
+			rec.ev.UserName = c.Consumer.Username
+		}
+	}
 	var breq balancer.Request
 	var lastErr error
 	n := len(p.instances)
@@ -454,6 +471,8 @@ func (p *multi) Access(c *plugin.Ctx) bool {
 			c.Reply(400, bodyNotJSON)
 			return false
 		}
+		rec.attempt(in, model)
+		upStart := time.Now()
 		if !stream {
 			err = in.client.Do(req, resp, p.timeout)
 			fasthttp.ReleaseRequest(req)
@@ -461,11 +480,13 @@ func (p *multi) Access(c *plugin.Ctx) bool {
 				in.ok.Inc()
 				copyHead(c.R, resp)
 				c.R.Response.SetBody(resp.Body())
+				rec.answered(resp, resp.Body(), time.Since(upStart))
 				fasthttp.ReleaseResponse(resp)
 				c.Upstream = in.name
 				return false
 			}
 			p.failed(in, resp, err)
+			rec.failedAttempt(resp, err)
 			fasthttp.ReleaseResponse(resp)
 			lastErr = err
 			continue
@@ -477,10 +498,18 @@ func (p *multi) Access(c *plugin.Ctx) bool {
 			copyHead(c.R, resp)
 			c.Upstream = in.name
 			timeout := p.timeout
-			c.R.SetBodyStreamWriter(func(w *bufio.Writer) { relay(w, resp, timeout) })
+			up := time.Since(upStart)
+			if resp.BodyStream() == nil || resp.StatusCode() >= 400 {
+				// An error answer (or a body read whole) has no stream to
+				// follow: recorded as it is.
+				rec.answered(resp, resp.Body(), up)
+				rec = nil
+			}
+			c.R.SetBodyStreamWriter(func(w *bufio.Writer) { relay(w, resp, timeout, rec, upStart, up) })
 			return false
 		}
 		p.failed(in, resp, err)
+		rec.failedAttempt(resp, err)
 		upstream.CloseStream(resp)
 		fasthttp.ReleaseResponse(resp)
 		lastErr = err
@@ -488,9 +517,15 @@ func (p *multi) Access(c *plugin.Ctx) bool {
 	c.Generated = true
 	if lastErr != nil && upstream.IsTimeout(lastErr) {
 		fail(c, 504, body504)
+		rec.gaveUp(504, "upstream_timeout", "upstream timeout")
 		return false
 	}
 	fail(c, 502, body502)
+	if lastErr != nil {
+		rec.gaveUp(502, "upstream_failed", upstream.Describe(lastErr))
+	} else {
+		rec.gaveUp(502, "upstream_failed", "")
+	}
 	return false
 }
 
@@ -560,10 +595,19 @@ func keepHeader(k []byte) bool {
 // relay copies a streamed upstream body to the caller, flushing after each
 // read so SSE events reach the caller as they arrive. timeout bounds each
 // wait for the upstream (the gap between reads), not the whole stream.
-func relay(w *bufio.Writer, resp *fasthttp.Response, timeout time.Duration) {
+// rec (nil: no usage records) follows the events for the usage chunk and
+// writes the final record when the stream ends.
+// upStart is when the request went upstream and upHead how long its
+// status and headers took.
+func relay(w *bufio.Writer, resp *fasthttp.Response, timeout time.Duration, rec *record, upStart time.Time, upHead time.Duration) {
+	status, class := resp.StatusCode(), ""
+	var sc usageScanner
+	var bytes int64
+	var first time.Time
 	defer func() {
 		upstream.CloseStream(resp)
 		fasthttp.ReleaseResponse(resp)
+		rec.streamed(status, class, sc.u, sc.ok, bytes, time.Since(upStart), upHead, first)
 	}()
 	r := resp.BodyStream()
 	if r == nil {
@@ -576,17 +620,27 @@ func relay(w *bufio.Writer, resp *fasthttp.Response, timeout time.Duration) {
 		upstream.SetReadDeadline(resp, time.Now().Add(timeout))
 		n, err := r.Read(buf[:])
 		if n > 0 {
+			bytes += int64(n)
+			if rec != nil {
+				sc.feed(buf[:n])
+			}
 			if _, werr := w.Write(buf[:n]); werr != nil {
+				status, class = 499, "client_gone"
 				return
 			}
 			if werr := w.Flush(); werr != nil {
+				status, class = 499, "client_gone"
 				return
+			}
+			if first.IsZero() {
+				first = time.Now()
 			}
 		}
 		if err == io.EOF {
 			return
 		}
 		if err != nil {
+			status, class = 502, "upstream_stream_error"
 			return
 		}
 	}

@@ -108,12 +108,18 @@ func newBackend(t *testing.T, name string, status int) *backend {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\""+name+"\"}}]}\n\n")
 			w.(http.Flusher).Flush()
+			if strings.Contains(string(body), `"include_usage":true`) {
+				// Split across writes, as a usage chunk may reach the relay.
+				io.WriteString(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,")
+				w.(http.Flusher).Flush()
+				io.WriteString(w, "\"completion_tokens\":4,\"total_tokens\":15}}\r\n\r\n")
+			}
 			io.WriteString(w, "data: [DONE]\n\n")
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Request-Id", "req-"+name)
-		io.WriteString(w, `{"choices":[{"message":{"content":"`+name+`"}}]}`)
+		io.WriteString(w, `{"choices":[{"message":{"content":"`+name+`"}}],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_tokens_details":{"cached_tokens":2}}}`)
 	}))
 	t.Cleanup(b.srv.Close)
 	return b
