@@ -311,19 +311,24 @@ var videosDone = newDoneSet(4096)
 
 type doneSet struct {
 	mu   sync.Mutex
+	n    int
 	seen map[string]struct{}
 	ring []string
 	next int
 }
 
-func newDoneSet(n int) *doneSet {
-	return &doneSet{seen: make(map[string]struct{}, n), ring: make([]string, n)}
-}
+// newDoneSet remembers up to n keys. The set is allocated by the first add:
+// most gateways never poll a video task, and a map sized for 4096 keys is
+// ~280 KB written at init (idle RSS).
+func newDoneSet(n int) *doneSet { return &doneSet{n: n} }
 
 // add reports whether key is new, remembering it.
 func (d *doneSet) add(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.ring == nil {
+		d.seen, d.ring = make(map[string]struct{}, d.n), make([]string, d.n)
+	}
 	if _, ok := d.seen[key]; ok {
 		return false
 	}

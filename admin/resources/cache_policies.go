@@ -4,7 +4,6 @@ package resources
 // Reference: docs/CONFIG.md.
 
 import (
-	"regexp"
 	"strconv"
 	"time"
 )
@@ -62,7 +61,7 @@ func (c *CachePolicy) AppliesTo(m string) bool {
 	return false
 }
 
-var cacheNamespaceRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+var cacheNamespaceRE = lazyRE(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 func (l *loader) decodeCachePolicy(e *entry, o *obj) {
 	c := &CachePolicy{Index: e.idx, Backend: CacheBackendMemory, Match: CacheMatchExact, MaxEntryBytes: DefaultCacheMaxEntryBytes}
@@ -119,7 +118,7 @@ func (l *loader) decodeCachePolicy(e *entry, o *obj) {
 	}
 	c.Namespace = c.Name
 	if v, ok := o.str("namespace"); ok {
-		if !cacheNamespaceRE.MatchString(v) {
+		if !cacheNamespaceRE().MatchString(v) {
 			o.errf("namespace", "must be 1 to 64 letters, digits, '_', '.', ':' or '-'")
 		}
 		c.Namespace = v

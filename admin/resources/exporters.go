@@ -5,7 +5,6 @@ package resources
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -115,10 +114,13 @@ var exporterFields = map[string][]string{
 	ExporterDatadog:     {"site", "api_key", "service"},
 }
 
+// The name checks compile on first use: only files with exporters reach
+// them, and the counted repetitions ({1,126}) made these the costliest
+// compiles at gw's init (~130 KB of heap, milliseconds of cold start).
 var (
-	bucketRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$`)
-	datadogSiteRE  = regexp.MustCompile(`^[a-z0-9-]+(\.[a-z0-9-]+)+$`)
-	slsResourceRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{1,126}[a-z0-9]$`)
+	bucketRE       = lazyRE(`^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$`)
+	datadogSiteRE  = lazyRE(`^[a-z0-9-]+(\.[a-z0-9-]+)+$`)
+	slsResourceRE  = lazyRE(`^[a-z0-9][a-z0-9_-]{1,126}[a-z0-9]$`)
 	allExportField = func() []string {
 		var out []string
 		for _, k := range ExporterKinds {
@@ -234,11 +236,11 @@ func (l *loader) decodeObservabilityExporter(e *entry, o *obj) {
 		s := &SLSExporter{}
 		s.Endpoint = exporterURL(o, "endpoint")
 		s.Project = o.reqStr("project")
-		if s.Project != "" && !slsResourceRE.MatchString(s.Project) {
+		if s.Project != "" && !slsResourceRE().MatchString(s.Project) {
 			o.errf("project", "must be 3 to 128 lowercase letters, digits, '_' or '-', starting and ending with a letter or digit")
 		}
 		s.Logstore = o.reqStr("logstore")
-		if s.Logstore != "" && !slsResourceRE.MatchString(s.Logstore) {
+		if s.Logstore != "" && !slsResourceRE().MatchString(s.Logstore) {
 			o.errf("logstore", "must be 3 to 128 lowercase letters, digits, '_' or '-', starting and ending with a letter or digit")
 		}
 		s.AccessKeyID = secretField(o, "access_key_id", false)
@@ -247,7 +249,7 @@ func (l *loader) decodeObservabilityExporter(e *entry, o *obj) {
 	case ExporterDatadog:
 		d := &DatadogExporter{Site: DefaultDatadogSite, Service: DefaultDatadogService}
 		if v, ok := o.str("site"); ok {
-			if !datadogSiteRE.MatchString(v) {
+			if !datadogSiteRE().MatchString(v) {
 				o.errf("site", "must be a Datadog site host such as datadoghq.com or datadoghq.eu (no scheme or path)")
 			}
 			d.Site = v
@@ -286,7 +288,7 @@ func decodeObjectStoreExporter(o *obj) *ObjectStoreExporter {
 		x.Provider, _ = o.enum("provider", ObjectStoreGCS, ObjectStoreS3)
 	}
 	x.Bucket = o.reqStr("bucket")
-	if x.Bucket != "" && !bucketRE.MatchString(x.Bucket) {
+	if x.Bucket != "" && !bucketRE().MatchString(x.Bucket) {
 		o.errf("bucket", "must be a bucket name: 3 to 63 lowercase letters, digits, '.', '_' or '-', starting and ending with a letter or digit")
 	}
 	if p, ok := o.str("prefix"); ok {

@@ -732,14 +732,14 @@ type AWSStaticCredentials struct {
 
 func (*BedrockGuardrailOptions) GuardrailKind() string { return GuardrailBedrock }
 
-var bedrockVersionRE = regexp.MustCompile(`^(DRAFT|[1-9][0-9]{0,7})$`)
+var bedrockVersionRE = lazyRE(`^(DRAFT|[1-9][0-9]{0,7})$`)
 
 func decodeBedrockGuardrail(l *loader, g *Guardrail, o *obj) GuardrailOptions {
 	b := &BedrockGuardrailOptions{}
 	b.GuardrailID = o.reqStr("guardrail_id")
 	if n := o.raw("guardrail_version"); n != nil && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" {
 		o.errf("guardrail_version", "must be a string, not an integer; quote it: guardrail_version: \""+n.Value+"\"")
-	} else if v := o.reqStr("guardrail_version"); v != "" && !bedrockVersionRE.MatchString(v) {
+	} else if v := o.reqStr("guardrail_version"); v != "" && !bedrockVersionRE().MatchString(v) {
 		o.errf("guardrail_version", "must be DRAFT or a version number such as \"1\"")
 	} else {
 		b.GuardrailVersion = v

@@ -5,7 +5,6 @@ package resources
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -79,7 +78,7 @@ func (s *MCPServer) ToolAllowed(tool string) bool {
 	return false
 }
 
-var mcpServerNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+var mcpServerNameRE = lazyRE(`^[a-zA-Z0-9_-]+$`)
 
 // mcpOnly and openAPIOnly are the type-specific fields.
 var (
@@ -93,7 +92,7 @@ func (l *loader) decodeMCPServer(e *entry, o *obj) {
 	s.ID = DeriveID(KindMCPServer, s.Name)
 	switch {
 	case s.Name == "":
-	case !mcpServerNameRE.MatchString(s.Name):
+	case !mcpServerNameRE().MatchString(s.Name):
 		o.errf(s.IDField, "must hold only letters, digits, '_' and '-' (it prefixes tool names)")
 	case strings.Contains(s.Name, MCPToolSeparator):
 		o.errf(s.IDField, "must not contain \"__\" (it separates server and tool in <server>__<tool> tool names)")

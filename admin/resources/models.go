@@ -2,7 +2,6 @@ package resources
 
 import (
 	"net/netip"
-	"regexp"
 	"strings"
 )
 
@@ -202,7 +201,7 @@ type SemanticRoute struct {
 	Threshold   float64 // resolved: own or match.threshold
 }
 
-var providerNameRE = regexp.MustCompile(`^[a-z0-9][A-Za-z0-9._-]{0,63}$`)
+var providerNameRE = lazyRE(`^[a-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 var directOnlyFields = []string{"embedding", "background_model_check", "cooldown", "auto_prompt_caching", "effort_mapping"}
 
@@ -298,7 +297,7 @@ func (l *loader) decodeModel(e *entry, o *obj) {
 
 func (l *loader) decodeDirect(m *Model, o *obj) {
 	m.Provider = o.reqStr("provider")
-	if m.Provider != "" && !providerNameRE.MatchString(m.Provider) {
+	if m.Provider != "" && !providerNameRE().MatchString(m.Provider) {
 		o.errf("provider", "must start with a lowercase letter or digit, then letters, digits, '.', '_' or '-', 1 to 64 characters")
 	}
 	m.ModelName = o.reqStr("model_name")
