@@ -25,6 +25,7 @@ import (
 
 	"gw/admin/gateway"
 	"gw/edge/gateway/vars"
+	"gw/edge/rawsock"
 )
 
 // Node is one upstream target with its client and runtime state.
@@ -179,10 +180,16 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 		}
 		dialTimeout := connect
 		node.client = &fasthttp.HostClient{
-			Addr:                     n.Addr,
-			IsTLS:                    u.Scheme == "https",
-			TLSConfig:                tc,
-			Dial:                     func(addr string) (net.Conn, error) { return fasthttp.DialTimeout(addr, dialTimeout) },
+			Addr:      n.Addr,
+			IsTLS:     u.Scheme == "https",
+			TLSConfig: tc,
+			Dial: func(addr string) (net.Conn, error) {
+				c, err := fasthttp.DialTimeout(addr, dialTimeout)
+				if err != nil {
+					return nil, err
+				}
+				return rawsock.Wrap(c), nil // see edge/rawsock: no scheduler hand-off per write
+			},
 			ReadTimeout:              read,
 			WriteTimeout:             send,
 			MaxIdleConnDuration:      idle,
