@@ -399,3 +399,22 @@ func TestPipelineIdleWake(t *testing.T) {
 		s.waitCount(t, 4*round)
 	}
 }
+
+// TestEmittedCounters: gw_usage_events_emitted_total counts every queued
+// record by status (below 400 ok, else error); a record refused by a full
+// queue is a drop, not an emission.
+func TestEmittedCounters(t *testing.T) {
+	p := usage.New(usage.Options{QueueSize: 4})
+	defer p.Close(time.Second)
+	release := p.Stall()
+	ok0, err0 := counter(`gw_usage_events_emitted_total{status="ok"}`), counter(`gw_usage_events_emitted_total{status="error"}`)
+	for i, status := range []int{200, 399, 400, 502, 200, 500} { // the last two find the queue full
+		r := rec(i)
+		r.StatusCode = status
+		p.Emit(r)
+	}
+	release()
+	if ok, bad := counter(`gw_usage_events_emitted_total{status="ok"}`)-ok0, counter(`gw_usage_events_emitted_total{status="error"}`)-err0; ok != 2 || bad != 2 {
+		t.Fatalf("emitted ok %d, error %d; want 2 and 2", ok, bad)
+	}
+}
