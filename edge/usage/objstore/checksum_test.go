@@ -92,6 +92,9 @@ func TestObjectStoreChecksum(t *testing.T) {
 				if got := h.Get(objstore.ChecksumHeader) != ""; got == tc.wantMD5 {
 					t.Fatalf("x-amz-checksum-crc32c sent: %v; want %v", got, !tc.wantMD5)
 				}
+				if h.Get("X-Amz-Checksum-Algorithm") != "" {
+					t.Fatalf("x-amz-checksum-algorithm sent (%q): not a PutObject header", h.Get("X-Amz-Checksum-Algorithm"))
+				}
 				if h.Get("X-Amz-Content-Sha256") != "UNSIGNED-PAYLOAD" || h.Get("Content-Encoding") != "" {
 					t.Fatalf("want one plain PUT with an unsigned payload; headers %v", h)
 				}

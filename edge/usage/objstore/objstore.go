@@ -85,17 +85,29 @@ func New(cfg *resources.ObjectStoreExporter) (*Sink, error) {
 		region = "auto"
 	}
 	gcs := cfg.Provider == resources.ObjectStoreGCS
-	mc, err := minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region,
-		MaxRetries: 1, // the pipeline owns retries and their budget
-		// minio-go accepts a caller's x-amz-checksum-* header only on a
-		// client with trailing headers on; with a known size and no
-		// multipart it still sends one plain PUT, the checksum a header.
-		TrailingHeaders: !gcs,
-	})
+	client := func(trailing bool) (*minio.Client, error) {
+		return minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region,
+			MaxRetries: 1, // the pipeline owns retries and their budget
+			// minio-go accepts a caller's x-amz-checksum-* header only on
+			// a client with trailing headers on; with a known size and no
+			// multipart it still sends one plain PUT, the checksum a
+			// header. Such a client also adds x-amz-checksum-algorithm to
+			// an upload without one, so Content-MD5 uploads use a client
+			// without them: exactly the request gw sent before.
+			TrailingHeaders: trailing,
+		})
+	}
+	md5Client, err := client(false)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the S3 client: %w", err)
 	}
-	up := &s3Uploader{mc: mc, bucket: cfg.Bucket, md5: gcs}
+	crcClient := md5Client
+	if !gcs {
+		if crcClient, err = client(true); err != nil {
+			return nil, fmt.Errorf("cannot create the S3 client: %w", err)
+		}
+	}
+	up := &s3Uploader{crc: crcClient, plain: md5Client, bucket: cfg.Bucket, md5: gcs}
 	s.put = up.put
 	return s, nil
 }
@@ -111,7 +123,8 @@ func New(cfg *resources.ObjectStoreExporter) (*Sink, error) {
 // provider sends that; so does a store that answers a CRC-only upload
 // with a 400 asking for Content-MD5 — from then on, for this sink.
 type s3Uploader struct {
-	mc     *minio.Client
+	crc    *minio.Client // trailing headers on: takes x-amz-checksum-crc32c
+	plain  *minio.Client // for Content-MD5
 	bucket string
 	md5    bool // Content-MD5 instead of x-amz-checksum-crc32c
 	meta   map[string]string
@@ -135,8 +148,10 @@ func (u *s3Uploader) put(ctx context.Context, name string, body []byte) error {
 
 func (u *s3Uploader) putOnce(ctx context.Context, name string, body []byte) error {
 	opts := minio.PutObjectOptions{ContentType: "application/x-ndjson", DisableMultipart: true, DisableContentSha256: true}
+	mc := u.crc
 	if u.md5 {
 		opts.SendContentMd5 = true
+		mc = u.plain
 	} else {
 		if u.meta == nil {
 			u.meta = make(map[string]string, 1)
@@ -144,7 +159,7 @@ func (u *s3Uploader) putOnce(ctx context.Context, name string, body []byte) erro
 		u.meta[ChecksumHeader] = CRC32C(body)
 		opts.UserMetadata = u.meta
 	}
-	_, err := u.mc.PutObject(ctx, u.bucket, name, bytes.NewReader(body), int64(len(body)), opts)
+	_, err := mc.PutObject(ctx, u.bucket, name, bytes.NewReader(body), int64(len(body)), opts)
 	return err
 }
 
