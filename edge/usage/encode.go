@@ -20,7 +20,7 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	dst = append(dst, `","request_id":"`...)
 	dst = r.RequestID.AppendString(dst)
 	dst = append(dst, `","occurred_at":"`...)
-	dst = r.OccurredAt.UTC().AppendFormat(dst, TimeLayout)
+	dst = appendTime(dst, r.OccurredAt)
 	dst = append(dst, `","attempt":`...)
 	dst = strconv.AppendInt(dst, int64(r.Attempt), 10)
 	dst = append(dst, `,"attempt_kind":`...)
@@ -171,8 +171,34 @@ func appendFloat(dst []byte, f float64) []byte {
 	return strconv.AppendFloat(dst, f, 'f', -1, 64)
 }
 
+// appendTime writes t as TimeLayout, the same text AppendFormat gives
+// (milliseconds truncated), without parsing the layout for every record.
+func appendTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(dst, TimeLayout)
+	}
+	h, mi, s := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(dst, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// appendMS writes d in milliseconds with three decimals (microsecond
+// precision) from integers: the same text as AppendFloat(µs/1000, 'f', 3),
+// which was four float formattings per record, a tenth of the encoding.
 func appendMS(dst []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(dst, float64(d.Microseconds())/1000, 'f', 3, 64)
+	us := d.Microseconds()
+	if us < 0 {
+		dst = append(dst, '-')
+		us = -us
+	}
+	dst = strconv.AppendInt(dst, us/1000, 10)
+	f := us % 1000
+	return append(dst, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 func appendOptMS(dst []byte, d time.Duration) []byte {

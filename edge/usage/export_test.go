@@ -11,3 +11,9 @@ func (p *Pipeline) Stall() (release func()) {
 
 // NextWait exposes the retry rule.
 var NextWait = nextWait
+
+// AppendMS exposes the latency formatter.
+var AppendMS = appendMS
+
+// AppendTime exposes the occurred_at formatter.
+var AppendTime = appendTime

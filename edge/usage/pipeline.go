@@ -279,7 +279,7 @@ func (p *Pipeline) dispatch() {
 			p.parked.Store(true)
 			if p.in.peek() != nil { // published before parked was visible
 				p.parked.Store(false)
-				p.drainIn(list)
+				p.drainIn(list, false)
 				idle = 0
 				continue
 			}
@@ -287,24 +287,26 @@ func (p *Pipeline) dispatch() {
 		}
 		select {
 		case <-tc:
-			if p.drainIn(list) == 0 {
+			// A parked dispatcher has no tick to hand held chunks over:
+			// the last tick before parking gives them all.
+			if p.drainIn(list, idle+1 >= idleTicks) == 0 {
 				idle++
 			} else {
 				idle = 0
 			}
 		case <-wake:
 			p.parked.Store(false)
-			p.drainIn(list)
+			p.drainIn(list, false)
 			idle = 0
 		case f := <-p.ctl:
 			// Events queued before the change go to the sinks of their time.
-			p.drainIn(list)
+			p.drainIn(list, true)
 			p.mu.Lock()
 			f(p.workers)
 			relist()
 			p.mu.Unlock()
 		case deadline := <-p.stop:
-			p.drainIn(list)
+			p.drainIn(list, true)
 			var wg sync.WaitGroup
 			p.mu.Lock()
 			for _, w := range p.workers {
@@ -327,9 +329,10 @@ func (p *Pipeline) dispatch() {
 	}
 }
 
-// drainIn fans out what the main queue holds now and returns how many:
-// each sink gets the drain's records as one chunk.
-func (p *Pipeline) drainIn(list []*worker) int {
+// drainIn fans out what the main queue holds now and returns how many.
+// Each sink's records gather in one chunk that is handed over when it is
+// big enough or old enough (see worker.handOff), or now when force is set.
+func (p *Pipeline) drainIn(list []*worker, force bool) int {
 	n := 0
 	// A chunk sized for the backlog at once: growing it by appending
 	// would copy every record again at each doubling.
@@ -342,8 +345,9 @@ func (p *Pipeline) drainIn(list []*worker) int {
 		p.in.release()
 		n++
 	}
+	now := time.Now()
 	for _, w := range list {
-		w.handOff()
+		w.handOff(now, force)
 	}
 	return n
 }

@@ -3,9 +3,11 @@ package usage_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -397,5 +399,55 @@ func TestPipelineIdleWake(t *testing.T) {
 			p.Emit(rec(i))
 		}
 		s.waitCount(t, 4*round)
+	}
+}
+
+// TestEmittedCounters: gw_usage_events_emitted_total counts every queued
+// record by status (below 400 ok, else error); a record refused by a full
+// queue is a drop, not an emission.
+func TestEmittedCounters(t *testing.T) {
+	p := usage.New(usage.Options{QueueSize: 4})
+	defer p.Close(time.Second)
+	release := p.Stall()
+	ok0, err0 := counter(`gw_usage_events_emitted_total{status="ok"}`), counter(`gw_usage_events_emitted_total{status="error"}`)
+	for i, status := range []int{200, 399, 400, 502, 200, 500} { // the last two find the queue full
+		r := rec(i)
+		r.StatusCode = status
+		p.Emit(r)
+	}
+	release()
+	if ok, bad := counter(`gw_usage_events_emitted_total{status="ok"}`)-ok0, counter(`gw_usage_events_emitted_total{status="error"}`)-err0; ok != 2 || bad != 2 {
+		t.Fatalf("emitted ok %d, error %d; want 2 and 2", ok, bad)
+	}
+}
+
+// TestFieldTruncation: an over-long operation (or protocol, or cache
+// status) is cut to MaxClassLen bytes on a rune boundary before any sink
+// sees it, and gw_usage_fields_truncated_total counts it.
+func TestFieldTruncation(t *testing.T) {
+	p := usage.New(usage.Options{})
+	defer p.Close(time.Second)
+	s := &testSink{}
+	if errs := p.SetSinks([]usage.SinkSpec{spec("a", "test", "1", 2, s)}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	before := counter(`gw_usage_fields_truncated_total`)
+	long, short := rec(1), rec(2)
+	long.Operation = "x" + strings.Repeat("é", usage.MaxClassLen) // a 2-byte rune straddles the limit
+	short.Operation = "chat.completions"
+	p.Emit(long)
+	p.Emit(short)
+	s.waitCount(t, 2)
+	s.mu.Lock()
+	got := []string{s.accepted[0][0].Operation, s.accepted[0][1].Operation}
+	s.mu.Unlock()
+	if want := "x" + strings.Repeat("é", (usage.MaxClassLen-1)/2); got[0] != want || !utf8.ValidString(got[0]) {
+		t.Fatalf("truncated operation %q (%d bytes); want %d bytes ending on a whole rune", got[0], len(got[0]), len(want))
+	}
+	if got[1] != "chat.completions" {
+		t.Fatalf("short operation changed: %q", got[1])
+	}
+	if n := counter(`gw_usage_fields_truncated_total`) - before; n != 1 {
+		t.Fatalf("truncations counted %d; want 1", n)
 	}
 }

@@ -2,6 +2,7 @@ package usage_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,44 @@ func TestErrorSnippet(t *testing.T) {
 	f(`{"error":"bad"}`+"\nmore", `{"error":"bad"}`)
 	f("caf\xc3\xa9", "caf??")
 	f(strings.Repeat("a", 300), strings.Repeat("a", 200))
+}
+
+// TestAppendMS: the integer formatter writes exactly what the float one
+// did (µs/1000 with three decimals), over edge values and a sweep.
+func TestAppendMS(t *testing.T) {
+	check := func(d time.Duration) {
+		t.Helper()
+		want := strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
+		if got := string(usage.AppendMS(nil, d)); got != want {
+			t.Fatalf("AppendMS(%v) = %s; want %s", d, got, want)
+		}
+	}
+	for _, d := range []time.Duration{0, 1, 999, time.Microsecond, 1001 * time.Microsecond, 120 * time.Millisecond,
+		1500 * time.Millisecond, -time.Millisecond, -1500 * time.Microsecond, 24 * time.Hour, 1<<53 - 1, -(1<<53 - 1)} {
+		check(d)
+	}
+	for us := int64(0); us < 200000; us += 7 {
+		check(time.Duration(us) * time.Microsecond)
+	}
+}
+
+// TestAppendTime: occurred_at's formatter writes what
+// AppendFormat(TimeLayout) does, in any zone, across years and
+// sub-millisecond parts (truncated, not rounded).
+func TestAppendTime(t *testing.T) {
+	zone := time.FixedZone("x", -(9*3600 + 30*60))
+	for _, tm := range []time.Time{{}, time.Unix(0, 0), time.Date(2026, 11, 25, 17, 5, 46, 999999999, zone),
+		time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1, 2, 3, 4, 5, 6, 7e6, time.UTC)} {
+		if got, want := string(usage.AppendTime(nil, tm)), tm.UTC().Format(usage.TimeLayout); got != want {
+			t.Fatalf("AppendTime(%v) = %s; want %s", tm, got, want)
+		}
+	}
+	tm := time.Date(2020, 1, 1, 0, 0, 0, 0, zone)
+	for i := 0; i < 20000; i++ {
+		tm = tm.Add(time.Duration(i)*time.Hour + 7777777*time.Nanosecond)
+		if got, want := string(usage.AppendTime(nil, tm)), tm.UTC().Format(usage.TimeLayout); got != want {
+			t.Fatalf("AppendTime(%v) = %s; want %s", tm, got, want)
+		}
+	}
 }

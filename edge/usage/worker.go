@@ -54,18 +54,24 @@ func (e *SendError) Error() string {
 
 // worker runs one sink: its queue, batching and retries.
 //
-// The dispatcher hands records over in chunks, one channel send per drain
-// (every 2 ms under load) instead of one per record: a send and a receive
-// per record per sink cost more than the rest of the fan-out, and each
-// wake-up of a parked worker costs the scheduler more than that. queued
-// counts the records handed over and not yet taken into a batch, so the
-// per-sink bound (SinkQueueSize) is the same as a channel of records.
+// The dispatcher hands records over in chunks instead of one channel send
+// per record: a send and a receive per record per sink cost more than the
+// rest of the fan-out, and each wake-up of a parked worker costs the
+// scheduler more than that. A chunk is handed over when it holds a
+// batch's worth (up to chunkCap records) or its first record is
+// handOffHold old, not at every 2 ms drain: at moderate load that is one
+// worker wake-up per batch instead of one per drain. queued counts the
+// records handed over and not yet taken into a batch, held those still in
+// the dispatcher's chunk; the per-sink bound (SinkQueueSize) covers both,
+// the same as a channel of records.
 type worker struct {
 	name   string
 	ch     chan []Record // chunks of records; never more chunks than queued records
 	free   chan []Record // emptied chunks back to the dispatcher
 	queued atomic.Int64  // records in ch (or in the chunk being taken apart)
-	pend   []Record      // the dispatcher's chunk of the current drain
+	held   atomic.Int64  // len(pend) after the last drain (for status)
+	pend   []Record      // the dispatcher's chunk, not yet handed over
+	since  time.Time     // when pend got its first record
 	hint   int           // records the current drain may bring (sizes a new chunk)
 	p      *Pipeline
 	cfg    atomic.Pointer[SinkConfig]
@@ -152,6 +158,13 @@ func (w *worker) run() {
 			batch = batch[:0]
 		}
 	}
+	recycle := func(chunk []Record) {
+		clear(chunk) // drop the snapshot strings the records point at
+		select {
+		case w.free <- chunk[:0]:
+		default:
+		}
+	}
 	// take moves a chunk's records into batches. A record leaves queued
 	// when it joins the batch, before a full batch is delivered, so the
 	// queue bound counts exactly what waits behind the batch in flight.
@@ -164,6 +177,13 @@ func (w *worker) run() {
 			if len(batch) >= cfg.BatchSize {
 				w.queued.Add(-int64(taken))
 				taken = 0
+				if i == len(chunk)-1 {
+					// The chunk is used up: back to the dispatcher before
+					// the send, which may take a while, so that it need not
+					// allocate a new one meanwhile.
+					recycle(chunk)
+					chunk = nil
+				}
 				flush()
 				cfg = w.cfg.Load()
 			} else if timed && timer == nil {
@@ -172,10 +192,8 @@ func (w *worker) run() {
 			}
 		}
 		w.queued.Add(-int64(taken))
-		clear(chunk) // drop the snapshot strings the records point at
-		select {
-		case w.free <- chunk[:0]:
-		default:
+		if chunk != nil {
+			recycle(chunk)
 		}
 	}
 	for {
@@ -211,7 +229,13 @@ func (w *worker) add(r *Record) {
 		w.stats.dropped.Add(1)
 		return
 	}
+	if len(w.pend) == cap(w.pend) && w.pend != nil {
+		// A full chunk goes now: appending would copy every record again.
+		w.queued.Add(int64(len(w.pend)))
+		w.send()
+	}
 	if w.pend == nil {
+		w.since = time.Now()
 		select {
 		case c := <-w.free:
 			// Reused while it fits this drain; a burst's big chunk is let
@@ -237,13 +261,34 @@ const (
 	maxPooledChunk = 4 * chunkCap
 )
 
-// handOff sends the drain's chunk to the worker. Dispatcher only.
-func (w *worker) handOff() {
+// handOffHold is how long a chunk may wait at the dispatcher for more
+// records (at most a fifth of the sink's flush interval).
+const handOffHold = 20 * time.Millisecond
+
+// handOff sends the chunk to the worker when force is set, when it holds
+// a batch's worth of records (up to chunkCap), or when its first record
+// waited handOffHold. Dispatcher only.
+func (w *worker) handOff(now time.Time, force bool) {
 	n := len(w.pend)
 	if n == 0 {
+		w.held.Store(0)
 		return
 	}
+	if !force {
+		cfg := w.cfg.Load()
+		if n < min(cfg.BatchSize, chunkCap) && now.Sub(w.since) < min(handOffHold, cfg.FlushInterval/5) {
+			w.held.Store(int64(n))
+			return
+		}
+	}
 	w.queued.Add(int64(n))
+	w.held.Store(0)
+	w.send()
+}
+
+// send puts pend, already counted in queued, on the worker's channel.
+func (w *worker) send() {
+	n := len(w.pend)
 	select {
 	case w.ch <- w.pend:
 	default:
@@ -389,7 +434,7 @@ func (w *worker) status() SinkStatus {
 	last := w.stats.lastError
 	w.stats.mu.Unlock()
 	return SinkStatus{
-		Name: w.name, Kind: cfg.Kind, Queued: int(w.queued.Load()),
+		Name: w.name, Kind: cfg.Kind, Queued: int(w.queued.Load() + w.held.Load()),
 		SentBatches: w.stats.sentBatches.Load(), SentEvents: w.stats.sentEvents.Load(),
 		FailedBatches: w.stats.failedBatches.Load(), DroppedEvents: w.stats.dropped.Load(),
 		LastError: last, LastFailureUnix: w.stats.lastFailure.Load(), LastSuccessUnix: w.stats.lastSuccess.Load(),

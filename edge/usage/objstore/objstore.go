@@ -14,8 +14,11 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/url"
@@ -81,28 +84,104 @@ func New(cfg *resources.ObjectStoreExporter) (*Sink, error) {
 	if cfg.Provider == resources.ObjectStoreGCS {
 		region = "auto"
 	}
-	mc, err := minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region,
-		MaxRetries: 1, // the pipeline owns retries and their budget
-	})
+	gcs := cfg.Provider == resources.ObjectStoreGCS
+	client := func(trailing bool) (*minio.Client, error) {
+		return minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region,
+			MaxRetries: 1, // the pipeline owns retries and their budget
+			// minio-go accepts a caller's x-amz-checksum-* header only on
+			// a client with trailing headers on; with a known size and no
+			// multipart it still sends one plain PUT, the checksum a
+			// header. Such a client also adds x-amz-checksum-algorithm to
+			// an upload without one, so Content-MD5 uploads use a client
+			// without them: exactly the request gw sent before.
+			TrailingHeaders: trailing,
+		})
+	}
+	md5Client, err := client(false)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the S3 client: %w", err)
 	}
-	s.put = func(ctx context.Context, name string, body []byte) error {
-		_, err := mc.PutObject(ctx, cfg.Bucket, name, bytes.NewReader(body), int64(len(body)),
-			minio.PutObjectOptions{ContentType: "application/x-ndjson", DisableMultipart: true,
-				// One plain signed PUT with Content-MD5 (no aws-chunked streaming
-				// signature), which every S3-compatible store reads.
-				DisableContentSha256: true, SendContentMd5: true})
-		if err == nil {
-			return nil
+	crcClient := md5Client
+	if !gcs {
+		if crcClient, err = client(true); err != nil {
+			return nil, fmt.Errorf("cannot create the S3 client: %w", err)
 		}
-		er := minio.ToErrorResponse(err)
-		if er.StatusCode == 0 {
-			return &usage.SendError{Msg: "cannot reach the object store: " + usage.NetReason(err)}
-		}
-		return classify(er.StatusCode, er.Code)
 	}
+	up := &s3Uploader{crc: crcClient, plain: md5Client, bucket: cfg.Bucket, md5: gcs}
+	s.put = up.put
 	return s, nil
+}
+
+// s3Uploader writes objects through minio-go with one plain signed PUT (no
+// aws-chunked streaming signature), which every S3-compatible store reads.
+//
+// The body's integrity header is an x-amz-checksum-crc32c (hardware CRC,
+// about 40× cheaper than MD5; MD5 of the NDJSON was the largest single
+// cost of exporting under load). Amazon S3 accepts it everywhere,
+// Object Lock buckets included ("Content-MD5 OR x-amz-checksum-"), and
+// MinIO verifies it. GCS's XML API knows only Content-MD5, so a gcs
+// provider sends that; so does a store that answers a CRC-only upload
+// with a 400 asking for Content-MD5 — from then on, for this sink.
+type s3Uploader struct {
+	crc    *minio.Client // trailing headers on: takes x-amz-checksum-crc32c
+	plain  *minio.Client // for Content-MD5
+	bucket string
+	md5    bool // Content-MD5 instead of x-amz-checksum-crc32c
+	meta   map[string]string
+}
+
+func (u *s3Uploader) put(ctx context.Context, name string, body []byte) error {
+	err := u.putOnce(ctx, name, body)
+	if err != nil && !u.md5 && wantsMD5(err) {
+		u.md5 = true
+		err = u.putOnce(ctx, name, body)
+	}
+	if err == nil {
+		return nil
+	}
+	er := minio.ToErrorResponse(err)
+	if er.StatusCode == 0 {
+		return &usage.SendError{Msg: "cannot reach the object store: " + usage.NetReason(err)}
+	}
+	return classify(er.StatusCode, er.Code)
+}
+
+func (u *s3Uploader) putOnce(ctx context.Context, name string, body []byte) error {
+	opts := minio.PutObjectOptions{ContentType: "application/x-ndjson", DisableMultipart: true, DisableContentSha256: true}
+	mc := u.crc
+	if u.md5 {
+		opts.SendContentMd5 = true
+		mc = u.plain
+	} else {
+		if u.meta == nil {
+			u.meta = make(map[string]string, 1)
+		}
+		u.meta[ChecksumHeader] = CRC32C(body)
+		opts.UserMetadata = u.meta
+	}
+	_, err := mc.PutObject(ctx, u.bucket, name, bytes.NewReader(body), int64(len(body)), opts)
+	return err
+}
+
+// ChecksumHeader carries an object's CRC32C (base64 of the big-endian
+// value), as Amazon S3 defines it.
+const ChecksumHeader = "x-amz-checksum-crc32c"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CRC32C is body's x-amz-checksum-crc32c value.
+func CRC32C(body []byte) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], crc32.Checksum(body, castagnoli))
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// wantsMD5 reports a store refusing an upload for want of Content-MD5
+// (Amazon S3's InvalidRequest text, MinIO's MissingContentMD5).
+func wantsMD5(err error) bool {
+	er := minio.ToErrorResponse(err)
+	return er.StatusCode == http.StatusBadRequest &&
+		(er.Code == "MissingContentMD5" || strings.Contains(er.Message, "Content-MD5"))
 }
 
 // classify turns an object store status into a send error: throttling and
