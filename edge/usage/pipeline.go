@@ -14,9 +14,10 @@ import (
 // Queue sizes (spec "Limits").
 const (
 	// QueueSize is the ring between the proxy and the dispatcher (spec
-	// "Limits": 16384). An idle gw keeps none of it resident (a fresh ring
-	// is all zeros, see ring.go); under load its 9.4 MB are, about what the
-	// per-sink queues saved when they began holding chunks (4.7 MB each).
+	// "Limits": 16384). An idle gw holds none of it (ring.go allocates
+	// its slots a block at a time, on the first lap); under load its
+	// 9.4 MB are, about what the per-sink queues saved when they began
+	// holding chunks (4.7 MB each).
 	QueueSize     = 16384
 	SinkQueueSize = 8192 // per sink
 )

@@ -11,20 +11,23 @@ import "sync/atomic"
 // the slot's sequence; the consumer reads slots in order and hands each
 // back by advancing its sequence one lap.
 type ring struct {
-	slots []ringSlot
-	mask  uint64
-	_     [48]byte
-	head  atomic.Uint64 // next position to claim (producers)
-	_     [56]byte
-	tail  uint64 // next position to read (the dispatcher only)
+	// blocks hold the slots ringBlock at a time, each allocated by the
+	// first producer that reaches it: the slots hold pointers (a Record's
+	// strings), so the GC reads every allocated slot on each cycle and the
+	// kernel backs all of them, zeros or not. An idle gw holds no block.
+	blocks []atomic.Pointer[[ringBlock]ringSlot]
+	mask   uint64
+	_      [48]byte
+	head   atomic.Uint64 // next position to claim (producers)
+	_      [56]byte
+	tail   uint64    // next position to read (the dispatcher only)
+	cur    *ringSlot // the slot peek found at tail, for release (the dispatcher only)
 }
 
 type ringSlot struct {
 	// seq == pos: free for the producer of position pos; seq == pos+1:
 	// holds the record of pos for the consumer. It is stored minus the
-	// slot's index, so a fresh ring is all zeros: newRing then touches no
-	// slot, and the kernel backs a slot's pages only once a record lands
-	// there (an idle gw does not pay for the whole queue).
+	// slot's index, so a fresh block is all zeros and needs no setup.
 	seq atomic.Uint64
 	rec Record
 }
@@ -35,13 +38,50 @@ func (r *ring) seqAt(s *ringSlot, pos uint64) uint64 { return s.seq.Load() + pos
 // setSeq stores seq into the slot of position pos.
 func (r *ring) setSeq(s *ringSlot, pos, seq uint64) { s.seq.Store(seq - pos&r.mask) }
 
-// newRing makes a ring of at least n slots (rounded up to a power of two).
+// ringBlock is how many slots are allocated at once (a power of two;
+// about 150 KB with a ~590-byte Record).
+const ringBlock = 256
+
+// newRing makes a ring of at least n slots (rounded up to a power of two;
+// a ring smaller than a block uses the start of one). It allocates no slot.
 func newRing(n int) *ring {
 	size := 1
 	for size < n {
 		size <<= 1
 	}
-	return &ring{slots: make([]ringSlot, size), mask: uint64(size - 1)}
+	return &ring{blocks: make([]atomic.Pointer[[ringBlock]ringSlot], max(size/ringBlock, 1)), mask: uint64(size - 1)}
+}
+
+// slot returns the slot of position pos, or nil when its block does not
+// exist yet (the consumer's answer: nothing was published there).
+func (r *ring) slot(pos uint64) *ringSlot {
+	i := pos & r.mask
+	if b := r.blocks[i/ringBlock].Load(); b != nil {
+		return &b[i%ringBlock]
+	}
+	return nil
+}
+
+// claimSlot is slot for a producer: it allocates the block on its first
+// lap. A producer that loses the race drops its block for the winner's.
+func (r *ring) claimSlot(pos uint64) *ringSlot {
+	if s := r.slot(pos); s != nil {
+		return s
+	}
+	return r.grow(pos)
+}
+
+// grow is the slow path of claimSlot, out of line so the fast path inlines.
+//
+//go:noinline
+func (r *ring) grow(pos uint64) *ringSlot {
+	i := pos & r.mask
+	bp := &r.blocks[i/ringBlock]
+	b := new([ringBlock]ringSlot)
+	if !bp.CompareAndSwap(nil, b) {
+		b = bp.Load()
+	}
+	return &b[i%ringBlock]
 }
 
 // put copies *rec into the ring; false when the ring is full. Safe for
@@ -49,7 +89,7 @@ func newRing(n int) *ring {
 func (r *ring) put(rec *Record) bool {
 	pos := r.head.Load()
 	for {
-		s := &r.slots[pos&r.mask]
+		s := r.claimSlot(pos)
 		switch seq := r.seqAt(s, pos); {
 		case seq == pos:
 			if r.head.CompareAndSwap(pos, pos+1) {
@@ -74,17 +114,18 @@ func (r *ring) backlog() uint64 { return r.head.Load() - r.tail }
 // peek returns the next record, or nil when none is published yet. The
 // record stays valid until release. Dispatcher goroutine only.
 func (r *ring) peek() *Record {
-	s := &r.slots[r.tail&r.mask]
-	if r.seqAt(s, r.tail) != r.tail+1 {
+	s := r.slot(r.tail)
+	if s == nil || r.seqAt(s, r.tail) != r.tail+1 {
 		return nil
 	}
+	r.cur = s
 	return &s.rec
 }
 
 // release hands the slot returned by peek back to the producers, clearing
 // it so the ring does not keep old snapshots' strings alive.
 func (r *ring) release() {
-	s := &r.slots[r.tail&r.mask]
+	s := r.cur
 	s.rec = Record{}
 	r.setSeq(s, r.tail, r.tail+r.mask+1)
 	r.tail++

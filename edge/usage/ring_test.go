@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -32,37 +33,98 @@ func TestRingFullAndOrder(t *testing.T) {
 }
 
 // TestRingConcurrent: records of many producers each arrive exactly once
-// (run with -race: the slot sequence is the only synchronisation).
+// (run with -race: the slot sequence is the only synchronisation), in a
+// ring within one block and in one of several blocks the producers race to
+// allocate.
 func TestRingConcurrent(t *testing.T) {
-	const producers, per = 4, 20000
-	r := newRing(64)
-	var wg sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < per; i++ {
-				rec := Record{Attempt: p*per + i, ErrorClass: "x"}
-				for !r.put(&rec) {
-				}
+	for _, size := range []int{64, 4 * ringBlock} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			const producers, per = 4, 20000
+			r := newRing(size)
+			var wg sync.WaitGroup
+			for p := 0; p < producers; p++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < per; i++ {
+						rec := Record{Attempt: p*per + i, ErrorClass: "x"}
+						for !r.put(&rec) {
+						}
+					}
+				}()
 			}
-		}()
+			seen := make([]bool, producers*per)
+			for got := 0; got < producers*per; {
+				rec := r.peek()
+				if rec == nil {
+					continue
+				}
+				if seen[rec.Attempt] || rec.ErrorClass != "x" {
+					t.Fatalf("record %d twice or torn: %+v", rec.Attempt, rec)
+				}
+				seen[rec.Attempt] = true
+				r.release()
+				got++
+			}
+			wg.Wait()
+			if r.peek() != nil {
+				t.Fatal("records beyond those put")
+			}
+		})
 	}
-	seen := make([]bool, producers*per)
-	for got := 0; got < producers*per; {
+}
+
+// TestRingBlocksOnDemand: a fresh ring holds no slot; a put allocates the
+// block of its position only, and the consumer never allocates one.
+func TestRingBlocksOnDemand(t *testing.T) {
+	r := newRing(QueueSize)
+	count := func() (n int) {
+		for i := range r.blocks {
+			if r.blocks[i].Load() != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if got := count(); got != 0 {
+		t.Fatalf("fresh ring: %d blocks; want 0", got)
+	}
+	if r.peek() != nil || count() != 0 {
+		t.Fatal("peek on a fresh ring allocated or found a record")
+	}
+	for i := 0; i < ringBlock+1; i++ {
+		if !r.put(&Record{Attempt: i}) {
+			t.Fatalf("put %d refused", i)
+		}
+	}
+	if got := count(); got != 2 {
+		t.Fatalf("after %d puts: %d blocks; want 2", ringBlock+1, got)
+	}
+	for i := 0; i < ringBlock+1; i++ {
 		rec := r.peek()
-		if rec == nil {
-			continue
+		if rec == nil || rec.Attempt != i {
+			t.Fatalf("record %d: got %v", i, rec)
 		}
-		if seen[rec.Attempt] || rec.ErrorClass != "x" {
-			t.Fatalf("record %d twice or torn: %+v", rec.Attempt, rec)
-		}
-		seen[rec.Attempt] = true
 		r.release()
-		got++
 	}
-	wg.Wait()
-	if r.peek() != nil {
-		t.Fatal("records beyond those put")
+	if r.peek() != nil || count() != 2 {
+		t.Fatal("the consumer allocated a block or found a record past the last")
+	}
+}
+
+// BenchmarkRingPutPeek is one record through the ring on one goroutine:
+// put, peek, release (the producer's and the dispatcher's per-record cost).
+func BenchmarkRingPutPeek(b *testing.B) {
+	r := newRing(QueueSize)
+	rec := &Record{Attempt: 1}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if !r.put(rec) {
+			b.Fatal("full")
+		}
+		if r.peek() == nil {
+			b.Fatal("empty")
+		}
+		r.release()
 	}
 }
