@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"gw/sse"
+	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -64,6 +65,10 @@ type ChatToMessagesStream struct {
 	tv   [3][]byte
 	bv   [4][]byte // one thinking_blocks element
 	fv   [2][]byte
+
+	walker chatchunk.Walker
+	ck     chatchunk.Chunk
+	noWalk bool // tests: read every chunk the generic way
 
 	nextBlock int
 	openKind  uint8
@@ -196,41 +201,81 @@ func (s *ChatToMessagesStream) Event(dst, _, data []byte) ([]byte, error) {
 	if sse.IsDone(data) {
 		return s.finish(dst), nil
 	}
-	if err := scanKeys(data, s.vals[:], c2mSlot); err != nil {
-		if len(trimWS(data)) == 0 {
-			return dst, nil
+	var choice, delta bool
+	if s.noWalk || !s.walkChunk(data) {
+		var err error
+		if choice, delta, err = s.readGeneric(data); err != nil {
+			if len(trimWS(data)) == 0 {
+				return dst, nil
+			}
+			return dst, ErrMalformedEvent
 		}
-		return dst, ErrMalformedEvent
+	} else {
+		choice, delta = s.ck.Choice, s.ck.DeltaObject
 	}
 	if e := s.vals[2]; rawjson.KindOf(e) == rawjson.Object {
 		return s.upstreamError(dst, e), nil
 	}
-	var choice []byte
-	if rawjson.KindOf(s.vals[0]) == rawjson.Array {
-		_ = rawjson.ForEachElem(s.vals[0], func(_ int, c []byte, k rawjson.Kind) bool {
-			if k != rawjson.Object || scanKeys(c, s.cv[:], c2mChoiceSlot) != nil {
-				return true
-			}
-			if n, ok := rawjson.ParseInt(s.cv[0]); ok && n != 0 {
-				return true // n > 1 is not supported: keep choice 0
-			}
-			choice = c
-			return false
-		})
-	}
 	usage := s.vals[1]
 	hasUsage := rawjson.KindOf(usage) == rawjson.Object
-	if choice == nil && !hasUsage {
+	if !choice && !hasUsage {
 		return dst, nil // Azure's prompt_filter_results chunk and the like
 	}
 	if hasUsage {
 		s.readUsage(usage) // before begin: a first chunk with usage gives message_start exact counts
 	}
 	dst = s.begin(dst, s.vals[3])
-	if choice != nil {
-		dst = s.choice(dst)
+	if choice {
+		dst = s.choice(dst, delta)
 	}
 	return dst, nil
+}
+
+// walkChunk reads data with one forward walk (sse/chatchunk) into the slots
+// the generic reading fills (vals; cv and dv of the accepted choice); false
+// when the walk rejects the input.
+func (s *ChatToMessagesStream) walkChunk(data []byte) bool {
+	ck := &s.ck
+	if !s.walker.Walk(data, ck, acceptChoice) {
+		return false
+	}
+	s.vals = [4][]byte{nil, ck.Usage, ck.Error, ck.ID}
+	s.cv = [3][]byte{ck.Index, nil, ck.Finish}
+	s.dv = [6][]byte{ck.Content, ck.ReasoningContent, ck.Reasoning, ck.Refusal, ck.ToolCalls, ck.ThinkingBlocks}
+	return true
+}
+
+// acceptChoice: the choice to follow has index 0 or none (n > 1 is not
+// supported: choice 0 is kept).
+func acceptChoice(index []byte) bool {
+	n, ok := rawjson.ParseInt(index)
+	return !ok || n == 0
+}
+
+// readGeneric reads data level by level: the top with scanKeys, each choice
+// element, then the delta of the accepted one. It is the reference the walk
+// must agree with, and the reading of shapes the walk rejects.
+func (s *ChatToMessagesStream) readGeneric(data []byte) (choice, delta bool, err error) {
+	if err := scanKeys(data, s.vals[:], c2mSlot); err != nil {
+		return false, false, err
+	}
+	if rawjson.KindOf(s.vals[0]) == rawjson.Array {
+		_ = rawjson.ForEachElem(s.vals[0], func(_ int, c []byte, k rawjson.Kind) bool {
+			if k != rawjson.Object || scanKeys(c, s.cv[:], c2mChoiceSlot) != nil {
+				return true
+			}
+			if !acceptChoice(s.cv[0]) {
+				return true
+			}
+			choice = true
+			return false
+		})
+	}
+	if choice {
+		d := s.cv[1]
+		delta = rawjson.KindOf(d) == rawjson.Object && scanKeys(d, s.dv[:], c2mDeltaSlot) == nil
+	}
+	return choice, delta, nil
 }
 
 func c2mChoiceSlot(name []byte) int {
@@ -263,9 +308,10 @@ func c2mDeltaSlot(name []byte) int {
 	return -1
 }
 
-// choice handles choice 0, whose members Event left in s.cv.
-func (s *ChatToMessagesStream) choice(dst []byte) []byte {
-	if d := s.cv[1]; rawjson.KindOf(d) == rawjson.Object && scanKeys(d, s.dv[:], c2mDeltaSlot) == nil {
+// choice handles choice 0, whose members the reading left in s.cv (and
+// those of its delta in s.dv when delta is true).
+func (s *ChatToMessagesStream) choice(dst []byte, delta bool) []byte {
+	if delta {
 		r := s.dv[1] // reasoning_content, or the reasoning some backends send
 		if r == nil {
 			r = s.dv[2]
