@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"gw/sse"
+	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -94,6 +95,10 @@ type ChatToResponses struct {
 	calls    []chatCall
 	openCall int // index in calls of the open function_call item, -1 if none
 	tmp      []byte
+
+	walker chatchunk.Walker
+	ck     chatchunk.Chunk
+	noWalk bool // tests: read every chunk the generic way
 }
 
 type chatCall struct {
@@ -227,12 +232,19 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		return s.finishStream(dst), nil
 	}
 	var v [6][]byte // choices, usage, error, id, created, model
-	keys := chunkKeys
-	if s.header {
-		keys = chunkKeys[:3] // Fast path - id, created and model are known
-	}
-	if err := rawjson.ScanTop(data, keys, v[:]); err != nil {
-		return dst, fieldErr(ErrInvalid, "", "an upstream chat chunk is not a JSON object")
+	var c [3][]byte // delta, finish_reason, index of choice 0 (index 0 or absent)
+	var d [6][]byte // its delta's members (deltaKeys) when delta is an object
+	found, delta := false, false
+	if ck := &s.ck; !s.noWalk && s.walker.Walk(data, ck, acceptChoice) {
+		v = [6][]byte{nil, ck.Usage, ck.Error, ck.ID, ck.Created, ck.Model}
+		c = [3][]byte{nil, ck.Finish, ck.Index}
+		d = [6][]byte{ck.Content, ck.Refusal, ck.ReasoningContent, ck.Reasoning, ck.ToolCalls, ck.ThinkingBlocks}
+		found, delta = ck.Choice, ck.DeltaObject
+	} else {
+		var err error
+		if found, delta, err = s.readGeneric(data, &v, &c, &d); err != nil {
+			return dst, fieldErr(ErrInvalid, "", "an upstream chat chunk is not a JSON object")
+		}
 	}
 	if rawjson.KindOf(v[2]) == rawjson.Object {
 		return s.upstreamError(dst, v[2]), ErrUpstreamFailed
@@ -241,18 +253,6 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		if u, ok := parseUsage(v[1], true); ok {
 			s.usage, s.haveUsage = u, true
 		}
-	}
-	// c: delta and finish_reason of choice 0 (index 0 or absent).
-	var c [3][]byte // delta, finish_reason, index
-	found := false
-	if rawjson.KindOf(v[0]) == rawjson.Array {
-		_ = rawjson.ForEachElem(v[0], func(_ int, ch []byte, kind rawjson.Kind) bool {
-			if kind != rawjson.Object || rawjson.ScanTop(ch, choiceKeys, c[:]) != nil {
-				return true
-			}
-			found = c[2] == nil || (len(c[2]) == 1 && c[2][0] == '0')
-			return !found
-		})
 	}
 	if !s.header {
 		if len(s.base) == 0 && nonEmptyStr(v[3]) {
@@ -271,9 +271,7 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		return dst, nil
 	}
 
-	if rawjson.KindOf(c[0]) == rawjson.Object {
-		var d [6][]byte
-		_ = rawjson.ScanTop(c[0], deltaKeys, d[:])
+	if delta {
 		reasoning := d[2]
 		if !nonEmptyStr(reasoning) {
 			reasoning = d[3]
@@ -317,6 +315,38 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		dst = s.closeAll(dst)
 	}
 	return dst, nil
+}
+
+// acceptChoice: the choice to follow has index 0 or none.
+func acceptChoice(index []byte) bool {
+	return index == nil || (len(index) == 1 && index[0] == '0')
+}
+
+// readGeneric reads a chunk level by level (ScanTop on the top, each
+// choice and the accepted choice's delta): the reference the walk must
+// agree with, and the reading of shapes the walk rejects.
+func (s *ChatToResponses) readGeneric(data []byte, v *[6][]byte, c *[3][]byte, d *[6][]byte) (found, delta bool, err error) {
+	keys := chunkKeys
+	if s.header {
+		keys = chunkKeys[:3] // Fast path - id, created and model are known
+	}
+	if err := rawjson.ScanTop(data, keys, v[:]); err != nil {
+		return false, false, err
+	}
+	if rawjson.KindOf(v[0]) == rawjson.Array {
+		_ = rawjson.ForEachElem(v[0], func(_ int, ch []byte, kind rawjson.Kind) bool {
+			if kind != rawjson.Object || rawjson.ScanTop(ch, choiceKeys, c[:]) != nil {
+				return true
+			}
+			found = acceptChoice(c[2])
+			return !found
+		})
+	}
+	if found && rawjson.KindOf(c[0]) == rawjson.Object {
+		_ = rawjson.ScanTop(c[0], deltaKeys, d[:])
+		delta = true
+	}
+	return found, delta, nil
 }
 
 // End implements transcode.Stream: it closes what is open and writes
