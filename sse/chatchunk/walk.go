@@ -50,6 +50,34 @@ func (ck *Chunk) clearDelta() {
 type Walker struct {
 	cur    rawjson.Cursor
 	keyBuf []byte
+
+	// prefix is the start of the last chunk walked, up to the key of its
+	// choices member, when only members without a role here (id, object,
+	// created, model, system_fingerprint, ...) came before it: a stream's
+	// chunks repeat it byte for byte, so the next chunk that starts with it
+	// resumes the walk at choices. id, created and model are kept as
+	// offsets into it (span; n < 0 when absent).
+	prefix               []byte
+	id, created, model   span
+	pendID, pendC, pendM span
+	pendPrefix           int // where choices' key starts in the chunk being walked, or 0
+}
+
+// span is a value's place in a chunk.
+type span struct{ off, n int }
+
+func (p span) of(data []byte) []byte {
+	if p.n <= 0 {
+		return nil
+	}
+	return data[p.off : p.off+p.n : p.off+p.n]
+}
+
+func spanOf(data, v []byte) span {
+	if v == nil {
+		return span{}
+	}
+	return span{rawjson.Offset(data, v), len(v)}
 }
 
 // Walk reads data into ck. accept decides, from the raw index member of an
@@ -59,18 +87,40 @@ type Walker struct {
 // walked levels are malformed.
 func (w *Walker) Walk(data []byte, ck *Chunk, accept func(index []byte) bool) bool {
 	c := &w.cur
-	c.Reset(data)
 	*ck = Chunk{}
+	w.pendPrefix = 0
+	if p := len(w.prefix); p > 0 && len(data) > p && string(data[:p]) == string(w.prefix) {
+		// Fast path - the members before choices are the last chunk's.
+		c.ResumeMember(data, p)
+		ck.ID, ck.Created, ck.Model = w.id.of(data), w.created.of(data), w.model.of(data)
+		return w.members(data, ck, accept, true)
+	}
+	c.Reset(data)
 	if c.Kind() != rawjson.Object || !c.Begin() {
 		return false
 	}
-	for c.More() {
+	return w.members(data, ck, accept, false)
+}
+
+// members reads the top-level members from the cursor on; resumed tells
+// that a prefix was skipped (so the chunk's prefix is not recorded again).
+func (w *Walker) members(data []byte, ck *Chunk, accept func([]byte) bool, resumed bool) bool {
+	c := &w.cur
+	plain := !resumed // only members without a role so far
+	for next := resumed; next || c.More(); next = false {
+		// (A resumed cursor is at a key already.)
+		at := c.Pos()
 		k, ok := w.key()
 		if !ok {
 			return false
 		}
 		switch string(k) {
 		case "choices":
+			if plain && at > 1 {
+				w.pendPrefix = at
+				w.pendID, w.pendC, w.pendM = spanOf(data, ck.ID), spanOf(data, ck.Created), spanOf(data, ck.Model)
+			}
+			plain = false
 			ck.Choices = false
 			ck.clearChoice()
 			if c.Kind() == rawjson.Array {
@@ -81,9 +131,11 @@ func (w *Walker) Walk(data []byte, ck *Chunk, accept func(index []byte) bool) bo
 				continue
 			}
 		case "usage":
+			plain = false
 			ck.Usage, _, _ = c.Value()
 			continue
 		case "error":
+			plain = false
 			ck.Error, _, _ = c.Value()
 			continue
 		case "id":
@@ -98,7 +150,14 @@ func (w *Walker) Walk(data []byte, ck *Chunk, accept func(index []byte) bool) bo
 		}
 		c.Value()
 	}
-	return c.End() == nil && c.Closer() == '}'
+	if c.End() != nil || c.Closer() != '}' {
+		return false
+	}
+	if p := w.pendPrefix; p > 0 {
+		w.prefix = append(w.prefix[:0], data[:p]...)
+		w.id, w.created, w.model = w.pendID, w.pendC, w.pendM
+	}
+	return true
 }
 
 // key reads a member's key: its text, decoded into keyBuf when it is
