@@ -201,48 +201,31 @@ func (s *ChatToMessagesStream) Event(dst, _, data []byte) ([]byte, error) {
 	if sse.IsDone(data) {
 		return s.finish(dst), nil
 	}
-	var choice, delta bool
-	if s.noWalk || !s.walkChunk(data) {
-		var err error
-		if choice, delta, err = s.readGeneric(data); err != nil {
+	ck := &s.ck
+	if s.noWalk || !s.walker.Walk(data, ck, acceptChoice) {
+		if err := s.readGeneric(data); err != nil {
 			if len(trimWS(data)) == 0 {
 				return dst, nil
 			}
 			return dst, ErrMalformedEvent
 		}
-	} else {
-		choice, delta = s.ck.Choice, s.ck.DeltaObject
 	}
-	if e := s.vals[2]; rawjson.KindOf(e) == rawjson.Object {
+	if e := ck.Error; rawjson.KindOf(e) == rawjson.Object {
 		return s.upstreamError(dst, e), nil
 	}
-	usage := s.vals[1]
+	usage := ck.Usage
 	hasUsage := rawjson.KindOf(usage) == rawjson.Object
-	if !choice && !hasUsage {
+	if !ck.Choice && !hasUsage {
 		return dst, nil // Azure's prompt_filter_results chunk and the like
 	}
 	if hasUsage {
 		s.readUsage(usage) // before begin: a first chunk with usage gives message_start exact counts
 	}
-	dst = s.begin(dst, s.vals[3])
-	if choice {
-		dst = s.choice(dst, delta)
+	dst = s.begin(dst, ck.ID)
+	if ck.Choice {
+		dst = s.choice(dst)
 	}
 	return dst, nil
-}
-
-// walkChunk reads data with one forward walk (sse/chatchunk) into the slots
-// the generic reading fills (vals; cv and dv of the accepted choice); false
-// when the walk rejects the input.
-func (s *ChatToMessagesStream) walkChunk(data []byte) bool {
-	ck := &s.ck
-	if !s.walker.Walk(data, ck, acceptChoice) {
-		return false
-	}
-	s.vals = [4][]byte{nil, ck.Usage, ck.Error, ck.ID}
-	s.cv = [3][]byte{ck.Index, nil, ck.Finish}
-	s.dv = [6][]byte{ck.Content, ck.ReasoningContent, ck.Reasoning, ck.Refusal, ck.ToolCalls, ck.ThinkingBlocks}
-	return true
 }
 
 // acceptChoice: the choice to follow has index 0 or none (n > 1 is not
@@ -252,14 +235,18 @@ func acceptChoice(index []byte) bool {
 	return !ok || n == 0
 }
 
-// readGeneric reads data level by level: the top with scanKeys, each choice
-// element, then the delta of the accepted one. It is the reference the walk
-// must agree with, and the reading of shapes the walk rejects.
-func (s *ChatToMessagesStream) readGeneric(data []byte) (choice, delta bool, err error) {
+// readGeneric reads data level by level into s.ck: the top with
+// scanKeys, each choice element, then the delta of the accepted one. It is
+// the reference the walk must agree with, and the reading of shapes the
+// walk rejects.
+func (s *ChatToMessagesStream) readGeneric(data []byte) error {
 	if err := scanKeys(data, s.vals[:], c2mSlot); err != nil {
-		return false, false, err
+		return err
 	}
+	ck := &s.ck
+	*ck = chatchunk.Chunk{Usage: s.vals[1], Error: s.vals[2], ID: s.vals[3]}
 	if rawjson.KindOf(s.vals[0]) == rawjson.Array {
+		ck.Choices = true
 		_ = rawjson.ForEachElem(s.vals[0], func(_ int, c []byte, k rawjson.Kind) bool {
 			if k != rawjson.Object || scanKeys(c, s.cv[:], c2mChoiceSlot) != nil {
 				return true
@@ -267,15 +254,18 @@ func (s *ChatToMessagesStream) readGeneric(data []byte) (choice, delta bool, err
 			if !acceptChoice(s.cv[0]) {
 				return true
 			}
-			choice = true
+			ck.Choice = true
 			return false
 		})
 	}
-	if choice {
-		d := s.cv[1]
-		delta = rawjson.KindOf(d) == rawjson.Object && scanKeys(d, s.dv[:], c2mDeltaSlot) == nil
+	if ck.Choice {
+		ck.Index, ck.Finish = s.cv[0], s.cv[2]
+		if d := s.cv[1]; rawjson.KindOf(d) == rawjson.Object && scanKeys(d, s.dv[:], c2mDeltaSlot) == nil {
+			ck.DeltaObject = true
+			ck.Content, ck.ReasoningContent, ck.Reasoning, ck.Refusal, ck.ToolCalls, ck.ThinkingBlocks = s.dv[0], s.dv[1], s.dv[2], s.dv[3], s.dv[4], s.dv[5]
+		}
 	}
-	return choice, delta, nil
+	return nil
 }
 
 func c2mChoiceSlot(name []byte) int {
@@ -308,18 +298,18 @@ func c2mDeltaSlot(name []byte) int {
 	return -1
 }
 
-// choice handles choice 0, whose members the reading left in s.cv (and
-// those of its delta in s.dv when delta is true).
-func (s *ChatToMessagesStream) choice(dst []byte, delta bool) []byte {
-	if delta {
-		r := s.dv[1] // reasoning_content, or the reasoning some backends send
+// choice handles choice 0, whose members the reading left in s.ck.
+func (s *ChatToMessagesStream) choice(dst []byte) []byte {
+	ck := &s.ck
+	if ck.DeltaObject {
+		r := ck.ReasoningContent // or the reasoning some backends send
 		if r == nil {
-			r = s.dv[2]
+			r = ck.Reasoning
 		}
 		if isNonEmptyStr(r) {
 			dst = s.textDelta(dst, blockThinking, r)
 		}
-		if tb := s.dv[5]; rawjson.KindOf(tb) == rawjson.Array {
+		if tb := ck.ThinkingBlocks; rawjson.KindOf(tb) == rawjson.Array {
 			_ = rawjson.ForEachElem(tb, func(_ int, b []byte, k rawjson.Kind) bool {
 				if k == rawjson.Object {
 					dst = s.thinkingBlock(dst, b)
@@ -327,12 +317,12 @@ func (s *ChatToMessagesStream) choice(dst []byte, delta bool) []byte {
 				return true
 			})
 		}
-		for _, t := range [2][]byte{s.dv[0], s.dv[3]} {
+		for _, t := range [2][]byte{ck.Content, ck.Refusal} {
 			if isNonEmptyStr(t) {
 				dst = s.textDelta(dst, blockText, t)
 			}
 		}
-		if tcs := s.dv[4]; rawjson.KindOf(tcs) == rawjson.Array {
+		if tcs := ck.ToolCalls; rawjson.KindOf(tcs) == rawjson.Array {
 			_ = rawjson.ForEachElem(tcs, func(_ int, tc []byte, k rawjson.Kind) bool {
 				if k == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
@@ -341,7 +331,7 @@ func (s *ChatToMessagesStream) choice(dst []byte, delta bool) []byte {
 			})
 		}
 	}
-	if r := word(s.cv[2], &s.tmp); r != nil {
+	if r := word(ck.Finish, &s.tmp); r != nil {
 		s.stop = StopReason(r)
 		dst = s.closeAll(dst)
 	}

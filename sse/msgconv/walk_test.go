@@ -55,7 +55,7 @@ func checkWalk(t *testing.T, chunks ...[]byte) {
 	var a, b []byte
 	for _, ch := range chunks {
 		d := bytes.TrimSpace(ch)
-		if len(d) > 0 && d[0] == '{' && json.Valid(d) && !fast.walkChunk(d) {
+		if len(d) > 0 && d[0] == '{' && json.Valid(d) && !fast.walker.Walk(d, &fast.ck, acceptChoice) {
 			t.Fatalf("walk rejects valid JSON %s", d)
 		}
 		var errA, errB error
