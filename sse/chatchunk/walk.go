@@ -63,6 +63,10 @@ type Walker struct {
 	pendPrefix           int // where choices' key starts in the chunk being walked, or 0
 }
 
+// maxPrefix bounds the prefix a Walker keeps (a pooled converter keeps its
+// Walker): real streams repeat 100–300 bytes before choices.
+const maxPrefix = 4096
+
 // span is a value's place in a chunk.
 type span struct{ off, n int }
 
@@ -116,7 +120,7 @@ func (w *Walker) members(data []byte, ck *Chunk, accept func([]byte) bool, resum
 		}
 		switch string(k) {
 		case "choices":
-			if plain && at > 1 {
+			if plain && at > 1 && at <= maxPrefix {
 				w.pendPrefix = at
 				w.pendID, w.pendC, w.pendM = spanOf(data, ck.ID), spanOf(data, ck.Created), spanOf(data, ck.Model)
 			}
