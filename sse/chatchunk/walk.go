@@ -45,8 +45,8 @@ func (ck *Chunk) clearDelta() {
 }
 
 // Walker walks chunks; the zero value is ready. Not safe for concurrent
-// use; it keeps no reference to a chunk after Walk returns except through
-// the Chunk it filled.
+// use. The repeated prefix it keeps is a copy; its cursor refers to the
+// last chunk until the next Walk.
 type Walker struct {
 	cur    rawjson.Cursor
 	keyBuf []byte
@@ -56,7 +56,7 @@ type Walker struct {
 	// created, model, system_fingerprint, ...) came before it: a stream's
 	// chunks repeat it byte for byte, so the next chunk that starts with it
 	// resumes the walk at choices. id, created and model are kept as
-	// offsets into it (span; n < 0 when absent).
+	// offsets into it (span; n == 0 when absent).
 	prefix               []byte
 	id, created, model   span
 	pendID, pendC, pendM span
