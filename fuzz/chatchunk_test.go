@@ -57,10 +57,28 @@ func ccSame(a, b *chatchunk.Chunk) bool {
 		eq(a.Reasoning, b.Reasoning) && eq(a.Refusal, b.Refusal) && eq(a.ToolCalls, b.ToolCalls) && eq(a.ThinkingBlocks, b.ThinkingBlocks)
 }
 
+// ccCheckToolCall fails unless a tool call element the walk accepted reads
+// as ScanTop reads it, level by level.
+func ccCheckToolCall(t *testing.T, data []byte, got *chatchunk.ToolCall) {
+	t.Helper()
+	var v [3][]byte
+	var f [2][]byte
+	ok := rawjson.ScanTop(data, []string{"index", "id", "function"}, v[:]) == nil
+	fn := rawjson.KindOf(v[2]) == rawjson.Object
+	if ok && fn {
+		ok = rawjson.ScanTop(v[2], []string{"name", "arguments"}, f[:]) == nil
+	}
+	eq := func(x, y []byte) bool { return (x == nil) == (y == nil) && bytes.Equal(x, y) }
+	if !ok || got.Function != fn || !eq(got.Index, v[0]) || !eq(got.ID, v[1]) || !eq(got.Name, f[0]) || !eq(got.Arguments, f[1]) {
+		t.Fatalf("tool call walk and reference differ on %q (reference ok %v)\nwalk: %+v", data, ok, got)
+	}
+}
+
 // FuzzChatChunkWalk: whatever two chunks a Walker reads in a row (the
 // second may resume after a prefix repeated from the first), a chunk it
 // accepts is read exactly as the level-by-level reference reads it, and
-// the reference accepts it too; it never panics.
+// the reference accepts it too; the same for an input read as one
+// tool_calls element; it never panics.
 func FuzzChatChunkWalk(f *testing.F) {
 	b, err := os.ReadFile("../sse/chatchunk/testdata/seeds.txt")
 	if err != nil {
@@ -70,9 +88,14 @@ func FuzzChatChunkWalk(f *testing.F) {
 	for i, s := range seeds {
 		f.Add([]byte(s), []byte(seeds[(i+1)%len(seeds)]))
 	}
+	f.Add([]byte(`{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}`), []byte(`{"function":{"arguments":"x","n\u0061me":"g"},"function":null,"index":1}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var w chatchunk.Walker
 		for _, data := range [][]byte{a, b, b} {
+			var tc chatchunk.ToolCall
+			if w.WalkToolCall(data, &tc) {
+				ccCheckToolCall(t, data, &tc)
+			}
 			var got chatchunk.Chunk
 			if !w.Walk(data, &got, ccAccept) {
 				continue

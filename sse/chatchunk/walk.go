@@ -271,3 +271,72 @@ func (w *Walker) delta(ck *Chunk) bool {
 	}
 	return c.Err() == nil && c.Closer() == '}'
 }
+
+// ToolCall is what a walk of one delta.tool_calls element found: raw
+// spans, nil when absent (duplicate keys: the last wins).
+type ToolCall struct {
+	Index, ID []byte
+	// Function reports that the (last) function member is an object; Name
+	// and Arguments are its members.
+	Function        bool
+	Name, Arguments []byte
+}
+
+// WalkToolCall reads one tool_calls element (an object) into tc in one
+// pass, descending into function. It returns false on input whose walked
+// levels are malformed; the caller then reads the element its generic way.
+func (w *Walker) WalkToolCall(raw []byte, tc *ToolCall) bool {
+	c := &w.cur
+	c.Reset(raw)
+	*tc = ToolCall{}
+	if c.Kind() != rawjson.Object || !c.Begin() {
+		return false
+	}
+	for c.More() {
+		k, ok := w.key()
+		if !ok {
+			return false
+		}
+		switch string(k) {
+		case "index":
+			tc.Index, _, _ = c.Value()
+			continue
+		case "id":
+			tc.ID, _, _ = c.Value()
+			continue
+		case "function":
+			tc.Function, tc.Name, tc.Arguments = false, nil, nil
+			if c.Kind() == rawjson.Object {
+				if !w.function(tc) {
+					return false
+				}
+				tc.Function = true
+				continue
+			}
+		}
+		c.Value()
+	}
+	return c.End() == nil && c.Closer() == '}'
+}
+
+func (w *Walker) function(tc *ToolCall) bool {
+	c := &w.cur
+	if !c.Begin() {
+		return false
+	}
+	for c.More() {
+		k, ok := w.key()
+		if !ok {
+			return false
+		}
+		switch string(k) {
+		case "name":
+			tc.Name, _, _ = c.Value()
+		case "arguments":
+			tc.Arguments, _, _ = c.Value()
+		default:
+			c.Value()
+		}
+	}
+	return c.Err() == nil && c.Closer() == '}'
+}

@@ -68,7 +68,8 @@ type ChatToMessagesStream struct {
 
 	walker chatchunk.Walker
 	ck     chatchunk.Chunk
-	noWalk bool // tests: read every chunk the generic way
+	tc     chatchunk.ToolCall
+	noWalk bool // tests: read every chunk and tool call the generic way
 
 	nextBlock int
 	openKind  uint8
@@ -537,12 +538,18 @@ func c2mFuncSlot(name []byte) int {
 
 // toolDelta handles one element of delta.tool_calls.
 func (s *ChatToMessagesStream) toolDelta(dst, tc []byte) []byte {
-	if scanKeys(tc, s.tv[:], c2mToolSlot) != nil {
-		return dst
-	}
-	clear(s.fv[:])
-	if rawjson.KindOf(s.tv[2]) == rawjson.Object {
-		_ = scanKeys(s.tv[2], s.fv[:], c2mFuncSlot)
+	if t := &s.tc; !s.noWalk && s.walker.WalkToolCall(tc, t) {
+		// Fast path - one pass over the element and its function.
+		s.tv = [3][]byte{t.Index, t.ID, nil}
+		s.fv = [2][]byte{t.Name, t.Arguments}
+	} else {
+		if scanKeys(tc, s.tv[:], c2mToolSlot) != nil {
+			return dst
+		}
+		clear(s.fv[:])
+		if rawjson.KindOf(s.tv[2]) == rawjson.Object {
+			_ = scanKeys(s.tv[2], s.fv[:], c2mFuncSlot)
+		}
 	}
 	var ti int
 	if j, ok := rawjson.ParseInt(s.tv[0]); ok {
