@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
+	"gw/sse"
 	"gw/sse/eventstream"
+	"gw/sse/respconv"
 	"gw/sse/transcode"
 )
 
@@ -181,23 +184,73 @@ func TestStreamAllocs(t *testing.T) {
 }
 
 // BenchmarkDecodeTranscode is the per-event cost of a relayed Bedrock
-// event: event-stream decode (both CRCs) and conversion to a chat chunk.
+// event, for each caller format: event-stream decode (both CRCs) and
+// conversion to chat chunks; Messages and Responses callers get them on
+// through the edge's second stage (msgconv, respconv), fed one chat frame
+// at a time as edge/stream.go does. ns/event and cpu-ns/event are per
+// Bedrock event (the figure to hold under 1 µs); cpu-ns/event is the
+// process's CPU time, which on a shared machine mostly leaves out the time
+// other processes hold the core.
 func BenchmarkDecodeTranscode(b *testing.B) {
 	body, err := os.ReadFile(fixture)
 	if err != nil {
 		b.Fatal(err)
 	}
+	for _, d := range goldenDirections {
+		b.Run(strings.TrimPrefix(d.name, "converse_to_"), func(b *testing.B) {
+			benchDecodeTranscode(b, body, d.caller)
+		})
+	}
+}
+
+func benchDecodeTranscode(b *testing.B, body []byte, caller callerStage) {
 	r := bytes.NewReader(body)
 	src := AcquireSource(r)
-	s := AcquireToChatStream([]byte("alias-model"))
+	defer ReleaseSource(src)
+	s := AcquireToChatStream([]byte(goldenAlias))
+	defer ReleaseToChatStream(s)
+	var conv transcode.Stream
+	if caller != nil {
+		c, release := caller()
+		defer release()
+		conv = c
+	}
+	alias := []byte(goldenAlias)
+	chat := make([]byte, 0, 16<<10)
 	out := make([]byte, 0, 64<<10)
+	// feed hands the chat frames in chat to the caller stage (or keeps them).
+	feed := func(out []byte) []byte {
+		if conv == nil {
+			return append(out, chat...)
+		}
+		for f := chat; len(f) > 0; {
+			end := bytes.Index(f, frameSep)
+			if end < 0 {
+				end = len(f)
+			}
+			data := bytes.TrimPrefix(f[:end], dataPrefix)
+			f = f[min(end+len(frameSep), len(f)):]
+			out, _ = conv.Event(out, nil, data)
+			if sse.IsDone(data) {
+				out = conv.End(out)
+			}
+		}
+		return out
+	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	events := 0
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		r.Reset(body)
 		src.dec.Reset(r)
-		s.Reset([]byte("alias-model"))
+		s.Reset(alias)
+		if conv != nil {
+			conv.Reset(alias)
+			if rc, ok := conv.(*respconv.ChatToResponses); ok {
+				rc.SetRequest(nil)
+			}
+		}
 		out = out[:0]
 		for {
 			ev, err := src.Next()
@@ -205,9 +258,26 @@ func BenchmarkDecodeTranscode(b *testing.B) {
 				break
 			}
 			events++
-			out, _ = s.Event(out, ev.Name, ev.Data)
+			chat, _ = s.Event(chat[:0], ev.Name, ev.Data)
+			out = feed(out)
 		}
-		out = s.End(out)
+		chat = s.End(chat[:0])
+		out = feed(out)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(events), "cpu-ns/event")
 }
+
+// cpuTime is the process's CPU time (user + system) in nanoseconds.
+func cpuTime(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("cannot read the CPU time: %v", err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+var (
+	frameSep   = []byte("\n\n")
+	dataPrefix = []byte("data: ")
+)

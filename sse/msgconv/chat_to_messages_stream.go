@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"gw/sse"
+	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -64,6 +65,11 @@ type ChatToMessagesStream struct {
 	tv   [3][]byte
 	bv   [4][]byte // one thinking_blocks element
 	fv   [2][]byte
+
+	walker chatchunk.Walker
+	ck     chatchunk.Chunk
+	tc     chatchunk.ToolCall
+	noWalk bool // tests: read every chunk and tool call the generic way
 
 	nextBlock int
 	openKind  uint8
@@ -196,41 +202,71 @@ func (s *ChatToMessagesStream) Event(dst, _, data []byte) ([]byte, error) {
 	if sse.IsDone(data) {
 		return s.finish(dst), nil
 	}
-	if err := scanKeys(data, s.vals[:], c2mSlot); err != nil {
-		if len(trimWS(data)) == 0 {
-			return dst, nil
+	ck := &s.ck
+	if s.noWalk || !s.walker.Walk(data, ck, acceptChoice) {
+		if err := s.readGeneric(data); err != nil {
+			if len(trimWS(data)) == 0 {
+				return dst, nil
+			}
+			return dst, ErrMalformedEvent
 		}
-		return dst, ErrMalformedEvent
 	}
-	if e := s.vals[2]; rawjson.KindOf(e) == rawjson.Object {
+	if e := ck.Error; rawjson.KindOf(e) == rawjson.Object {
 		return s.upstreamError(dst, e), nil
 	}
-	var choice []byte
-	if rawjson.KindOf(s.vals[0]) == rawjson.Array {
-		_ = rawjson.ForEachElem(s.vals[0], func(_ int, c []byte, k rawjson.Kind) bool {
-			if k != rawjson.Object || scanKeys(c, s.cv[:], c2mChoiceSlot) != nil {
-				return true
-			}
-			if n, ok := rawjson.ParseInt(s.cv[0]); ok && n != 0 {
-				return true // n > 1 is not supported: keep choice 0
-			}
-			choice = c
-			return false
-		})
-	}
-	usage := s.vals[1]
+	usage := ck.Usage
 	hasUsage := rawjson.KindOf(usage) == rawjson.Object
-	if choice == nil && !hasUsage {
+	if !ck.Choice && !hasUsage {
 		return dst, nil // Azure's prompt_filter_results chunk and the like
 	}
 	if hasUsage {
 		s.readUsage(usage) // before begin: a first chunk with usage gives message_start exact counts
 	}
-	dst = s.begin(dst, s.vals[3])
-	if choice != nil {
+	dst = s.begin(dst, ck.ID)
+	if ck.Choice {
 		dst = s.choice(dst)
 	}
 	return dst, nil
+}
+
+// acceptChoice: the choice to follow has index 0 or none (n > 1 is not
+// supported: choice 0 is kept).
+func acceptChoice(index []byte) bool {
+	n, ok := rawjson.ParseInt(index)
+	return !ok || n == 0
+}
+
+// readGeneric reads data level by level into s.ck: the top with
+// scanKeys, each choice element, then the delta of the accepted one. It is
+// the reference the walk must agree with, and the reading of shapes the
+// walk rejects.
+func (s *ChatToMessagesStream) readGeneric(data []byte) error {
+	if err := scanKeys(data, s.vals[:], c2mSlot); err != nil {
+		return err
+	}
+	ck := &s.ck
+	*ck = chatchunk.Chunk{Usage: s.vals[1], Error: s.vals[2], ID: s.vals[3]}
+	if rawjson.KindOf(s.vals[0]) == rawjson.Array {
+		ck.Choices = true
+		_ = rawjson.ForEachElem(s.vals[0], func(_ int, c []byte, k rawjson.Kind) bool {
+			if k != rawjson.Object || scanKeys(c, s.cv[:], c2mChoiceSlot) != nil {
+				return true
+			}
+			if !acceptChoice(s.cv[0]) {
+				return true
+			}
+			ck.Choice = true
+			return false
+		})
+	}
+	if ck.Choice {
+		ck.Index, ck.Finish = s.cv[0], s.cv[2]
+		if d := s.cv[1]; rawjson.KindOf(d) == rawjson.Object && scanKeys(d, s.dv[:], c2mDeltaSlot) == nil {
+			ck.DeltaObject = true
+			ck.Content, ck.ReasoningContent, ck.Reasoning, ck.Refusal, ck.ToolCalls, ck.ThinkingBlocks = s.dv[0], s.dv[1], s.dv[2], s.dv[3], s.dv[4], s.dv[5]
+		}
+	}
+	return nil
 }
 
 func c2mChoiceSlot(name []byte) int {
@@ -263,17 +299,18 @@ func c2mDeltaSlot(name []byte) int {
 	return -1
 }
 
-// choice handles choice 0, whose members Event left in s.cv.
+// choice handles choice 0, whose members the reading left in s.ck.
 func (s *ChatToMessagesStream) choice(dst []byte) []byte {
-	if d := s.cv[1]; rawjson.KindOf(d) == rawjson.Object && scanKeys(d, s.dv[:], c2mDeltaSlot) == nil {
-		r := s.dv[1] // reasoning_content, or the reasoning some backends send
+	ck := &s.ck
+	if ck.DeltaObject {
+		r := ck.ReasoningContent // or the reasoning some backends send
 		if r == nil {
-			r = s.dv[2]
+			r = ck.Reasoning
 		}
 		if isNonEmptyStr(r) {
 			dst = s.textDelta(dst, blockThinking, r)
 		}
-		if tb := s.dv[5]; rawjson.KindOf(tb) == rawjson.Array {
+		if tb := ck.ThinkingBlocks; rawjson.KindOf(tb) == rawjson.Array {
 			_ = rawjson.ForEachElem(tb, func(_ int, b []byte, k rawjson.Kind) bool {
 				if k == rawjson.Object {
 					dst = s.thinkingBlock(dst, b)
@@ -281,12 +318,12 @@ func (s *ChatToMessagesStream) choice(dst []byte) []byte {
 				return true
 			})
 		}
-		for _, t := range [2][]byte{s.dv[0], s.dv[3]} {
+		for _, t := range [2][]byte{ck.Content, ck.Refusal} {
 			if isNonEmptyStr(t) {
 				dst = s.textDelta(dst, blockText, t)
 			}
 		}
-		if tcs := s.dv[4]; rawjson.KindOf(tcs) == rawjson.Array {
+		if tcs := ck.ToolCalls; rawjson.KindOf(tcs) == rawjson.Array {
 			_ = rawjson.ForEachElem(tcs, func(_ int, tc []byte, k rawjson.Kind) bool {
 				if k == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
@@ -295,7 +332,7 @@ func (s *ChatToMessagesStream) choice(dst []byte) []byte {
 			})
 		}
 	}
-	if r := word(s.cv[2], &s.tmp); r != nil {
+	if r := word(ck.Finish, &s.tmp); r != nil {
 		s.stop = StopReason(r)
 		dst = s.closeAll(dst)
 	}
@@ -501,12 +538,18 @@ func c2mFuncSlot(name []byte) int {
 
 // toolDelta handles one element of delta.tool_calls.
 func (s *ChatToMessagesStream) toolDelta(dst, tc []byte) []byte {
-	if scanKeys(tc, s.tv[:], c2mToolSlot) != nil {
-		return dst
-	}
-	clear(s.fv[:])
-	if rawjson.KindOf(s.tv[2]) == rawjson.Object {
-		_ = scanKeys(s.tv[2], s.fv[:], c2mFuncSlot)
+	if t := &s.tc; !s.noWalk && s.walker.WalkToolCall(tc, t) {
+		// Fast path - one pass over the element and its function.
+		s.tv = [3][]byte{t.Index, t.ID, nil}
+		s.fv = [2][]byte{t.Name, t.Arguments}
+	} else {
+		if scanKeys(tc, s.tv[:], c2mToolSlot) != nil {
+			return dst
+		}
+		clear(s.fv[:])
+		if rawjson.KindOf(s.tv[2]) == rawjson.Object {
+			_ = scanKeys(s.tv[2], s.fv[:], c2mFuncSlot)
+		}
 	}
 	var ti int
 	if j, ok := rawjson.ParseInt(s.tv[0]); ok {

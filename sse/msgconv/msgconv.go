@@ -240,18 +240,25 @@ func plainLiteral(raw []byte) bool {
 const BlockSeparator = "\n\n"
 
 // appendStr appends the JSON string literal raw to dst so that the result is
-// valid single-line JSON whatever raw holds: a plain literal is copied (fast
-// path), anything else is decoded into tmp and quoted again. It reports
-// false, appending nothing, when raw is not a well-formed string literal.
+// valid single-line JSON whatever raw holds: a plain literal, or a valid one
+// whose escapes are all short ones (\" \\ \n ...; tool arguments are full
+// of \"), is copied; anything else (\u escapes, which may be lone
+// surrogates, invalid UTF-8 or escapes) is decoded into tmp and quoted
+// again. It reports false, appending nothing, when raw is not a well-formed
+// string literal.
 func appendStr(dst, raw []byte, tmp *[]byte) ([]byte, bool) {
 	if plainLiteral(raw) {
 		// Fast path - no escapes to check.
 		return append(dst, raw...), true
 	}
-	// Slow path - normalize through decoding.
 	if rawjson.KindOf(raw) != rawjson.String {
 		return dst, false
 	}
+	if bytes.IndexByte(raw, '\\') >= 0 && !bytes.Contains(raw, strUnicodeEscape) && rawjson.Valid(raw) {
+		// Fast path - already valid JSON-escaped text, no re-quoting.
+		return append(dst, raw...), true
+	}
+	// Slow path - normalize through decoding.
 	t, err := rawjson.AppendUnquote((*tmp)[:0], raw)
 	if err != nil {
 		return dst, false

@@ -19,4 +19,5 @@ var (
 	strCacheControl      = []byte(`"cache_control"`)
 	strDataURL           = []byte("data:")
 	strBase64Marker      = []byte(";base64,")
+	strUnicodeEscape     = []byte(`\u`)
 )

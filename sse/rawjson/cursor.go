@@ -186,3 +186,16 @@ func (c *Cursor) End() error {
 	}
 	return endOfDocument(c.data, c.i)
 }
+
+// Pos returns the index in the document of the next byte c reads.
+func (c *Cursor) Pos() int { return c.i }
+
+// ResumeMember starts c at index i of data, inside an object that has had
+// a member already, where a More that returned true would leave it: at the
+// next member's key. The caller vouches for data[:i]: a cursor walked the
+// same bytes (in another document) to i that way, so the state it reached
+// there follows from them alone. It lets a reader skip a prefix that
+// repeats from one document to the next.
+func (c *Cursor) ResumeMember(data []byte, i int) {
+	*c = Cursor{data: data, i: min(max(i, 0), len(data))}
+}

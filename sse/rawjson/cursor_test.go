@@ -2,6 +2,7 @@ package rawjson_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"gw/sse/rawjson"
@@ -219,5 +220,66 @@ func TestCursorCloser(t *testing.T) {
 		if c.Closer() != tc.want {
 			t.Errorf("%s: Closer = %q; want %q", tc.in, c.Closer(), tc.want)
 		}
+	}
+}
+
+// Testrawjson.CursorResumeMember: a cursor resumed at the Pos another cursor had
+// at a member of an identical prefix reads the rest as that cursor does.
+func TestCursorResumeMember(t *testing.T) {
+	docs := []string{
+		`{"id":"a","object":"x","choices":[1,2],"usage":{"n":1}}`,
+		`{"id":"a","object":"x","choices":[3],"n":2}`,
+		`{"id":"a","object":"x","choices":[3],}`,
+		`{"id":"a","object":"x","choices" 3}`,
+		`{"id":"a","object":"x",}`,
+	}
+	// Walk the first document to the choices key.
+	var c rawjson.Cursor
+	c.Reset([]byte(docs[0]))
+	if !c.Begin() {
+		t.Fatal("cannot begin")
+	}
+	at := -1
+	for c.More() {
+		pos := c.Pos()
+		k, _ := c.Key()
+		if string(k) == `"choices"` {
+			at = pos
+			break
+		}
+		c.Value()
+	}
+	if at != len(`{"id":"a","object":"x",`) {
+		t.Fatalf("Pos at choices = %d", at)
+	}
+	for _, d := range docs {
+		var full, resumed rawjson.Cursor
+		full.Reset([]byte(d))
+		full.Begin()
+		var want, got []string
+		for full.More() {
+			k, _ := full.Key()
+			v, _, _ := full.Value()
+			want = append(want, string(k)+"="+string(v))
+		}
+		resumed.ResumeMember([]byte(d), at)
+		for next := true; next || resumed.More(); next = false {
+			k, _ := resumed.Key()
+			v, _, _ := resumed.Value()
+			got = append(got, string(k)+"="+string(v))
+		}
+		// The full walk also read id and object.
+		if len(want) >= 2 {
+			want = want[2:]
+		}
+		ok := full.End() == nil
+		if ok != (resumed.End() == nil) || (ok && strings.Join(want, ",") != strings.Join(got, ",")) {
+			t.Errorf("%s: resumed read %q (end %v), full %q (end %v)", d, got, resumed.End(), want, full.End())
+		}
+	}
+	var z rawjson.Cursor
+	z.ResumeMember([]byte(`{}`), 99) // out of range: clamped, no panic
+	if z.More() || z.Err() == nil {
+		t.Error("a cursor resumed past the end reads nothing and fails")
 	}
 }

@@ -353,6 +353,9 @@ var echoDefaults = [...]string{
 	"", "", "", "",
 }
 
+// defaultEcho is appendEcho's answer without a request, built once.
+var defaultEcho = appendEchoOf(nil, nil)
+
 // echoPrefixes are the `,"key":` spellings of echoKeys.
 var echoPrefixes = func() (p [len(echoDefaults)]string) {
 	for i, k := range echoKeys {
@@ -365,6 +368,15 @@ var echoPrefixes = func() (p [len(echoDefaults)]string) {
 // caller's Responses request; nil or malformed echoes defaults). Values are
 // compacted onto one line. Nothing is allocated.
 func appendEcho(dst, req []byte) []byte {
+	if len(req) == 0 {
+		// Fast path - no request (every stream's Reset) echoes the defaults.
+		return append(dst, defaultEcho...)
+	}
+	return appendEchoOf(dst, req)
+}
+
+// appendEchoOf is appendEcho for a request body (or nil: the defaults).
+func appendEchoOf(dst, req []byte) []byte {
 	var v [len(echoDefaults)][]byte
 	if len(req) > 0 && rawjson.ScanTop(req, echoKeys, v[:]) != nil {
 		clear(v[:])

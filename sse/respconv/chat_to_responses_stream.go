@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"gw/sse"
+	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -94,6 +95,10 @@ type ChatToResponses struct {
 	calls    []chatCall
 	openCall int // index in calls of the open function_call item, -1 if none
 	tmp      []byte
+
+	walker chatchunk.Walker
+	ck     chatchunk.Chunk
+	noWalk bool // tests: read every chunk the generic way
 }
 
 type chatCall struct {
@@ -226,75 +231,59 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		s.sawDone = true
 		return s.finishStream(dst), nil
 	}
-	var v [6][]byte // choices, usage, error, id, created, model
-	keys := chunkKeys
-	if s.header {
-		keys = chunkKeys[:3] // Fast path - id, created and model are known
+	ck := &s.ck
+	if s.noWalk || !s.walker.Walk(data, ck, acceptChoice) {
+		if err := s.readGeneric(data); err != nil {
+			return dst, fieldErr(ErrInvalid, "", "an upstream chat chunk is not a JSON object")
+		}
 	}
-	if err := rawjson.ScanTop(data, keys, v[:]); err != nil {
-		return dst, fieldErr(ErrInvalid, "", "an upstream chat chunk is not a JSON object")
+	if rawjson.KindOf(ck.Error) == rawjson.Object {
+		return s.upstreamError(dst, ck.Error), ErrUpstreamFailed
 	}
-	if rawjson.KindOf(v[2]) == rawjson.Object {
-		return s.upstreamError(dst, v[2]), ErrUpstreamFailed
-	}
-	if rawjson.KindOf(v[1]) == rawjson.Object {
-		if u, ok := parseUsage(v[1], true); ok {
+	if rawjson.KindOf(ck.Usage) == rawjson.Object {
+		if u, ok := parseUsage(ck.Usage, true); ok {
 			s.usage, s.haveUsage = u, true
 		}
 	}
-	// c: delta and finish_reason of choice 0 (index 0 or absent).
-	var c [3][]byte // delta, finish_reason, index
-	found := false
-	if rawjson.KindOf(v[0]) == rawjson.Array {
-		_ = rawjson.ForEachElem(v[0], func(_ int, ch []byte, kind rawjson.Kind) bool {
-			if kind != rawjson.Object || rawjson.ScanTop(ch, choiceKeys, c[:]) != nil {
-				return true
-			}
-			found = c[2] == nil || (len(c[2]) == 1 && c[2][0] == '0')
-			return !found
-		})
-	}
 	if !s.header {
-		if len(s.base) == 0 && nonEmptyStr(v[3]) {
-			s.base = appendIDBase(s.base, v[3])
+		if len(s.base) == 0 && nonEmptyStr(ck.ID) {
+			s.base = appendIDBase(s.base, ck.ID)
 		}
-		if !found && !s.haveUsage {
+		if !ck.Choice && !s.haveUsage {
 			return dst, nil // Azure's prompt-filter chunk and the like
 		}
-		if len(s.model) == 0 && isStr(v[5]) {
-			s.model = append(s.model, v[5]...)
+		if len(s.model) == 0 && isStr(ck.Model) {
+			s.model = append(s.model, ck.Model...)
 		}
-		s.r.created = createdOrNow(v[4])
+		s.r.created = createdOrNow(ck.Created)
 		dst = s.start(dst)
 	}
-	if !found {
+	if !ck.Choice {
 		return dst, nil
 	}
 
-	if rawjson.KindOf(c[0]) == rawjson.Object {
-		var d [6][]byte
-		_ = rawjson.ScanTop(c[0], deltaKeys, d[:])
-		reasoning := d[2]
+	if ck.DeltaObject {
+		reasoning := ck.ReasoningContent
 		if !nonEmptyStr(reasoning) {
-			reasoning = d[3]
+			reasoning = ck.Reasoning
 		}
 		if nonEmptyStr(reasoning) {
 			dst = s.reasoningDelta(dst, reasoning)
 		}
-		if rawjson.KindOf(d[5]) == rawjson.Array {
-			_ = rawjson.ForEachElem(d[5], func(_ int, b []byte, _ rawjson.Kind) bool {
+		if rawjson.KindOf(ck.ThinkingBlocks) == rawjson.Array {
+			_ = rawjson.ForEachElem(ck.ThinkingBlocks, func(_ int, b []byte, _ rawjson.Kind) bool {
 				dst = s.thinkingBlock(dst, b)
 				return true
 			})
 		}
-		if nonEmptyStr(d[0]) {
-			dst = s.textDelta(dst, d[0], partText)
+		if nonEmptyStr(ck.Content) {
+			dst = s.textDelta(dst, ck.Content, partText)
 		}
-		if nonEmptyStr(d[1]) {
-			dst = s.textDelta(dst, d[1], partRefusal)
+		if nonEmptyStr(ck.Refusal) {
+			dst = s.textDelta(dst, ck.Refusal, partRefusal)
 		}
-		if rawjson.KindOf(d[4]) == rawjson.Array {
-			_ = rawjson.ForEachElem(d[4], func(_ int, tc []byte, kind rawjson.Kind) bool {
+		if rawjson.KindOf(ck.ToolCalls) == rawjson.Array {
+			_ = rawjson.ForEachElem(ck.ToolCalls, func(_ int, tc []byte, kind rawjson.Kind) bool {
 				if kind == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
 				}
@@ -302,7 +291,7 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 			})
 		}
 	}
-	if f := c[1]; nonEmptyStr(f) {
+	if f := ck.Finish; nonEmptyStr(f) {
 		switch {
 		case rawjson.StringEquals(f, "length"):
 			s.finish = finishLength
@@ -317,6 +306,48 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		dst = s.closeAll(dst)
 	}
 	return dst, nil
+}
+
+// acceptChoice: the choice to follow has index 0 or none.
+func acceptChoice(index []byte) bool {
+	return index == nil || (len(index) == 1 && index[0] == '0')
+}
+
+// readGeneric reads a chunk level by level into s.ck (ScanTop on the top,
+// each choice and the accepted choice's delta): the reference the walk must
+// agree with, and the reading of shapes the walk rejects.
+func (s *ChatToResponses) readGeneric(data []byte) error {
+	var v [6][]byte // choices, usage, error, id, created, model
+	keys := chunkKeys
+	if s.header {
+		keys = chunkKeys[:3] // Fast path - id, created and model are known
+	}
+	if err := rawjson.ScanTop(data, keys, v[:]); err != nil {
+		return err
+	}
+	ck := &s.ck
+	*ck = chatchunk.Chunk{Usage: v[1], Error: v[2], ID: v[3], Created: v[4], Model: v[5]}
+	var c [3][]byte // delta, finish_reason, index
+	if rawjson.KindOf(v[0]) == rawjson.Array {
+		ck.Choices = true
+		_ = rawjson.ForEachElem(v[0], func(_ int, ch []byte, kind rawjson.Kind) bool {
+			if kind != rawjson.Object || rawjson.ScanTop(ch, choiceKeys, c[:]) != nil {
+				return true
+			}
+			ck.Choice = acceptChoice(c[2])
+			return !ck.Choice
+		})
+	}
+	if ck.Choice {
+		ck.Index, ck.Finish = c[2], c[1]
+		if rawjson.KindOf(c[0]) == rawjson.Object {
+			var d [6][]byte
+			_ = rawjson.ScanTop(c[0], deltaKeys, d[:])
+			ck.DeltaObject = true
+			ck.Content, ck.Refusal, ck.ReasoningContent, ck.Reasoning, ck.ToolCalls, ck.ThinkingBlocks = d[0], d[1], d[2], d[3], d[4], d[5]
+		}
+	}
+	return nil
 }
 
 // End implements transcode.Stream: it closes what is open and writes
