@@ -38,11 +38,15 @@ func (c *Conn) readIdle(p []byte) (int, error) {
 	case rerr == ErrCallerGone:
 		return 0, rerr
 	case rerr != nil:
-		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.addr.Addr, Err: os.NewSyscallError("read", rerr)}
+		return 0, c.readError(rerr)
 	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+func (c *Conn) readError(err error) error {
+	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.addr.Addr, Err: os.NewSyscallError("read", err)}
 }
 
 // rawRead is the syscall.RawConn read callback: false means "wait until the
@@ -90,7 +94,7 @@ func (c *Conn) sendAndRead(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, c.flush()
 	}
-	c.rp, c.rn, c.rerr, c.sent, c.short = p, 0, nil, false, false
+	c.rp, c.rn, c.rerr, c.sent, c.short, c.idled = p, 0, nil, false, false, true
 	err := c.raw.Read(c.sendFn)
 	n, rerr, short := c.rn, c.rerr, c.short
 	c.rp, c.rerr = nil, nil
@@ -101,6 +105,9 @@ func (c *Conn) sendAndRead(p []byte) (int, error) {
 	case err != nil: // deadline, or the connection was closed
 		return 0, err
 	case rerr != nil:
+		if errno, ok := rerr.(syscall.Errno); ok { // from rawRead
+			return 0, c.readError(errno)
+		}
 		return 0, rerr
 	case short:
 		return c.Read(p)
@@ -135,17 +142,7 @@ func (c *Conn) sendRead(fd uintptr) bool {
 		c.sent = true
 		return false
 	}
-	n, errno := rawsock.Read(fd, c.rp)
-	switch errno {
-	case 0:
-		c.rn = n
-		return true
-	case syscall.EAGAIN:
-		return false
-	default:
-		c.rerr = &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.addr.Addr, Err: os.NewSyscallError("read", errno)}
-		return true
-	}
+	return c.rawRead(fd) // idled is set: no hook, an empty socket waits
 }
 
 // idleFallback serves connections without a raw file descriptor: the hook

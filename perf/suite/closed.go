@@ -96,7 +96,7 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	mockBase := "http://" + mock.Addr
 	streamPath := "/knobs/chunks=" + strconv.Itoa(closedStreamChunks)
 	file := filepath.Join(tmp, "closed.yaml")
-	if err := os.WriteFile(file, []byte(basicFile(streamPath)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(BasicFile(streamPath)), 0o600); err != nil {
 		return err
 	}
 	env = append(slices.Clone(env), "PERF_MOCK="+mockBase)
@@ -128,7 +128,7 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	}
 	defer sink.Close()
 	xfile := filepath.Join(tmp, "closed-exporters.yaml")
-	if err := os.WriteFile(xfile, []byte(basicFile(streamPath)+exportersBlock(sink.URL)), 0o600); err != nil {
+	if err := os.WriteFile(xfile, []byte(BasicFile(streamPath)+exportersBlock(sink.URL)), 0o600); err != nil {
 		return err
 	}
 	gwx, err := StartGW(o.GWBin, -1, xfile, env)

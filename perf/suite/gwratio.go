@@ -44,7 +44,7 @@ func gatewayVsAI(ctx context.Context, o Options, rep *Report, run func(string, l
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(file, []byte(basicFile("/knobs/chunks=20")), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(BasicFile("/knobs/chunks=20")), 0o600); err != nil {
 		return err
 	}
 	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=" + mockBase}

@@ -32,7 +32,7 @@ func TestSinkReceivesExports(t *testing.T) {
 	}
 	defer s.Close()
 	file := filepath.Join(t.TempDir(), "x.yaml")
-	if err := os.WriteFile(file, []byte(basicFile("")+exportersBlock(s.URL)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(BasicFile("")+exportersBlock(s.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	gw, err := StartGW(bin, -1, file, []string{"PERF_MOCK=http://" + mock.Addr, "PERF_UPSTREAM_KEY=sk", "PERF_CALLER_KEY=perf-caller"})

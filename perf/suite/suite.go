@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	streamPath := "/knobs/chunks=" + strconv.Itoa(streamChunks) + ",chunk_delay=10ms"
 	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=" + mockBase}
 	basic := filepath.Join(tmp, "basic.yaml")
-	if err := os.WriteFile(basic, []byte(basicFile(streamPath)), 0o600); err != nil {
+	if err := os.WriteFile(basic, []byte(BasicFile(streamPath)), 0o600); err != nil {
 		return nil, err
 	}
 
@@ -324,7 +324,7 @@ func RunPinned(ctx context.Context, o Options) (*Report, error) {
 	mockBase := "http://" + sess.mock.Addr
 	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=" + mockBase}
 	basic := filepath.Join(sess.tmp, "basic.yaml")
-	if err := os.WriteFile(basic, []byte(basicFile("/knobs/chunks="+strconv.Itoa(streamChunks)+",chunk_delay=10ms")), 0o600); err != nil {
+	if err := os.WriteFile(basic, []byte(BasicFile("/knobs/chunks="+strconv.Itoa(streamChunks)+",chunk_delay=10ms")), 0o600); err != nil {
 		return nil, err
 	}
 	gw, err := StartGW(o.GWBin, o.GWCore, basic, env)
@@ -542,7 +542,9 @@ func machine() map[string]string {
 	return m
 }
 
-func basicFile(streamPath string) string {
+// BasicFile is the resource file most scenarios (and perf/cmd/idlerss)
+// run gw on; streamPath is the mock knobs prefix of the stream keys.
+func BasicFile(streamPath string) string {
 	return `_format_version: "1"
 provider_keys:
   - display_name: mock

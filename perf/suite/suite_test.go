@@ -12,7 +12,7 @@ import (
 // to the mock's stream knobs.
 func TestBasicFile(t *testing.T) {
 	env := map[string]string{"PERF_UPSTREAM_KEY": "sk-perf", "PERF_CALLER_KEY": "perf-caller", "PERF_MOCK": "http://127.0.0.1:1"}
-	res := resources.Load([]byte(basicFile("/knobs/chunks=200,chunk_delay=10ms")), func(name string) (string, bool) {
+	res := resources.Load([]byte(BasicFile("/knobs/chunks=200,chunk_delay=10ms")), func(name string) (string, bool) {
 		v, ok := env[name]
 		return v, ok
 	})
@@ -39,7 +39,7 @@ func TestBasicFile(t *testing.T) {
 	}
 	for _, m := range []string{"gpt", "gpt-stream", "claude-stream", "gpt-guarded", "gpt-stream-guarded"} {
 		if !models[m] {
-			t.Fatalf("model %s missing from:\n%s", m, basicFile(""))
+			t.Fatalf("model %s missing from:\n%s", m, BasicFile(""))
 		}
 	}
 }
@@ -56,7 +56,7 @@ func TestStreamSpan(t *testing.T) {
 // exporters pointed at the sink.
 func TestExportersFile(t *testing.T) {
 	env := map[string]string{"PERF_UPSTREAM_KEY": "sk-perf", "PERF_CALLER_KEY": "perf-caller", "PERF_MOCK": "http://127.0.0.1:1"}
-	res := resources.Load([]byte(basicFile("")+exportersBlock("http://127.0.0.1:2")), func(name string) (string, bool) {
+	res := resources.Load([]byte(BasicFile("")+exportersBlock("http://127.0.0.1:2")), func(name string) (string, bool) {
 		v, ok := env[name]
 		return v, ok
 	})

@@ -88,7 +88,7 @@ func run(gwBin, mockBin string, runs, core int, settle time.Duration, top, pkgs 
 	defer mock.Stop()
 	env := []string{"PERF_UPSTREAM_KEY=sk-perf", "PERF_CALLER_KEY=perf-caller", "PERF_MOCK=http://" + mock.Addr}
 	cfg := filepath.Join(tmp, "basic.yaml")
-	if err := os.WriteFile(cfg, []byte(basicFile("/knobs/chunks=200,chunk_delay=10ms")), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(suite.BasicFile("/knobs/chunks=200,chunk_delay=10ms")), 0o600); err != nil {
 		return err
 	}
 
@@ -418,48 +418,4 @@ func pkgOf(sym string) string {
 		return sym[:slash+1+dot]
 	}
 	return sym
-}
-
-// basicFile is perf/suite's basic config (suite.basicFile, unexported
-// there) with the guardrail chain of scenario 8 attached to the *-guarded
-// aliases: the config the idle figure is taken on. Keep the two in step.
-func basicFile(streamPath string) string {
-	var sb strings.Builder
-	sb.WriteString(`_format_version: "1"
-provider_keys:
-  - display_name: mock
-    api_key: ${PERF_UPSTREAM_KEY}
-    api_base: ${PERF_MOCK}/v1
-  - display_name: mock-stream
-    api_key: ${PERF_UPSTREAM_KEY}
-    api_base: ${PERF_MOCK}` + streamPath + `/v1
-  - display_name: mock-stream-anthropic
-    adapter: anthropic
-    api_key: ${PERF_UPSTREAM_KEY}
-    api_base: ${PERF_MOCK}` + streamPath + `/v1
-api_keys:
-  - display_name: perf
-    key_env: PERF_CALLER_KEY
-    allowed_models: ["*"]
-models:
-  - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: mock}
-  - {display_name: gpt-stream, provider: openai, model_name: gpt-4o, provider_key: mock-stream, stream_timeout: 30000}
-  - {display_name: claude-stream, provider: anthropic, model_name: claude-sonnet-4-5, provider_key: mock-stream-anthropic, stream_timeout: 30000}
-  - {display_name: gpt-guarded, provider: openai, model_name: gpt-4o, provider_key: mock}
-  - {display_name: gpt-stream-guarded, provider: openai, model_name: gpt-4o, provider_key: mock-stream, stream_timeout: 30000}
-`)
-	sb.WriteString("guardrails:\n  - name: perf-keyword\n    kind: keyword\n    patterns:\n")
-	for i := 0; i < 50; i++ {
-		sb.WriteString("      - {kind: literal, value: banned-term-" + strconv.Itoa(i) + "}\n")
-	}
-	for i := 0; i < 5; i++ {
-		sb.WriteString("      - {kind: regex, value: 'secret[-_]project[-_]" + strconv.Itoa(i) + "\\d+'}\n")
-	}
-	sb.WriteString("  - {name: perf-pii, kind: pii}\nguardrail_attachments:\n")
-	for _, g := range []string{"perf-keyword", "perf-pii"} {
-		for _, m := range []string{"gpt-guarded", "gpt-stream-guarded"} {
-			sb.WriteString("  - {guardrail_id: " + g + ", scope_type: model, scope_id: " + m + "}\n")
-		}
-	}
-	return sb.String()
 }
