@@ -103,25 +103,29 @@ func (o *Ops) metrics(ctx *fasthttp.RequestCtx) {
 		ctx.SetBody(body)
 		return
 	}
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		for len(body) > 0 {
-			n := len(body)
-			if n > metricsChunk {
-				n = bytes.LastIndexByte(body[:metricsChunk], '\n') + 1
-				if n <= 0 { // a single line longer than a chunk: send it whole
-					n = bytes.IndexByte(body, '\n') + 1
-					if n <= 0 {
-						n = len(body)
-					}
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { writeMetricsChunks(w, body) })
+}
+
+// writeMetricsChunks writes body in flushed pieces of at most metricsChunk
+// bytes, each ending on a whole line (a line longer than a chunk goes alone).
+func writeMetricsChunks(w *bufio.Writer, body []byte) {
+	for len(body) > 0 {
+		n := len(body)
+		if n > metricsChunk {
+			n = bytes.LastIndexByte(body[:metricsChunk], '\n') + 1
+			if n <= 0 { // a single line longer than a chunk: send it whole
+				n = bytes.IndexByte(body, '\n') + 1
+				if n <= 0 {
+					n = len(body)
 				}
 			}
-			if _, err := w.Write(body[:n]); err != nil {
-				return
-			}
-			if err := w.Flush(); err != nil {
-				return
-			}
-			body = body[n:]
 		}
-	})
+		if _, err := w.Write(body[:n]); err != nil {
+			return
+		}
+		if err := w.Flush(); err != nil {
+			return
+		}
+		body = body[n:]
+	}
 }
