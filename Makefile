@@ -97,6 +97,13 @@ test: deps lint unit deploy-test fuzz-short
 # outage test alone runs two); go test's default 10-minute limit is too tight.
 unit:
 	$(GO) test -race -count=1 -timeout 25m ./...
+	@# Race builds do socket I/O through the net package (edge/rawsock):
+	@# the raw-syscall path gw ships with is tested here, unit and e2e.
+	$(GO) test -count=1 ./edge/rawsock ./adapters/upstream ./edge
+	GW_E2E_NORACE=1 $(GO) test -count=1 -timeout 15m -run '$(NORACE_E2E)' ./cmd/gw
+
+# The end-to-end tests run again on a plain (non-race) gw build.
+NORACE_E2E = Passthrough|Stream|Proxy|Gateway|MCP|Realtime|Bedrock|Vertex|Guard|Upload|Shutdown|Readme|UsageExport
 
 # deploy/ is its own module (Helm and the Kubernetes API types stay out of
 # gw's go.mod): its image and chart tests run here.

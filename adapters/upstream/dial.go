@@ -112,20 +112,7 @@ type Conn struct {
 	rn     int
 	rerr   error
 	idled  bool
-
-	// pend is a request written but not sent yet: it goes out in the
-	// read that waits for its answer (sendAndRead), one RawRead that
-	// writes, then waits for readability without first trying a read(2)
-	// that would find nothing (the answer cannot be there before the
-	// request). Saves a system call per request and per stream.
-	pend   []byte
-	sendFn func(fd uintptr) bool // c.sendRead, bound once
-	sent   bool                  // pend went out in this sendAndRead
-	short  bool                  // the socket took only part of pend
 }
-
-// maxPend bounds a deferred request; a larger one is written at once.
-const maxPend = 16 << 10
 
 // ConnAddr is the remote address of a Conn. It embeds the real address, so
 // String and Network are unchanged.
@@ -144,7 +131,6 @@ func newConn(c net.Conn) *Conn {
 		if raw, err := sc.SyscallConn(); err == nil {
 			w.raw = raw
 			w.rawFn = w.rawRead
-			w.sendFn = w.sendRead
 		}
 	}
 	return w
@@ -156,24 +142,7 @@ func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
 func (c *Conn) Write(p []byte) (int, error) {
 	c.read = false
 	c.onIdle, c.gap = nil, 0 // a new request: the hook of an earlier stream never outlives it
-	if deferWrites && c.sendFn != nil && len(c.pend)+len(p) <= maxPend {
-		c.pend = append(c.pend, p...)
-		return len(p), nil
-	}
-	if err := c.flush(); err != nil {
-		return 0, err
-	}
 	return c.Conn.Write(p)
-}
-
-// flush writes a deferred request now.
-func (c *Conn) flush() error {
-	if len(c.pend) == 0 {
-		return nil
-	}
-	_, err := c.Conn.Write(c.pend)
-	c.pend = c.pend[:0]
-	return err
 }
 
 // SetReadDeadline records t (see readIdle) and sets it.
@@ -191,9 +160,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 func (c *Conn) Read(p []byte) (int, error) {
 	var n int
 	var err error
-	if len(c.pend) > 0 {
-		n, err = c.sendAndRead(p)
-	} else if c.onIdle != nil {
+	if c.onIdle != nil {
 		n, err = c.readIdle(p)
 	} else {
 		n, err = c.Conn.Read(p)

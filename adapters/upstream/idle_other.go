@@ -20,14 +20,3 @@ func (c *Conn) readIdle(p []byte) (int, error) {
 }
 
 func (c *Conn) rawRead(uintptr) bool { return true }
-
-// deferWrites: without raw reads a request is written when it is written.
-const deferWrites = false
-
-func (c *Conn) sendAndRead(p []byte) (int, error) {
-	if err := c.flush(); err != nil {
-		return 0, err
-	}
-	return c.Conn.Read(p)
-}
-func (c *Conn) sendRead(uintptr) bool { return true }

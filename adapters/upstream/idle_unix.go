@@ -38,15 +38,11 @@ func (c *Conn) readIdle(p []byte) (int, error) {
 	case rerr == ErrCallerGone:
 		return 0, rerr
 	case rerr != nil:
-		return 0, c.readError(rerr)
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.addr.Addr, Err: os.NewSyscallError("read", rerr)}
 	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
-}
-
-func (c *Conn) readError(err error) error {
-	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.addr.Addr, Err: os.NewSyscallError("read", err)}
 }
 
 // rawRead is the syscall.RawConn read callback: false means "wait until the
@@ -80,69 +76,6 @@ func (c *Conn) rawRead(fd uintptr) bool {
 			return true
 		}
 	}
-}
-
-// deferWrites: requests wait in pend for the read of their answer.
-const deferWrites = rawsock.Supported
-
-// sendAndRead sends the deferred request and reads (the start of) its
-// answer in one RawRead, whose readiness reset comes before the write, so
-// an answer arriving at any time after the write wakes the wait. A socket
-// that takes only part of the request gets the rest by a plain blocking
-// write, then the read is a plain one.
-func (c *Conn) sendAndRead(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, c.flush()
-	}
-	c.rp, c.rn, c.rerr, c.sent, c.short, c.idled = p, 0, nil, false, false, true
-	err := c.raw.Read(c.sendFn)
-	n, rerr, short := c.rn, c.rerr, c.short
-	c.rp, c.rerr = nil, nil
-	if !c.sent {
-		c.pend = c.pend[:0] // failed or cut short: never sent twice from here
-	}
-	switch {
-	case err != nil: // deadline, or the connection was closed
-		return 0, err
-	case rerr != nil:
-		if errno, ok := rerr.(syscall.Errno); ok { // from rawRead
-			return 0, c.readError(errno)
-		}
-		return 0, rerr
-	case short:
-		return c.Read(p)
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-// sendRead is the RawRead callback of sendAndRead: the first call writes
-// the request and asks to wait; the calls after it read.
-func (c *Conn) sendRead(fd uintptr) bool {
-	if !c.sent {
-		for off := 0; off < len(c.pend); {
-			n, errno := rawsock.Write(fd, c.pend[off:])
-			switch errno {
-			case 0:
-				off += n
-			case syscall.EAGAIN:
-				// Rare (a request near maxPend into a full socket buffer):
-				// hand the rest to a blocking write.
-				copy(c.pend, c.pend[off:])
-				c.pend = c.pend[:len(c.pend)-off]
-				c.short = true
-				return true
-			default:
-				c.rerr = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.addr.Addr, Err: os.NewSyscallError("write", errno)}
-				return true
-			}
-		}
-		c.pend = c.pend[:0]
-		c.sent = true
-		return false
-	}
-	return c.rawRead(fd) // idled is set: no hook, an empty socket waits
 }
 
 // idleFallback serves connections without a raw file descriptor: the hook

@@ -1,4 +1,10 @@
-//go:build linux
+//go:build linux && !race
+
+// Not under the race detector: the net package's reads and writes carry
+// race annotations (a release on every write, an acquire after every read)
+// that raw system calls would skip, and tests that rely on a round trip for
+// ordering would be flagged. Race builds use plain connections; the raw
+// path is tested without -race (make test runs these packages both ways).
 
 package rawsock
 

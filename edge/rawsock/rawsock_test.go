@@ -125,7 +125,14 @@ func TestEOFDeadlineAndClose(t *testing.T) {
 
 func TestWriteToResetPeer(t *testing.T) {
 	c, s := pair(t)
-	s.(interface{ Unwrap() net.Conn }).Unwrap().(*net.TCPConn).SetLinger(0)
+	tc, ok := s.(*net.TCPConn)
+	if w, wrapped := s.(*Conn); wrapped {
+		tc, ok = w.Unwrap().(*net.TCPConn)
+	}
+	if !ok {
+		t.Fatalf("%T: want a TCP connection", s)
+	}
+	tc.SetLinger(0)
 	s.Close() // RST
 	var err error
 	for i := 0; i < 100 && err == nil; i++ {
