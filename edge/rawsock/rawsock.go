@@ -154,16 +154,21 @@ func (c *Conn) Write(p []byte) (int, error) {
 		c.isHeld.Store(true)
 		return len(p), nil
 	}
-	if len(c.held) > 0 {
+	if h := len(c.held); h > 0 {
 		// One write(2) for the held bytes and these.
-		h := len(c.held)
 		c.held = append(c.held, p...)
-		n, err := c.writeLocked(c.held)
-		c.held = c.held[:0]
-		c.isHeld.Store(false)
+		n, err := c.sendHeldLocked()
 		return max(n-h, 0), err
 	}
 	return c.writeLocked(p)
+}
+
+// sendHeldLocked writes the held bytes and forgets them (c.wmu held).
+func (c *Conn) sendHeldLocked() (int, error) {
+	n, err := c.writeLocked(c.held)
+	c.held = c.held[:0]
+	c.isHeld.Store(false)
+	return n, err
 }
 
 func (c *Conn) writeLocked(p []byte) (int, error) {
@@ -199,9 +204,7 @@ func (c *Conn) sendHeld() error {
 	if len(c.held) == 0 {
 		return nil
 	}
-	_, err := c.writeLocked(c.held)
-	c.held = c.held[:0]
-	c.isHeld.Store(false)
+	_, err := c.sendHeldLocked()
 	return err
 }
 
@@ -211,10 +214,8 @@ func (c *Conn) Close() error {
 	if c.isHeld.Load() {
 		c.wmu.Lock()
 		c.noWait = true
-		_, _ = c.writeLocked(c.held)
+		_, _ = c.sendHeldLocked()
 		c.noWait = false
-		c.held = c.held[:0]
-		c.isHeld.Store(false)
 		c.wmu.Unlock()
 	}
 	return c.Conn.Close()
