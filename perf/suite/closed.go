@@ -104,7 +104,7 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	o.Log("scenario 9: cold start (exec → first 200 on /livez), gw unpinned")
 	var starts []float64
 	for i := 0; i < 5; i++ {
-		d, err := coldStart(o.GWBin, file, env)
+		d, err := ColdStart(o.GWBin, file, env)
 		if err != nil {
 			return err
 		}
@@ -251,9 +251,9 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	return nil
 }
 
-// coldStart runs gw on file and returns the time from exec to the first 200
+// ColdStart runs gw on file and returns the time from exec to the first 200
 // on /livez.
-func coldStart(gwBin, file string, env []string) (time.Duration, error) {
+func ColdStart(gwBin, file string, env []string) (time.Duration, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return 0, err

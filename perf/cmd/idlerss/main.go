@@ -97,7 +97,7 @@ func run(gwBin, mockBin string, runs, core int, settle time.Duration, top, pkgs 
 	for i := 0; i < runs; i++ {
 		var s sample
 		if cold {
-			d, err := coldStart(gwBin, cfg, env)
+			d, err := suite.ColdStart(gwBin, cfg, env)
 			if err != nil {
 				return err
 			}
@@ -183,24 +183,6 @@ func startWithDebug(gwBin string, core int, cfg string, env []string, debugListe
 		return nil, err
 	}
 	return p, nil
-}
-
-// coldStart is scenario 9's measure: exec to the first 200 on /livez, unpinned.
-func coldStart(gwBin, cfg string, env []string) (time.Duration, error) {
-	addr, err := suite.FreeAddr()
-	if err != nil {
-		return 0, err
-	}
-	cmd := exec.Command(gwBin, "serve", "--resources-file", cfg, "--listen", addr, "--debug-listen", "", "--access-log=false")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("cannot start gw: %w", err)
-	}
-	p := &suite.Proc{Cmd: cmd, Addr: addr}
-	defer p.Stop()
-	return waitLive("http://"+addr+"/livez", start)
 }
 
 func waitLive(url string, start time.Time) (time.Duration, error) {
