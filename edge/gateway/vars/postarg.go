@@ -79,11 +79,13 @@ func hasWildcard(path []seg) bool {
 
 // WalkJSON calls fn with every raw value path selects in data (strings keep
 // their quotes), stopping when fn returns false; it reports whether the walk
-// was stopped.
+// was stopped. The walk skips over the body without validating it, so a
+// selected value is validated before it is yielded: a malformed one (from a
+// malformed body) selects nothing rather than matching as garbage.
 func WalkJSON(data []byte, path []seg, fn func(val []byte, k rawjson.Kind) bool) bool {
 	if len(path) == 0 {
 		v, k, ok := rawjson.GetPath(data)
-		if !ok {
+		if !ok || !rawjson.Valid(v) {
 			return false
 		}
 		return !fn(v, k)
