@@ -98,6 +98,13 @@ type Conn struct {
 	addr    ConnAddr
 	created time.Time
 	read    bool // a byte was read since the last write
+
+	// onRead is rawsock's WriteOnRead on a raw socket (else nil); writing:
+	// a request is being written (no read since its first write); left:
+	// how many of its bytes are still to come, -1 unknown (RequestLeft).
+	onRead  func([]byte) (int, error)
+	writing bool
+	left    int
 	eof     bool // the peer closed the connection (a read returned io.EOF)
 
 	// onIdle is the idle hook of the stream being read (SetIdleHook), gap
@@ -106,8 +113,8 @@ type Conn struct {
 	onIdle func() bool
 	gap    time.Duration
 	dl     time.Time
-	raw    syscall.RawConn
-	rawFn  func(fd uintptr) bool // c.rawRead, bound once so a read does not allocate
+	raw    func(func(fd uintptr) bool) error // a RawConn read on the socket
+	rawFn  func(fd uintptr) bool             // c.rawRead, bound once so a read does not allocate
 	rp     []byte
 	rn     int
 	rerr   error
@@ -127,11 +134,19 @@ func (a *ConnAddr) Conn() *Conn { return a.conn }
 func newConn(c net.Conn) *Conn {
 	w := &Conn{Conn: rawsock.Wrap(c), created: time.Now()}
 	w.addr = ConnAddr{Addr: c.RemoteAddr(), conn: w}
-	if sc, ok := c.(syscall.Conn); ok {
+	// The idle hook's reads go through the raw socket's own RawRead when
+	// there is one: it holds deadlines back until a read starts, so a second
+	// RawConn on the same socket would wait under a stale one.
+	if rc, ok := w.Conn.(*rawsock.Conn); ok {
+		w.raw = rc.RawRead
+		w.onRead = rc.WriteOnRead
+	} else if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			w.raw = raw
-			w.rawFn = w.rawRead
+			w.raw = raw.Read
 		}
+	}
+	if w.raw != nil {
+		w.rawFn = w.rawRead
 	}
 	return w
 }
@@ -142,6 +157,25 @@ func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
 func (c *Conn) Write(p []byte) (int, error) {
 	c.read = false
 	c.onIdle, c.gap = nil, 0 // a new request: the hook of an earlier stream never outlives it
+	if c.onRead != nil {
+		// The write that completes a request goes out from inside the read
+		// of its answer (rawsock.WriteOnRead), saving the read that would
+		// find the socket empty. Only a request known complete: a body
+		// still streaming in must leave as it comes.
+		if !c.writing {
+			c.writing, c.left = true, RequestLeft(p)
+		} else if c.left > 0 {
+			if c.left -= len(p); c.left < 0 {
+				c.left = -1
+			}
+		}
+		if c.left == 0 {
+			c.left = -1
+			if len(p) <= maxOnRead {
+				return c.onRead(p)
+			}
+		}
+	}
 	return c.Conn.Write(p)
 }
 
@@ -158,6 +192,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 }
 
 func (c *Conn) Read(p []byte) (int, error) {
+	c.writing = false // the next write starts a request
 	var n int
 	var err error
 	if c.onIdle != nil {

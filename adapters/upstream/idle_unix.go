@@ -29,7 +29,7 @@ func (c *Conn) readIdle(p []byte) (int, error) {
 		}
 	}
 	c.rp, c.rn, c.rerr, c.idled = p, 0, nil, false
-	err := c.raw.Read(c.rawFn)
+	err := c.raw(c.rawFn)
 	n, rerr := c.rn, c.rerr
 	c.rp, c.rerr = nil, nil
 	switch {

