@@ -113,3 +113,16 @@ func TestDeadlineRearmOnlyWhenNeeded(t *testing.T) {
 		t.Fatalf("a shorter deadline was not armed: %v left; want ~1 s", until)
 	}
 }
+
+// BenchmarkSetReadDeadline: the same timeout set again before every read,
+// as fasthttp's server and client do per request (lazy: no timer update).
+func BenchmarkSetReadDeadline(b *testing.B) {
+	c, s := pair(b)
+	msg, buf := []byte("x"), make([]byte, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.SetReadDeadline(time.Now().Add(10 * time.Second))
+		c.Write(msg)
+		io.ReadFull(s, buf)
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // pair returns a wrapped client connection and the server end of a loopback
 // TCP connection accepted through a wrapping Listener.
-func pair(t *testing.T) (client, server net.Conn) {
+func pair(t testing.TB) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
