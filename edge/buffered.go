@@ -171,10 +171,10 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.SetContentType("application/json")
 	} else {
-		if u, ok := openai.ExtractUsage(body); ok {
+		out, u, ok := openai.RewriteModelUsage((*bb)[:0], body, c.plan.AliasJSON)
+		if *bb = out; ok {
 			c.usage, c.haveUsage = u, true
 		}
-		*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
 	}

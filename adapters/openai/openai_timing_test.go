@@ -153,3 +153,26 @@ func BenchmarkRenameReasoning(b *testing.B) {
 		dst, _ = RenameReasoning(dst[:0], body, "reasoning")
 	}
 }
+
+var bufferedAnswer = []byte(`{"id":"chatcmpl-mock-1","object":"chat.completion","created":1795705145,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the gw mock provider. This re","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":15,"completion_tokens":5,"total_tokens":20,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"service_tier":"default","system_fingerprint":"fp_mock"}`)
+
+// BenchmarkBufferedAnswer: a buffered chat answer's model rewrite and usage
+// read, in one pass (RewriteModelUsage) and as two (RewriteModel +
+// ExtractUsage).
+func BenchmarkBufferedAnswer(b *testing.B) {
+	dst := make([]byte, 0, 1024)
+	alias := []byte(`"gpt"`)
+	b.Run("one-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			dst, sinkUsage, sinkBool = RewriteModelUsage(dst[:0], bufferedAnswer, alias)
+		}
+	})
+	b.Run("two-pass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkUsage, sinkBool = ExtractUsage(bufferedAnswer)
+			dst = RewriteModel(dst[:0], bufferedAnswer, alias)
+		}
+	})
+}

@@ -61,8 +61,23 @@ func emptyArray(arr []byte) bool {
 // usage.prompt_tokens_details.cached_tokens, Reasoning is
 // usage.completion_tokens_details.reasoning_tokens.
 func ExtractUsage(data []byte) (u adapters.Usage, ok bool) {
-	usage, kind, found := rawjson.Get(data, "usage")
-	if !found || kind != rawjson.Object {
+	usage, _, _ := rawjson.Get(data, "usage")
+	return usageOf(usage)
+}
+
+// RewriteModelUsage is RewriteModel and ExtractUsage in one pass over body.
+func RewriteModelUsage(dst, body, aliasJSON []byte) (out []byte, u adapters.Usage, ok bool) {
+	out, usage, err := rawjson.SetPeek(dst, body, "model", aliasJSON, "usage")
+	if err != nil {
+		return append(dst, body...), u, false
+	}
+	u, ok = usageOf(usage)
+	return out, u, ok
+}
+
+// usageOf reads a chat `usage` object's raw value (nil: none).
+func usageOf(usage []byte) (u adapters.Usage, ok bool) {
+	if rawjson.KindOf(usage) != rawjson.Object {
 		return u, false
 	}
 	var v [5][]byte

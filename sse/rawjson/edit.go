@@ -23,6 +23,9 @@ type editOp struct {
 	raw   []byte // value for modeSet/modeSetIfAbsent unless quote
 	str   string // string value when quote; new key for modeRename
 	quote bool   // write str as a JSON string instead of raw
+
+	peek   string // SetPeek: a member read in the same pass
+	peeked []byte // its raw value (last occurrence), nil if absent
 }
 
 // Set appends to dst a copy of the object data with every top-level member
@@ -35,6 +38,21 @@ func Set(dst, data []byte, key string, rawVal []byte) ([]byte, error) {
 		return dst, ErrEmptyValue
 	}
 	return edit(dst, data, &editOp{key: key, mode: modeSet, raw: rawVal})
+}
+
+// SetPeek is Set that also returns the raw value of the top-level member
+// named peek (last occurrence, as Get; nil if absent), read in the same
+// pass: a body whose `model` is rewritten and whose `usage` is read is
+// walked once instead of twice.
+func SetPeek(dst, data []byte, key string, rawVal []byte, peek string) (out, peeked []byte, err error) {
+	if len(rawVal) == 0 {
+		return dst, nil, ErrEmptyValue
+	}
+	op := editOp{key: key, mode: modeSet, raw: rawVal, peek: peek}
+	if out, err = edit(dst, data, &op); err != nil {
+		return out, nil, err
+	}
+	return out, op.peeked, nil
 }
 
 // SetString is Set with the JSON string literal of s as the value; s is
@@ -85,9 +103,13 @@ func edit(dst, data []byte, op *editOp) ([]byte, error) {
 	emitted := false // a member was kept (written or pending)
 	dropped := false // a member named op.str was dropped (modeRename)
 	tail := it.open  // end of the last member; the closing part follows
+	peekFast := op.peek != "" && isFastKey(op.peek)
 	var m member
 	for it.next(&m) {
 		tail = m.valEnd
+		if op.peek != "" && m.is(data, op.peek, peekFast) {
+			op.peeked = data[m.val:m.valEnd:m.valEnd]
+		}
 		match := m.is(data, op.key, fast)
 		if match {
 			found = true

@@ -211,3 +211,24 @@ func TestSetReusesDst(t *testing.T) {
 		t.Fatalf("input modified")
 	}
 }
+
+// TestSetPeek: SetPeek writes what Set writes and reads what Get reads.
+func TestSetPeek(t *testing.T) {
+	tests := []struct {
+		name, data, peek, wantOut, wantPeek string
+		wantErr                             bool
+	}{
+		{"both present", `{"model":"a","usage":{"t":1}}`, "usage", `{"model":"x","usage":{"t":1}}`, `{"t":1}`, false},
+		{"peek absent", `{"model":"a"}`, "usage", `{"model":"x"}`, ``, false},
+		{"key absent", `{"usage":2}`, "usage", `{"usage":2,"model":"x"}`, `2`, false},
+		{"last duplicate", `{"usage":1,"model":"a","usage":3}`, "usage", `{"usage":1,"model":"x","usage":3}`, `3`, false},
+		{"escaped spelling", `{"us\u0061ge":5,"model":"a"}`, "usage", `{"us\u0061ge":5,"model":"x"}`, `5`, false},
+		{"malformed", `{"model":"a",`, "usage", ``, ``, true},
+	}
+	for _, tt := range tests {
+		out, peeked, err := rawjson.SetPeek(nil, []byte(tt.data), "model", []byte(`"x"`), tt.peek)
+		if (err != nil) != tt.wantErr || string(out) != tt.wantOut || string(peeked) != tt.wantPeek {
+			t.Errorf("%s: SetPeek = %q, %q, %v; want %q, %q", tt.name, out, peeked, err, tt.wantOut, tt.wantPeek)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package fuzz
+
+import (
+	"bytes"
+	"testing"
+
+	"gw/adapters/openai"
+	"gw/sse/rawjson"
+)
+
+// FuzzRawJSONSetPeek: SetPeek writes exactly what Set writes and peeks
+// exactly what Get reads, on any bytes; RewriteModelUsage equals
+// RewriteModel plus ExtractUsage.
+func FuzzRawJSONSetPeek(f *testing.F) {
+	f.Add([]byte(`{"id":"x","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`), "model", "usage")
+	f.Add([]byte(`{"usage":1,"usage":{"total_tokens":7},"m\u006fdel":"a"}`), "model", "usage")
+	f.Add([]byte(`{"a":[1,{"usage":2}]}`), "b", "a")
+	f.Fuzz(func(t *testing.T, data []byte, key, peek string) {
+		val := []byte(`"alias"`)
+		want, werr := rawjson.Set(nil, data, key, val)
+		got, peeked, err := rawjson.SetPeek(nil, data, key, val, peek)
+		if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("SetPeek(%q, %q) = %q, %v; Set = %q, %v", data, key, got, err, want, werr)
+		}
+		if err != nil {
+			return
+		}
+		if peek != "" {
+			g, _, ok := rawjson.Get(data, peek)
+			if ok != (peeked != nil) || !bytes.Equal(g, peeked) {
+				t.Fatalf("SetPeek(%q) peeked %s = %q; Get = %q, %v", data, peek, peeked, g, ok)
+			}
+		}
+		out, u, ok := openai.RewriteModelUsage(nil, data, val)
+		wu, wok := openai.ExtractUsage(data)
+		if !bytes.Equal(out, openai.RewriteModel(nil, data, val)) || ok != wok || u != wu {
+			t.Fatalf("RewriteModelUsage(%q) = %q, %+v, %v; want RewriteModel + ExtractUsage %+v, %v", data, out, u, ok, wu, wok)
+		}
+	})
+}
