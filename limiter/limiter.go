@@ -89,6 +89,8 @@ type RedisConfig struct {
 	ClusterNodes []string
 	// TLS, when set, dials every node over TLS with this configuration.
 	TLS *tls.Config
+	// Name labels the store in logs (limit-count's redis_cluster_name).
+	Name string
 
 	// NoLocalFallback: when the store cannot be used (a failed call, an
 	// open circuit), Reserve counts nothing and returns a Decision with

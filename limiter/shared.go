@@ -64,7 +64,7 @@ func (s *shared) start(nowNs int64) {
 		s.state.Store(int32(StateCircuitOpen))
 		s.openedAt.Store(nowNs)
 		s.lastWarn.Store(nowNs)
-		s.log.Warn("limiter: shared store unreachable at startup; counting per replica until it answers",
+		s.log.Warn("limiter: shared store unreachable at startup; "+s.meanwhile(),
 			"addr", s.cfg.where(), "error", err, "retry_in", s.cfg.ProbeInterval)
 		return
 	}
@@ -104,7 +104,7 @@ func (s *shared) failure(nowNs int64, err error) {
 	}
 	s.openedAt.Store(nowNs)
 	s.lastWarn.Store(nowNs)
-	s.log.Warn("limiter: shared store unreachable; circuit open, counting per replica until it answers",
+	s.log.Warn("limiter: shared store unreachable; circuit open, "+s.meanwhile(),
 		"addr", s.cfg.where(), "error", err, "consecutive_failures", n, "retry_in", s.cfg.ProbeInterval)
 }
 
@@ -125,9 +125,17 @@ func (s *shared) poll(nowNs int64) {
 	}
 	if State(s.state.Load()) != StateConnected && nowNs-s.lastWarn.Load() >= int64(s.cfg.WarnInterval) {
 		s.lastWarn.Store(nowNs)
-		s.log.Warn("limiter: shared store not connected; counting per replica",
+		s.log.Warn("limiter: shared store not connected; "+s.meanwhile(),
 			"addr", s.cfg.where(), "state", State(s.state.Load()).String())
 	}
+}
+
+// meanwhile says what happens to requests while the store is away.
+func (s *shared) meanwhile() string {
+	if s.cfg.NoLocalFallback {
+		return "requests are reported uncounted until it answers"
+	}
+	return "counting per replica until it answers"
 }
 
 func (s *shared) probe() error {
@@ -159,8 +167,12 @@ func durationOr(d, def time.Duration) time.Duration {
 
 // where names the store in logs: its address, or its cluster seeds.
 func (c *RedisConfig) where() string {
+	w := c.Addr
 	if len(c.ClusterNodes) > 0 {
-		return "cluster " + strings.Join(c.ClusterNodes, ",")
+		w = "cluster " + strings.Join(c.ClusterNodes, ",")
 	}
-	return c.Addr
+	if c.Name != "" {
+		w = c.Name + " (" + w + ")"
+	}
+	return w
 }
