@@ -1,5 +1,6 @@
 // Package redistest starts a real redis-server for tests: a free port on
-// 127.0.0.1, a temp dir, no persistence. Tests skip with a clear message
+// 127.0.0.1, a temp dir, no persistence; also a TLS-only server with a
+// test CA (StartTLS) and a 3-primary Redis Cluster (StartCluster). Tests skip with a clear message
 // when redis-server is not installed (`apt-get install -y redis-server`).
 package redistest
 
