@@ -266,9 +266,16 @@ func BenchmarkAccessRedis(b *testing.B) {
 			return ok
 		}
 	}
-	for _, w := range []string{"60", "7"} {
-		p := newProc(b).compile(b, `{"count":1000000000000,"time_window":`+w+`,"policy":"redis","redis_host":"`+host+`","redis_port":`+port+`}`)
-		b.Run("window="+w+"s", func(b *testing.B) {
+	cl := redistest.StartCluster(b)
+	nodes, _ := json.Marshal(cl.Addrs())
+	confs := map[string]string{
+		"redis/window=60s":        `{"count":1000000000000,"time_window":60,"policy":"redis","redis_host":"` + host + `","redis_port":` + port + `}`,
+		"redis/window=7s":         `{"count":1000000000000,"time_window":7,"policy":"redis","redis_host":"` + host + `","redis_port":` + port + `}`,
+		"redis-cluster/window=7s": `{"count":1000000000000,"time_window":7,"policy":"redis-cluster","redis_cluster_name":"b","redis_cluster_nodes":` + string(nodes) + `}`,
+	}
+	for _, w := range []string{"redis/window=60s", "redis/window=7s", "redis-cluster/window=7s"} {
+		p := newProc(b).compile(b, confs[w])
+		b.Run(w, func(b *testing.B) {
 			f := check(p)
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
@@ -277,7 +284,7 @@ func BenchmarkAccessRedis(b *testing.B) {
 				}
 			}
 		})
-		b.Run("window="+w+"s/parallel", func(b *testing.B) {
+		b.Run(w+"/parallel", func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				f := check(p)
