@@ -112,3 +112,6 @@ func (f *FakeBackend) ping() error {
 }
 
 func (f *FakeBackend) close() {}
+
+// KeySlot is keySlot (Redis Cluster's hash slot).
+var KeySlot = keySlot
