@@ -15,6 +15,10 @@ type Quota struct {
 // Decision is the outcome of Reserve or Acquire.
 type Decision struct {
 	Allowed bool
+	// Unavailable: the shared store could not count this request and
+	// RedisConfig.NoLocalFallback is set; nothing was counted and Allowed
+	// is false. The caller decides whether the request passes.
+	Unavailable bool
 
 	// The tripped limit (refusals only). For windows it is the refusing
 	// window that ends last, so RetryAfter covers every refusing window.
@@ -48,7 +52,7 @@ func (r *Reservation) decide(d *Decision, nowNs int64, allowed bool) {
 	var trippedReset int64 = -1
 	for i, n := 0, r.Len(); i < n; i++ {
 		e := r.at(i)
-		reset := windowEnd(e.kind, e.win) - nowNs
+		reset := windowEnd(e.secs, e.win) - nowNs
 		if reset < 0 {
 			reset = 0
 		}

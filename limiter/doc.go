@@ -8,10 +8,13 @@
 // # Windows
 //
 // Windows are fixed and aligned to the Unix epoch: rps/tps 1 s, rpm/tpm
-// 60 s, rph/tph 3,600 s, rpd/tpd 86,400 s. A counter is keyed
+// 60 s, rph/tph 3,600 s, rpd/tpd 86,400 s, and rpw, a request window of any
+// whole number of seconds given per entry (Reservation.AddWindow; one rpw
+// length per subject). A counter is keyed
 // "<subject>/<kind>/<window start in unix seconds>", e.g.
-// "7f0c…/rpm/1767225600" (in Redis behind Config.Redis.KeyPrefix). State
-// is keyed by Subject, never by snapshot, so counters survive reloads.
+// "7f0c…/rpm/1767225600" or "7f0c…/rpw7/1767225598" (in Redis behind
+// Config.Redis.KeyPrefix, expiring 5 s after its window ends). State is
+// keyed by Subject, never by snapshot, so counters survive reloads.
 //
 // # Request path
 //
@@ -58,8 +61,15 @@
 // switch. State reports local / connected / degraded / circuit_open for
 // metrics. Local counts made while degraded are not copied to Redis. A
 // call that timed out may still be applied by Redis afterwards, so that
-// request counts twice (an error towards refusing early). Multi-key
-// scripts need a standalone Redis (or a Sentinel primary), not Cluster.
+// request counts twice (an error towards refusing early).
+//
+// RedisConfig.NoLocalFallback replaces the local fallback by a Decision
+// with Unavailable set (nothing counted): the caller refuses or admits
+// (limit-count's allow_degradation). RedisConfig.ClusterNodes counts in a
+// Redis Cluster: each script call goes to the primary of its keys' slot,
+// so a reservation must keep its keys in one slot (a single window always
+// does; one spanning slots is counted as the fallback says, without
+// touching the circuit). RedisConfig.TLS dials over TLS.
 //
 // # Headers
 //

@@ -47,7 +47,7 @@ func WithFake(cfg Config, fb *FakeBackend, dialDown *atomic.Bool) Config {
 }
 
 func (f *FakeBackend) key(e *entry, win int64) string {
-	return string(e.sub.AppendKey(nil)) + "/" + kindNames[e.kind] + "/" + strconv.FormatInt(win, 10)
+	return string(e.sub.AppendKey(nil)) + "/" + kindNames[e.kind] + strconv.FormatInt(e.secs, 10) + "/" + strconv.FormatInt(win, 10)
 }
 
 func (f *FakeBackend) reserve(r *Reservation, nowNs int64) (bool, error) {
@@ -62,7 +62,7 @@ func (f *FakeBackend) reserve(r *Reservation, nowNs int64) (bool, error) {
 	ok := true
 	for i := 0; i < r.Len(); i++ {
 		e := r.at(i)
-		e.win = windowOf(e.kind, nowNs)
+		e.win = windowOf(e.secs, nowNs)
 		e.count = f.counts[f.key(e, e.win)]
 		if e.over() {
 			ok = false
@@ -91,7 +91,7 @@ func (f *FakeBackend) settle(r *Reservation, delta, nowNs int64) error {
 			continue
 		}
 		win := e.win
-		if cur := windowOf(e.kind, nowNs); cur > win {
+		if cur := windowOf(e.secs, nowNs); cur > win {
 			if delta < 0 {
 				continue
 			}
@@ -112,3 +112,6 @@ func (f *FakeBackend) ping() error {
 }
 
 func (f *FakeBackend) close() {}
+
+// KeySlot is keySlot (Redis Cluster's hash slot).
+var KeySlot = keySlot

@@ -19,6 +19,9 @@ const (
 	TPM             // tokens per 60 s
 	TPH             // tokens per 3,600 s
 	TPD             // tokens per 86,400 s
+	// RPW counts requests in a fixed window of any whole number of seconds,
+	// given per entry (Reservation.AddWindow): limit-count's time_window.
+	RPW
 
 	// Concurrency is the in-flight semaphore (Acquire), not a window.
 	Concurrency
@@ -26,10 +29,15 @@ const (
 	numWindows = int(Concurrency)
 )
 
-var kindNames = [...]string{"rps", "rpm", "rph", "rpd", "tps", "tpm", "tph", "tpd", "concurrency"}
+var kindNames = [...]string{"rps", "rpm", "rph", "rpd", "tps", "tpm", "tph", "tpd", "rpw", "concurrency"}
 
-// kindSeconds is the window length of each windowed kind.
-var kindSeconds = [numWindows]int64{1, 60, 3600, 86400, 1, 60, 3600, 86400}
+// kindSeconds is the window length of each windowed kind; RPW's is per
+// entry.
+var kindSeconds = [numWindows]int64{1, 60, 3600, 86400, 1, 60, 3600, 86400, 0}
+
+// MaxWindow is the longest RPW window (about 136 years): window arithmetic
+// is in unix nanoseconds.
+const MaxWindow = (1 << 32) * time.Second
 
 // String returns the short name used in counter keys: "rpm", "tpd", ...
 func (k Kind) String() string {
@@ -39,7 +47,8 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// Window returns the window length; 0 for Concurrency.
+// Window returns the window length; 0 for Concurrency and RPW (whose
+// length is per entry).
 func (k Kind) Window() time.Duration {
 	if int(k) < numWindows {
 		return time.Duration(kindSeconds[k]) * time.Second
@@ -51,7 +60,7 @@ func (k Kind) Window() time.Duration {
 func (k Kind) Tokens() bool { return k >= TPS && k <= TPD }
 
 // Requests reports whether k counts requests.
-func (k Kind) Requests() bool { return k <= RPD }
+func (k Kind) Requests() bool { return k <= RPD || k == RPW }
 
 // WindowKind returns the kind of a fixed window of length w (1 s, 60 s,
 // 3,600 s or 86,400 s) counting tokens or requests. It maps a

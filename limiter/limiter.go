@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,23 @@ type RedisConfig struct {
 	Username, Password string
 	DB                 int
 
+	// ClusterNodes, when set, makes the store a Redis Cluster seeded with
+	// these host:port nodes (Addr and DB unused): each script call goes to
+	// the primary of its keys' slot. A reservation must keep its keys in
+	// one slot (one window does); one spanning slots is counted as the
+	// store's fallback says and logged nowhere (see errCrossSlot).
+	ClusterNodes []string
+	// TLS, when set, dials every node over TLS with this configuration.
+	TLS *tls.Config
+	// Name labels the store in logs (limit-count's redis_cluster_name).
+	Name string
+
+	// NoLocalFallback: when the store cannot be used (a failed call, an
+	// open circuit), Reserve counts nothing and returns a Decision with
+	// Unavailable set, for the caller to refuse or admit (limit-count's
+	// allow_degradation). Default: count locally, per replica.
+	NoLocalFallback bool
+
 	// KeyPrefix is put before every counter key. Default "gw:rl:".
 	KeyPrefix string
 	// Timeout bounds each call on the request path (and each probe); a
@@ -158,7 +176,7 @@ func New(cfg Config) *Limiter {
 	}
 	l.lastSweep = l.now()
 	tick := l.sweepEvery
-	if cfg.Redis != nil && (cfg.Redis.Addr != "" || cfg.dial != nil) {
+	if cfg.Redis != nil && (cfg.Redis.Addr != "" || len(cfg.Redis.ClusterNodes) > 0 || cfg.dial != nil) {
 		rc := cfg.Redis.withDefaults()
 		s := &shared{cfg: rc, log: log, dial: cfg.dial}
 		if s.dial == nil {
@@ -270,8 +288,15 @@ func (l *Limiter) Reserve(r *Reservation, tokens int64) (d Decision) {
 				return d
 			}
 			nowNs = l.now()
-			s.failure(nowNs, err)
+			if err != errCrossSlot {
+				s.failure(nowNs, err)
+			}
 			r.prepare(tokens)
+		}
+		if s.cfg.NoLocalFallback {
+			r.state = resDone
+			d.Unavailable = true
+			return d
 		}
 	}
 	ok := l.local.reserve(r, nowNs)
@@ -308,7 +333,7 @@ func (l *Limiter) Settle(r *Reservation, actual int64) {
 	if r.shared {
 		s := l.shared
 		if be := s.usable(); be != nil {
-			if err := be.settle(r, delta, nowNs); err != nil {
+			if err := be.settle(r, delta, nowNs); err != nil && err != errCrossSlot {
 				s.failure(nowNs, err)
 			} else {
 				s.success()

@@ -93,6 +93,25 @@ func BenchmarkLocalReserve(b *testing.B) {
 	run("one-window/subject-per-goroutine/system-clock", nil, true)
 	run("one-window/subject-per-goroutine/fixed-clock", newClock(t0), true)
 
+	// An odd window length (RPW, limit-count's time_window 7).
+	b.Run("one-window/rpw-7s/fixed-clock", func(b *testing.B) {
+		l := limiter.New(limiter.Config{Clock: newClock(t0)})
+		defer l.Close()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			var r limiter.Reservation
+			n := int64(0)
+			for pb.Next() {
+				r.Reset()
+				r.AddWindow(benchKey, 7*time.Second, 1<<38)
+				if l.Reserve(&r, 0).Allowed {
+					n++
+				}
+			}
+			sinkAllowed.Add(n)
+		})
+	})
+
 	// A typical chat request: key rps/rpm/tpm/tpd and model rpm/tpm, then
 	// Settle with the actual usage.
 	b.Run("six-windows+settle/system-clock", func(b *testing.B) {

@@ -65,7 +65,8 @@ func slotWindow(v uint64, win int64) int64 {
 type subject struct {
 	slots    [numWindows]atomic.Uint64
 	inflight atomic.Int64
-	_        [128 - 8*numWindows - 8]byte
+	rpwSecs  atomic.Int64 // the RPW slot's window length, for the sweep
+	_        [128 - 8*numWindows - 16]byte
 }
 
 type local struct {
@@ -229,12 +230,15 @@ func (l *local) reserve(r *Reservation, nowNs int64) bool {
 	var prevSub Subject
 	for i := 0; i < n; i++ {
 		e := r.at(i)
-		e.win = windowOf(e.kind, nowNs)
+		e.win = windowOf(e.secs, nowNs)
 		if prev != nil && e.sub == prevSub {
 			e.st = prev
 		} else {
 			e.st = l.get(e.sub)
 			prev, prevSub = e.st, e.sub
+		}
+		if e.kind == RPW && e.st.rpwSecs.Load() != e.secs {
+			e.st.rpwSecs.Store(e.secs)
 		}
 		if n == 1 {
 			// One window: the CAS loop below loads before it swaps, so a
@@ -302,7 +306,7 @@ func (l *local) settle(r *Reservation, delta, nowNs int64) {
 			continue
 		}
 		win := e.win
-		if cur := windowOf(e.kind, nowNs); cur > win {
+		if cur := windowOf(e.secs, nowNs); cur > win {
 			if delta < 0 {
 				continue
 			}
@@ -342,7 +346,7 @@ func (st *subject) trySweep(nowNs int64) bool {
 	for k := 0; k < numWindows; k++ {
 		slot := &st.slots[k]
 		v := slot.Load()
-		if live(v, Kind(k), nowNs) || !slot.CompareAndSwap(v, tombstone) {
+		if live(v, st.secs(Kind(k)), nowNs) || !slot.CompareAndSwap(v, tombstone) {
 			for j := 0; j < k; j++ {
 				st.slots[j].Store(0) // was stale: zero is the same window state
 			}
@@ -358,28 +362,36 @@ func (st *subject) trySweep(nowNs int64) bool {
 func (st *subject) compact(nowNs int64) {
 	for k := 0; k < numWindows; k++ {
 		slot := &st.slots[k]
-		if v := slot.Load(); v != 0 && v != tombstone && !live(v, Kind(k), nowNs) {
+		if v := slot.Load(); v != 0 && v != tombstone && !live(v, st.secs(Kind(k)), nowNs) {
 			slot.CompareAndSwap(v, 0)
 		}
 	}
 }
 
+// secs returns the window length of st's slot k (0: RPW never used).
+func (st *subject) secs(k Kind) int64 {
+	if k == RPW {
+		return st.rpwSecs.Load()
+	}
+	return kindSeconds[k]
+}
+
 // live reports whether slot value v holds a count of the current (or a
-// newer) window of kind k.
-func live(v uint64, k Kind, nowNs int64) bool {
-	if v&countMask == 0 {
+// newer) window of length secs.
+func live(v uint64, secs, nowNs int64) bool {
+	if v&countMask == 0 || secs <= 0 {
 		return false
 	}
-	win := windowOf(k, nowNs)
+	win := windowOf(secs, nowNs)
 	return slotWindow(v, win) >= win
 }
 
-// windowOf returns the number of the window of kind k holding nowNs.
-func windowOf(k Kind, nowNs int64) int64 {
-	return nowNs / (kindSeconds[k] * 1e9)
+// windowOf returns the number of the window of length secs holding nowNs.
+func windowOf(secs, nowNs int64) int64 {
+	return nowNs / (secs * 1e9)
 }
 
-// windowEnd returns the end of window win of kind k, in unix ns.
-func windowEnd(k Kind, win int64) int64 {
-	return (win + 1) * kindSeconds[k] * 1e9
+// windowEnd returns the end of window win of length secs, in unix ns.
+func windowEnd(secs, win int64) int64 {
+	return (win + 1) * secs * 1e9
 }

@@ -91,15 +91,22 @@ type redisStore struct {
 	client  rueidis.Client
 	prefix  string
 	timeout time.Duration
+	cluster bool // keys of one call must share a slot
 }
 
+// errCrossSlot: a reservation whose keys fall in different Redis Cluster
+// slots cannot be one atomic script call. Not a store failure: the request
+// is counted as the store's fallback says, the circuit is untouched.
+var errCrossSlot = errors.New("limiter: a Redis Cluster reservation must keep its keys in one slot")
+
 func dialRedis(c *RedisConfig) (backend, error) {
-	client, err := rueidis.NewClient(rueidis.ClientOption{
+	opt := rueidis.ClientOption{
 		InitAddress: []string{c.Addr},
 		Username:    c.Username,
 		Password:    c.Password,
 		SelectDB:    c.DB,
 		ClientName:  "gw-limiter",
+		TLSConfig:   c.TLS,
 		Dialer:      net.Dialer{Timeout: c.DialTimeout},
 		// Detects an unresponsive server on a busy connection; callers are
 		// bounded by Timeout anyway.
@@ -110,13 +117,23 @@ func dialRedis(c *RedisConfig) (backend, error) {
 		// only add latency.
 		DisableRetry: true,
 		// Multi-key scripts need one node: a standalone Redis or a
-		// Sentinel-managed primary, not Cluster.
+		// Sentinel-managed primary. Cluster is asked for explicitly.
 		ForceSingleClient: true,
-	})
+	}
+	if len(c.ClusterNodes) > 0 {
+		// The cluster client learns the slot map from the first seed that
+		// answers CLUSTER SLOTS and routes each script call by its keys'
+		// slot, following MOVED/ASK within Timeout.
+		opt.InitAddress = append([]string(nil), c.ClusterNodes...)
+		opt.ForceSingleClient = false
+		opt.SelectDB = 0
+		opt.ClusterOption.ShardsRefreshInterval = time.Minute
+	}
+	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, err
 	}
-	return &redisStore{client: client, prefix: c.KeyPrefix, timeout: c.Timeout}, nil
+	return &redisStore{client: client, prefix: c.KeyPrefix, timeout: c.Timeout, cluster: len(c.ClusterNodes) > 0}, nil
 }
 
 // scratch holds the keys and arguments of one script call. The strings
@@ -138,16 +155,30 @@ func (s *scratch) reset() {
 // str returns buf[start:] as a string without copying.
 func (s *scratch) str(start int) string { return rueidis.BinaryString(s.buf[start:]) }
 
-// key appends "<prefix><subject>/<kind>/<window start>".
+// key appends "<prefix><subject>/<kind>/<window start>" ("rpw<seconds>"
+// for RPW, so windows of different lengths never share a counter).
 func (s *scratch) key(prefix string, e *entry, win int64) {
 	start := len(s.buf)
 	s.buf = append(s.buf, prefix...)
 	s.buf = e.sub.AppendKey(s.buf)
 	s.buf = append(s.buf, '/')
 	s.buf = append(s.buf, kindNames[e.kind]...)
+	if e.kind == RPW {
+		s.buf = strconv.AppendInt(s.buf, e.secs, 10)
+	}
 	s.buf = append(s.buf, '/')
-	s.buf = strconv.AppendInt(s.buf, win*kindSeconds[e.kind], 10)
+	s.buf = strconv.AppendInt(s.buf, win*e.secs, 10)
 	s.keys = append(s.keys, s.str(start))
+}
+
+// oneSlot reports whether every key of s hashes to one cluster slot.
+func (s *scratch) oneSlot() bool {
+	for i := 1; i < len(s.keys); i++ {
+		if keySlot(s.keys[i]) != keySlot(s.keys[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *scratch) arg(v int64) {
@@ -156,9 +187,10 @@ func (s *scratch) arg(v int64) {
 	s.args = append(s.args, s.str(start))
 }
 
-// ttlMs is the lifetime of a counter of window win created at nowNs.
-func ttlMs(k Kind, win, nowNs int64) int64 {
-	return max((windowEnd(k, win)-nowNs+int64(keyGrace))/int64(time.Millisecond), 1)
+// ttlMs is the lifetime of a counter of window win (length secs) created
+// at nowNs: to the window's end plus keyGrace.
+func ttlMs(secs, win, nowNs int64) int64 {
+	return max((windowEnd(secs, win)-nowNs+int64(keyGrace))/int64(time.Millisecond), 1)
 }
 
 func (rs *redisStore) reserve(r *Reservation, nowNs int64) (bool, error) {
@@ -167,11 +199,15 @@ func (rs *redisStore) reserve(r *Reservation, nowNs int64) (bool, error) {
 	n := r.Len()
 	for i := 0; i < n; i++ {
 		e := r.at(i)
-		e.win = windowOf(e.kind, nowNs)
+		e.win = windowOf(e.secs, nowNs)
 		sc.key(rs.prefix, e, e.win)
 		sc.arg(e.max)
 		sc.arg(e.cost)
-		sc.arg(ttlMs(e.kind, e.win, nowNs))
+		sc.arg(ttlMs(e.secs, e.win, nowNs))
+	}
+	if rs.cluster && n > 1 && !sc.oneSlot() {
+		scratchPool.Put(sc)
+		return false, errCrossSlot
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rs.timeout)
 	res := reserveScript.Exec(ctx, rs.client, sc.keys, sc.args)
@@ -207,7 +243,7 @@ func (rs *redisStore) settle(r *Reservation, delta, nowNs int64) error {
 			continue
 		}
 		win := e.win
-		if cur := windowOf(e.kind, nowNs); cur > win {
+		if cur := windowOf(e.secs, nowNs); cur > win {
 			if delta < 0 {
 				continue // the reserved window is over: nothing to refund
 			}
@@ -215,11 +251,15 @@ func (rs *redisStore) settle(r *Reservation, delta, nowNs int64) error {
 		}
 		sc.key(rs.prefix, e, win)
 		sc.arg(delta)
-		sc.arg(ttlMs(e.kind, win, nowNs))
+		sc.arg(ttlMs(e.secs, win, nowNs))
 	}
 	if len(sc.keys) == 0 {
 		scratchPool.Put(sc)
 		return nil
+	}
+	if rs.cluster && !sc.oneSlot() {
+		scratchPool.Put(sc)
+		return errCrossSlot
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), rs.timeout)
 	err := settleScript.Exec(ctx, rs.client, sc.keys, sc.args).Error()
@@ -233,6 +273,8 @@ func (rs *redisStore) settle(r *Reservation, delta, nowNs int64) error {
 func (rs *redisStore) ping() error {
 	ctx, cancel := context.WithTimeout(context.Background(), rs.timeout)
 	defer cancel()
+	// On a cluster PING goes to one node: slots still unreachable fail
+	// their calls and open the circuit again.
 	return rs.client.Do(ctx, rs.client.B().Ping().Build()).Error()
 }
 

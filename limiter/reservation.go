@@ -1,5 +1,7 @@
 package limiter
 
+import "time"
+
 // inlineEntries windows fit in a Reservation without allocating; more
 // spill to a slice that Reset keeps for reuse.
 const inlineEntries = 16
@@ -33,6 +35,7 @@ const (
 type entry struct {
 	sub   Subject
 	kind  Kind
+	secs  int64 // window length in seconds
 	max   int64
 	cost  int64 // requested: 1 for request windows, the estimate for token windows
 	win   int64 // window number checked / charged
@@ -55,9 +58,30 @@ func (e *entry) over() bool {
 // both describe one counter. Add panics on Concurrency (use Acquire) and
 // after Reserve.
 func (r *Reservation) Add(s Subject, k Kind, max int64) {
-	if int(k) >= numWindows {
-		panic("BUG: limiter: Reservation.Add with a non-window kind; use Limiter.Acquire")
+	if int(k) >= numWindows || k == RPW {
+		panic("BUG: limiter: Reservation.Add with a non-window kind; use Limiter.Acquire or AddWindow")
 	}
+	r.add(s, k, kindSeconds[k], max)
+}
+
+// AddWindow puts a request window of length w (whole seconds, 1 s to
+// MaxWindow) for subject s with limit max into r. The four standard lengths
+// are RPS, RPM, RPH and RPD; any other is RPW, counted the same way (fixed,
+// aligned to the Unix epoch). A subject has one RPW counter: its windows of
+// other lengths must use other subjects (AddWindow panics on two in one
+// reservation). It panics on a length out of range, as Add on misuse.
+func (r *Reservation) AddWindow(s Subject, w time.Duration, max int64) {
+	if w < time.Second || w > MaxWindow || w%time.Second != 0 {
+		panic("BUG: limiter: AddWindow length out of range or not whole seconds")
+	}
+	if k, ok := WindowKind(w, false); ok {
+		r.add(s, k, kindSeconds[k], max)
+		return
+	}
+	r.add(s, RPW, int64(w/time.Second), max)
+}
+
+func (r *Reservation) add(s Subject, k Kind, secs, max int64) {
 	if r.state != resOpen {
 		panic("BUG: limiter: Reservation.Add after Reserve; call Reset first")
 	}
@@ -66,6 +90,9 @@ func (r *Reservation) Add(s Subject, k Kind, max int64) {
 	}
 	for i := 0; i < r.n; i++ {
 		if e := r.at(i); e.kind == k && e.sub == s {
+			if e.secs != secs {
+				panic("BUG: limiter: two RPW lengths for one subject")
+			}
 			if max < e.max {
 				e.max = max
 			}
@@ -83,7 +110,7 @@ func (r *Reservation) Add(s Subject, k Kind, max int64) {
 	// Field by field: a composite literal is built on the stack with 8-byte
 	// stores and copied with 16-byte loads, a store-forwarding stall that
 	// cost ~10 ns per Add.
-	e.sub, e.kind, e.max = s, k, max
+	e.sub, e.kind, e.secs, e.max = s, k, secs, max
 	e.cost, e.win, e.count, e.st = 0, 0, 0, nil
 }
 

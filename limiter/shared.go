@@ -9,6 +9,7 @@ package limiter
 // interval. There is no permanent switch.
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +64,8 @@ func (s *shared) start(nowNs int64) {
 		s.state.Store(int32(StateCircuitOpen))
 		s.openedAt.Store(nowNs)
 		s.lastWarn.Store(nowNs)
-		s.log.Warn("limiter: shared store unreachable at startup; counting per replica until it answers",
-			"addr", s.cfg.Addr, "error", err, "retry_in", s.cfg.ProbeInterval)
+		s.log.Warn("limiter: shared store unreachable at startup; "+s.meanwhile(),
+			"addr", s.cfg.where(), "error", err, "retry_in", s.cfg.ProbeInterval)
 		return
 	}
 	s.be.Store(&beRef{be})
@@ -103,8 +104,8 @@ func (s *shared) failure(nowNs int64, err error) {
 	}
 	s.openedAt.Store(nowNs)
 	s.lastWarn.Store(nowNs)
-	s.log.Warn("limiter: shared store unreachable; circuit open, counting per replica until it answers",
-		"addr", s.cfg.Addr, "error", err, "consecutive_failures", n, "retry_in", s.cfg.ProbeInterval)
+	s.log.Warn("limiter: shared store unreachable; circuit open, "+s.meanwhile(),
+		"addr", s.cfg.where(), "error", err, "consecutive_failures", n, "retry_in", s.cfg.ProbeInterval)
 }
 
 // poll runs the probe when due and repeats the warning while the store is
@@ -118,15 +119,23 @@ func (s *shared) poll(nowNs int64) {
 		} else {
 			s.fails.Store(0)
 			s.state.Store(int32(StateConnected))
-			s.log.Info("limiter: shared store reattached; counters are shared again", "addr", s.cfg.Addr)
+			s.log.Info("limiter: shared store reattached; counters are shared again", "addr", s.cfg.where())
 			return
 		}
 	}
 	if State(s.state.Load()) != StateConnected && nowNs-s.lastWarn.Load() >= int64(s.cfg.WarnInterval) {
 		s.lastWarn.Store(nowNs)
-		s.log.Warn("limiter: shared store not connected; counting per replica",
-			"addr", s.cfg.Addr, "state", State(s.state.Load()).String())
+		s.log.Warn("limiter: shared store not connected; "+s.meanwhile(),
+			"addr", s.cfg.where(), "state", State(s.state.Load()).String())
 	}
+}
+
+// meanwhile says what happens to requests while the store is away.
+func (s *shared) meanwhile() string {
+	if s.cfg.NoLocalFallback {
+		return "requests are reported uncounted until it answers"
+	}
+	return "counting per replica until it answers"
 }
 
 func (s *shared) probe() error {
@@ -154,4 +163,16 @@ func durationOr(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// where names the store in logs: its address, or its cluster seeds.
+func (c *RedisConfig) where() string {
+	w := c.Addr
+	if len(c.ClusterNodes) > 0 {
+		w = "cluster " + strings.Join(c.ClusterNodes, ",")
+	}
+	if c.Name != "" {
+		w = c.Name + " (" + w + ")"
+	}
+	return w
 }

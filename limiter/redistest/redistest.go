@@ -1,5 +1,6 @@
 // Package redistest starts a real redis-server for tests: a free port on
-// 127.0.0.1, a temp dir, no persistence. Tests skip with a clear message
+// 127.0.0.1, a temp dir, no persistence; also a TLS-only server with a
+// test CA (StartTLS) and a 3-primary Redis Cluster (StartCluster). Tests skip with a clear message
 // when redis-server is not installed (`apt-get install -y redis-server`).
 package redistest
 
@@ -21,8 +22,13 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
-	cmd  *exec.Cmd
-	exit chan struct{}
+	// extra are more redis-server arguments (cluster mode, TLS).
+	extra []string
+	// tlsPort: the server listens with TLS only (Ping then skips).
+	tls   bool
+	tlsCA []byte // PEM of the CA that signed the server certificate
+	cmd   *exec.Cmd
+	exit  chan struct{}
 }
 
 // Binary returns the path of redis-server, or "" when it is absent.
@@ -69,7 +75,7 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
@@ -77,7 +83,12 @@ func (s *Server) start() error {
 		"--appendonly", "no",
 		"--protected-mode", "no",
 		"--loglevel", "warning",
-	)
+	}
+	if s.tls {
+		args[1] = "0"
+		args = append(args, "--tls-port", strconv.Itoa(s.port))
+	}
+	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -92,7 +103,7 @@ func (s *Server) start() error {
 			return errors.New("redis-server exited: " + out.String())
 		default:
 		}
-		if Ping(s.Addr()) == nil {
+		if s.ready() {
 			s.cmd, s.exit = cmd, exit
 			return nil
 		}
@@ -101,6 +112,13 @@ func (s *Server) start() error {
 	_ = cmd.Process.Kill()
 	<-exit
 	return errors.New("redis-server did not answer PING within 5s: " + out.String())
+}
+
+func (s *Server) ready() bool {
+	if s.tls {
+		return tlsPing(s.Addr(), s.tlsCA) == nil
+	}
+	return Ping(s.Addr()) == nil
 }
 
 // Kill stops the server at once (SIGKILL), as a crash would. Killing a

@@ -6,12 +6,13 @@
 package limitcount
 
 import (
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -49,8 +50,12 @@ type conf struct {
 	RedisDatabase    int      `json:"redis_database"`
 	RedisTimeout     int      `json:"redis_timeout"`
 	RedisSSL         bool     `json:"redis_ssl"`
+	RedisSSLVerify   bool     `json:"redis_ssl_verify"`
 	AllowDegradation bool     `json:"allow_degradation"`
 	ClusterNodes     []string `json:"redis_cluster_nodes"`
+	ClusterName      string   `json:"redis_cluster_name"`
+	ClusterSSL       bool     `json:"redis_cluster_ssl"`
+	ClusterSSLVerify bool     `json:"redis_cluster_ssl_verify"`
 }
 
 const (
@@ -61,24 +66,35 @@ const (
 
 type limitCount struct {
 	plugin.Base
-	count, window int64
-	code          int
-	msg           []byte
-	keyType       int
-	keyVar        vars.Var
-	keyTmpl       vars.Template
-	constant      []byte
-	scope         string
-	show          bool
+	count    int64
+	window   time.Duration
+	code     int
+	msg      []byte
+	keyType  int
+	keyVar   vars.Var
+	keyTmpl  vars.Template
+	constant []byte
+	scope    string
+	show     bool
+	// degrade: when Redis cannot count, the request passes unlimited
+	// (allow_degradation) instead of a 500.
+	degrade bool
 
-	lim  *limiter.Limiter // windows the limiter has (1 s, 1 min, 1 h, 1 day)
-	kind limiter.Kind
-	win  *windows // any other window length, counted in this process
-
+	lim *limiter.Limiter
 	ids *interner
 }
 
 var remoteAddr, _ = vars.Compile("remote_addr")
+
+// policyFields are the fields that only mean something under one policy:
+// set under another they would be silently ignored, so they are refused.
+var policyFields = map[string]string{
+	"redis_host": "redis", "redis_port": "redis", "redis_database": "redis",
+	"redis_cluster_nodes": "redis-cluster", "redis_cluster_name": "redis-cluster",
+	"redis_cluster_ssl": "redis-cluster", "redis_cluster_ssl_verify": "redis-cluster",
+	"redis_username": "redis*", "redis_password": "redis*", "redis_timeout": "redis*",
+	"redis_ssl": "redis*", "redis_ssl_verify": "redis*",
+}
 
 func decode(raw json.RawMessage) (conf, error) {
 	c := conf{RejectedCode: 503, Key: "remote_addr", KeyType: "var", Policy: "local", RedisPort: 6379, RedisTimeout: 1000}
@@ -88,18 +104,46 @@ func decode(raw json.RawMessage) (conf, error) {
 	if c.Count <= 0 || c.TimeWindow <= 0 {
 		return c, fmt.Errorf("`count` and `time_window` must be positive")
 	}
-	_, std := limiter.WindowKind(time.Duration(c.TimeWindow)*time.Second, false)
+	if c.TimeWindow > int64(limiter.MaxWindow/time.Second) {
+		return c, fmt.Errorf("`time_window` %d is above the longest window, %d seconds", c.TimeWindow, int64(limiter.MaxWindow/time.Second))
+	}
 	switch c.Policy {
-	case "local":
-	case "redis":
-		if c.RedisSSL {
-			return c, fmt.Errorf("`redis_ssl` is %w in this build", plugin.ErrNotBuilt)
-		}
-		if !std {
-			return c, fmt.Errorf("policy redis counts windows of 1, 60, 3600 or 86400 seconds; time_window %d is %w in this build", c.TimeWindow, plugin.ErrNotBuilt)
-		}
+	case "local", "redis", "redis-cluster":
 	default:
 		return c, fmt.Errorf("policy %q is %w in this build", c.Policy, plugin.ErrNotBuilt)
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &fields) // decoded above
+	for f := range fields {
+		pol, ok := policyFields[f]
+		if !ok || pol == c.Policy || pol == "redis*" && c.Policy != "local" {
+			continue
+		}
+		if pol == "redis*" {
+			pol = "redis or redis-cluster"
+		}
+		return c, fmt.Errorf("`%s` applies to policy %s, not %s", f, pol, c.Policy)
+	}
+	if c.RedisTimeout <= 0 {
+		return c, fmt.Errorf("`redis_timeout` must be positive")
+	}
+	switch c.Policy {
+	case "redis":
+		if c.RedisHost == "" {
+			return c, fmt.Errorf("policy redis needs `redis_host`")
+		}
+		if c.RedisPort <= 0 || c.RedisPort > 65535 || c.RedisDatabase < 0 {
+			return c, fmt.Errorf("`redis_port` or `redis_database` out of range")
+		}
+	case "redis-cluster":
+		if len(c.ClusterNodes) == 0 || c.ClusterName == "" {
+			return c, fmt.Errorf("policy redis-cluster needs `redis_cluster_nodes` and `redis_cluster_name`")
+		}
+		for i, n := range c.ClusterNodes {
+			if _, port, err := net.SplitHostPort(n); err != nil || port == "" {
+				return c, fmt.Errorf("`redis_cluster_nodes` #%d %q is not host:port", i, n)
+			}
+		}
 	}
 	return c, nil
 }
@@ -145,7 +189,8 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	p := &limitCount{count: c.Count, window: c.TimeWindow, code: c.RejectedCode, show: c.ShowHeaders == nil || *c.ShowHeaders}
+	p := &limitCount{count: c.Count, window: time.Duration(c.TimeWindow) * time.Second, code: c.RejectedCode,
+		show: c.ShowHeaders == nil || *c.ShowHeaders, degrade: c.AllowDegradation}
 	if c.RejectedMsg != "" {
 		b, _ := json.Marshal(map[string]string{"error_msg": c.RejectedMsg})
 		p.msg = b
@@ -154,9 +199,11 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 		return nil, err
 	}
 	// Counters belong to the group, else to this configuration where it is
-	// configured: a changed count or window starts afresh, as APISIX.
+	// configured: a changed count or window starts afresh, as APISIX. A
+	// group's scope carries its window: the limiter keeps one counter of
+	// an odd length per subject (APISIX refuses mismatched group configs).
 	if c.Group != "" {
-		p.scope = "lc/group/" + c.Group
+		p.scope = "lc/group/" + c.Group + "/" + strconv.FormatInt(c.TimeWindow, 10)
 	} else {
 		h := xxhash.Sum64(raw)
 		p.scope = "lc/" + owner + "/" + hex.EncodeToString([]byte{byte(h >> 56), byte(h >> 48), byte(h >> 40), byte(h >> 32), byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)})
@@ -164,31 +211,43 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 	ids, _ := env.Shared.GetOrCreate("limit-count/ids", func() (any, error) { return newInterner(), nil })
 	p.ids = ids.(*interner)
 
-	kind, std := limiter.WindowKind(time.Duration(c.TimeWindow)*time.Second, false)
-	switch c.Policy {
-	case "local":
-		if std {
-			l, _ := env.Shared.GetOrCreate("limiter/local", func() (any, error) {
-				return limiter.New(limiter.Config{Logger: env.Log}), nil
-			})
-			p.lim, p.kind = l.(*limiter.Limiter), kind
-		} else {
-			w, _ := env.Shared.GetOrCreate("limit-count/windows", func() (any, error) { return newWindows(), nil })
-			p.win = w.(*windows)
-		}
-	case "redis":
-		addr := c.RedisHost + ":" + strconv.Itoa(c.RedisPort)
-		pw := xxhash.Sum64String(c.RedisPassword)
-		key := "limiter/redis/" + addr + "/" + strconv.Itoa(c.RedisDatabase) + "/" + c.RedisUsername + "/" + strconv.FormatUint(pw, 16) + "/" + strconv.Itoa(c.RedisTimeout)
-		l, _ := env.Shared.GetOrCreate(key, func() (any, error) {
-			return limiter.New(limiter.Config{Logger: env.Log, Redis: &limiter.RedisConfig{
-				Addr: addr, Username: c.RedisUsername, Password: c.RedisPassword, DB: c.RedisDatabase,
-				KeyPrefix: "gw:lc:", Timeout: time.Duration(c.RedisTimeout) * time.Millisecond,
-			}}), nil
+	if c.Policy == "local" {
+		l, _ := env.Shared.GetOrCreate("limiter/local", func() (any, error) {
+			return limiter.New(limiter.Config{}), nil
 		})
-		p.lim, p.kind = l.(*limiter.Limiter), kind
+		p.lim = l.(*limiter.Limiter)
+		return p, nil
 	}
+	cs, _ := env.Shared.GetOrCreate("limit-count/redis", func() (any, error) { return newClients(), nil })
+	p.lim = cs.(*clients).acquire(p, redisConfig(&c), env.Log)
 	return p, nil
+}
+
+// redisConfig is the connection of a Redis policy. Counters keep to
+// limit-count's own key prefix; a failed call is reported (Unavailable),
+// never counted locally, and the circuit probes every second so a Redis
+// that is back is used within about a second.
+func redisConfig(c *conf) limiter.RedisConfig {
+	rc := limiter.RedisConfig{
+		Username: c.RedisUsername, Password: c.RedisPassword,
+		KeyPrefix: "gw:lc:", Timeout: time.Duration(c.RedisTimeout) * time.Millisecond,
+		DialTimeout: time.Duration(c.RedisTimeout) * time.Millisecond, ProbeInterval: time.Second,
+		NoLocalFallback: true,
+	}
+	ssl, verify := c.RedisSSL, c.RedisSSLVerify
+	if c.Policy == "redis-cluster" {
+		rc.ClusterNodes, rc.Name = c.ClusterNodes, c.ClusterName
+		ssl, verify = ssl || c.ClusterSSL, verify || c.ClusterSSLVerify
+	} else {
+		rc.Addr, rc.DB = net.JoinHostPort(c.RedisHost, strconv.Itoa(c.RedisPort)), c.RedisDatabase
+	}
+	if ssl {
+		// APISIX's default is no verification (redis_ssl_verify false);
+		// with it the system roots check every node's certificate against
+		// the name it was dialled by.
+		rc.TLS = &tls.Config{InsecureSkipVerify: !verify, MinVersion: tls.VersionTLS12}
+	}
+	return rc
 }
 
 func (p *limitCount) Phases() plugin.Phase { return plugin.Access | plugin.HeaderFilter }
@@ -213,32 +272,36 @@ func (p *limitCount) Access(c *plugin.Ctx) bool {
 	c.Buf = key[:0]
 	id := p.ids.get(key)
 
-	var allowed bool
-	var remaining, reset int64
-	if p.lim != nil {
-		r := resPool.Get().(*limiter.Reservation)
-		r.Reset()
-		r.Add(limiter.Subject{Scope: p.scope, ID: id}, p.kind, p.count)
-		d := p.lim.Reserve(r, 0)
-		p.lim.Settle(r, 0)
-		resPool.Put(r)
-		allowed = d.Allowed
-		if allowed {
-			remaining, reset = d.Requests.Remaining, ceilSeconds(d.Requests.Reset)
-		} else {
-			remaining, reset = 0, ceilSeconds(d.Reset)
+	r := resPool.Get().(*limiter.Reservation)
+	r.Reset()
+	r.AddWindow(limiter.Subject{Scope: p.scope, ID: id}, p.window, p.count)
+	d := p.lim.Reserve(r, 0)
+	p.lim.Settle(r, 0)
+	resPool.Put(r)
+	if d.Unavailable {
+		// Redis could not count it (APISIX: "failed to limit count").
+		if p.degrade {
+			return true
 		}
+		c.Reply(500, errFailed)
+		return false
+	}
+	var remaining, reset int64
+	if d.Allowed {
+		remaining, reset = d.Requests.Remaining, ceilSeconds(d.Requests.Reset)
 	} else {
-		allowed, remaining, reset = p.win.take(p.scope, id, p.count, p.window)
+		remaining, reset = 0, ceilSeconds(d.Reset)
 	}
 	c.Limit = plugin.LimitInfo{Set: p.show, Limit: p.count, Remaining: remaining, Reset: reset}
 	c.RateInfo = appendInfo(c.RateInfo[:0], key, p.count, remaining, reset)
-	if !allowed {
+	if !d.Allowed {
 		c.Reply(p.code, p.msg)
 		return false
 	}
 	return true
 }
+
+var errFailed = []byte(`{"error_msg":"failed to limit count"}`)
 
 var (
 	hLimit     = []byte("X-RateLimit-Limit")
@@ -304,57 +367,3 @@ func (in *interner) get(b []byte) string {
 	in.m.Store(h, s)
 	return s
 }
-
-// windows counts fixed windows of any length in this process.
-type windows struct {
-	m *xsync.MapOf[string, *counter]
-}
-
-type counter struct {
-	win atomic.Int64
-	n   atomic.Int64
-}
-
-func newWindows() *windows { return &windows{m: xsync.NewMapOf[string, *counter]()} }
-
-// take charges one request to key's current window of length window
-// seconds (aligned to the Unix epoch).
-func (w *windows) take(scope, id string, limit, window int64) (allowed bool, remaining, reset int64) {
-	now := time.Now().Unix()
-	cur := now / window
-	reset = (cur+1)*window - now
-	k := scopeKey(scope, id)
-	ctr, ok := w.m.Load(k)
-	if !ok {
-		if w.m.Size() >= maxInterned {
-			w.m.Range(func(k string, c *counter) bool {
-				if c.win.Load() < cur {
-					w.m.Delete(k)
-				}
-				return true
-			})
-		}
-		ctr, _ = w.m.LoadOrCompute(k, func() *counter { c := &counter{}; c.win.Store(cur); return c })
-	}
-	for {
-		old := ctr.win.Load()
-		if old >= cur {
-			break
-		}
-		if ctr.win.CompareAndSwap(old, cur) {
-			ctr.n.Store(0)
-			break
-		}
-	}
-	for {
-		n := ctr.n.Load()
-		if n >= limit {
-			return false, 0, reset
-		}
-		if ctr.n.CompareAndSwap(n, n+1) {
-			return true, limit - n - 1, reset
-		}
-	}
-}
-
-func scopeKey(scope, id string) string { return scope + "\x00" + id }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -95,16 +96,30 @@ func TestLimit(t *testing.T) {
 	if c, ok := req(p, 3, ""); ok || c.R.Response.StatusCode() != 503 {
 		t.Fatal("fallback key counted twice allowed")
 	}
-	for _, bad := range []string{
-		`{"count":1,"time_window":60,"key":"nosuchvar"}`,
-		`{"count":1,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["a:1"],"redis_cluster_name":"c"}`,
-		`{"count":1,"time_window":7,"policy":"redis","redis_host":"127.0.0.1"}`,
-		`{"count":1,"time_window":60,"policy":"redis","redis_host":"127.0.0.1","redis_ssl":true}`,
-	} {
-		if _, err := New(json.RawMessage(bad), env, "route/x"); err == nil {
-			t.Errorf("%s accepted", bad)
+}
+
+// TestCheck: what the write-time check refuses, naming the field.
+func TestCheck(t *testing.T) {
+	f := func(conf, wantErr string) {
+		t.Helper()
+		err := Check(json.RawMessage(conf))
+		if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+			t.Errorf("%s: got %v; want %q", conf, err, wantErr)
 		}
 	}
+	f(`{"count":1,"time_window":7}`, "")
+	f(`{"count":1,"time_window":7,"policy":"redis","redis_host":"h","redis_ssl":true,"redis_ssl_verify":true}`, "")
+	f(`{"count":1,"time_window":7,"policy":"redis-cluster","redis_cluster_nodes":["a:1","[::1]:7000"],"redis_cluster_name":"c","redis_cluster_ssl":true,"redis_password":"p"}`, "")
+	f(`{"count":1,"time_window":60,"key":"nosuchvar"}`, "unknown variable")
+	f(`{"count":1,"time_window":4294967297}`, "above the longest window")
+	f(`{"count":1,"time_window":60,"policy":"redis-sentinel"}`, "not built")
+	f(`{"count":1,"time_window":60,"policy":"redis"}`, "needs `redis_host`")
+	f(`{"count":1,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["a:1"]}`, "needs `redis_cluster_nodes` and `redis_cluster_name`")
+	f(`{"count":1,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["a"],"redis_cluster_name":"c"}`, "#0 \"a\" is not host:port")
+	f(`{"count":1,"time_window":60,"redis_host":"h"}`, "`redis_host` applies to policy redis, not local")
+	f(`{"count":1,"time_window":60,"redis_timeout":5}`, "`redis_timeout` applies to policy redis or redis-cluster, not local")
+	f(`{"count":1,"time_window":60,"policy":"redis-cluster","redis_cluster_nodes":["a:1"],"redis_cluster_name":"c","redis_database":1}`, "`redis_database` applies to policy redis, not redis-cluster")
+	f(`{"count":1,"time_window":60,"policy":"redis","redis_host":"h","redis_cluster_ssl":true}`, "`redis_cluster_ssl` applies to policy redis-cluster, not redis")
 }
 
 func TestInterner(t *testing.T) {
