@@ -177,9 +177,13 @@ func benchMatch(b *testing.B, n int, uri, host, want string) {
 
 // Targets: <= 200 ns, 0 allocs at 10,000 routes, and about the same cost
 // at 100 (independent of the number of routes).
+func BenchmarkMatchExact10(b *testing.B)  { benchMatch(b, 10, "/svc4/items", "a", "4") }
 func BenchmarkMatchExact100(b *testing.B) { benchMatch(b, 100, "/svc40/items", "a", "40") }
 func BenchmarkMatchExact10k(b *testing.B) {
 	benchMatch(b, 10000, "/svc9000/items", "a", "9000")
+}
+func BenchmarkMatchPrefix10(b *testing.B) {
+	benchMatch(b, 10, "/svc5/api/users/7", "a", "5")
 }
 func BenchmarkMatchPrefix100(b *testing.B) {
 	benchMatch(b, 100, "/svc41/api/users/7", "a", "41")
