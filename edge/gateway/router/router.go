@@ -266,16 +266,74 @@ func commonPrefix(a, b string) int {
 	return i
 }
 
-// match walks path down the tree and tries the deepest (longest) prefixes
-// first.
+// match walks path down the tree, remembering the nodes that carry
+// routes, then tries them deepest (longest prefix) first. The walk is a
+// loop with the child lookup and label comparison inline: labels are
+// short and fan-outs small, so calls to IndexByte and memequal cost more
+// than the work (see docs/PERFORMANCE.md, "Gateway route match at 10k
+// routes").
 func (n *node) match(path []byte, r *Router, q *Request) *Entry {
+	var routed [8]*node
+	depth := 0
+	if len(n.entries) > 0 {
+		routed[0], depth = n, 1
+	}
+	root, full := n, path
+	for len(path) > 0 {
+		c := n.child(path[0])
+		if c == nil || !hasLabel(path, c.label) {
+			break
+		}
+		path, n = path[len(c.label):], c
+		if len(n.entries) > 0 {
+			if depth == len(routed) {
+				// More routed prefixes on one path than kept here.
+				return root.matchAll(full, r, q)
+			}
+			routed[depth] = n
+			depth++
+		}
+	}
+	for depth > 0 {
+		depth--
+		if e := r.first(routed[depth].entries, q); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// child returns the child whose label starts with b, or nil.
+func (n *node) child(b byte) *node {
+	for i, f := range n.first {
+		if f == b {
+			return n.children[i]
+		}
+	}
+	return nil
+}
+
+// hasLabel reports whether path starts with label, whose first byte the
+// child lookup has matched already.
+func hasLabel(path []byte, label string) bool {
+	if len(path) < len(label) {
+		return false
+	}
+	p := path[:len(label)]
+	for i := 1; i < len(label); i++ {
+		if p[i] != label[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// matchAll is match without a bound on the routed prefixes of one path.
+func (n *node) matchAll(path []byte, r *Router, q *Request) *Entry {
 	if len(path) > 0 {
-		if i := bytes.IndexByte(n.first, path[0]); i >= 0 {
-			c := n.children[i]
-			if len(path) >= len(c.label) && string(path[:len(c.label)]) == c.label {
-				if e := c.match(path[len(c.label):], r, q); e != nil {
-					return e
-				}
+		if c := n.child(path[0]); c != nil && hasLabel(path, c.label) {
+			if e := c.matchAll(path[len(c.label):], r, q); e != nil {
+				return e
 			}
 		}
 	}
