@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,6 +142,44 @@ func TestGatewayPoolE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("timeout read", func(t *testing.T) {
+		// A fractional read timeout shorter than the backend's latency
+		// is a 504; a longer one is served.
+		lazy := newConnBackend(t, "lazy", 400*time.Millisecond)
+		g.want(t, 201, "PUT", "/routes/tmo", `{"uri":"/tmo","upstream":{"timeout":{"connect":1,"send":1,"read":0.1},"nodes":{"`+lazy.addr()+`":1}}}`)
+		waitFor(t, "504 on a 0.1 s read timeout", func() bool {
+			code, body := g.get(t, "GET", "/tmo")
+			return code == 504 && body == `{"error_msg":"504 Gateway Timeout"}`
+		})
+		g.want(t, 200, "PUT", "/routes/tmo", `{"uri":"/tmo","upstream":{"timeout":{"connect":1,"send":1,"read":2.5},"nodes":{"`+lazy.addr()+`":1}}}`)
+		g.served(t, "/tmo", "lazy")
+	})
+
+	t.Run("https upstream", func(t *testing.T) {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "tls %s %s", r.Proto, r.TLS.ServerName)
+		}))
+		t.Cleanup(srv.Close)
+		addr := srv.Listener.Addr().String()
+		// tls.verify defaults to false (as APISIX): a self-signed
+		// certificate is accepted; keepalive_pool applies over TLS too.
+		g.want(t, 201, "PUT", "/routes/tls", `{"uri":"/tls","upstream":{"scheme":"https","pass_host":"rewrite","upstream_host":"example.com","keepalive_pool":{"requests":2},"nodes":{"`+addr+`":1}}}`)
+		g.served(t, "/tls", "tls HTTP/1.1 example.com")
+		// verify true without the issuer in ca_certs: refused, 502.
+		g.want(t, 201, "PUT", "/routes/tlsv", `{"uri":"/tlsv","upstream":{"scheme":"https","tls":{"verify":true},"nodes":{"`+addr+`":1}}}`)
+		waitFor(t, "502 on an unverified certificate", func() bool { code, _ := g.get(t, "GET", "/tlsv"); return code == 502 })
+	})
+
+	t.Run("uris", func(t *testing.T) {
+		b := newConnBackend(t, "U", 0)
+		g.want(t, 201, "PUT", "/routes/uris", `{"uris":["/u/one","/u/many/*"],"upstream":{"nodes":{"`+b.addr()+`":1}}}`)
+		g.served(t, "/u/one", "U")
+		g.served(t, "/u/many/x/y", "U")
+		if code, _ := g.get(t, "GET", "/u/two"); code != 404 {
+			t.Errorf("/u/two: %d; want 404", code)
+		}
+	})
+
 	// One fast and one slow (100 ms) backend under 8 concurrent clients:
 	// both balancers must send clearly more to the fast one. Equal
 	// weights; roundrobin would split 1:1.
@@ -161,8 +198,5 @@ func TestGatewayPoolE2E(t *testing.T) {
 			}
 			t.Logf("%s: %v", typ, counts)
 		})
-	}
-	if strings.Contains(g.stderr.String(), `"msg":"upstream request failed"`) {
-		t.Errorf("an upstream request failed:\n%s", g.stderr.String())
 	}
 }
