@@ -421,12 +421,12 @@ func (c *Config) Unenforced() []NotEnforced {
 	if c.AdminListen != "" {
 		out = append(out, NotEnforced{"admin.listen", "the data plane on gateway.listen serves routes (uri, host, methods, remote_addrs, vars, priority) " +
 			"with their upstreams (static nodes; roundrobin, chash, least_conn, ewma; retries, retry_timeout, timeout, pass_host, http/https with tls, " +
-			"keepalive_pool.idle_timeout; active and passive health checks; discovery_type dns; WebSocket proxying; TLS by SNI with gateway.tls_listen), consumers and credentials, and the plugins key-auth, basic-auth, jwt-auth, " +
+			"keepalive_pool (size, requests, idle_timeout); active and passive health checks; discovery_type dns; WebSocket proxying; TLS by SNI with gateway.tls_listen), consumers and credentials, and the plugins key-auth, basic-auth, jwt-auth, " +
 			"proxy-rewrite, limit-count, error-page, http-logger and prometheus (the admin API refuses every other plugin), but the data plane is not built for: the plugin options " +
 			"_meta.pre_function and _meta.error_response, proxy-rewrite scheme and use_real_request_uri_unsafe, limit-count redis_keepalive_timeout/redis_keepalive_pool, " +
 			"http-logger include_req_body_expr/include_resp_body_expr (a route, consumer or global rule using one answers 503 rather than run without it), " +
 			"filter_func and script (those routes answer 503), " +
-			"discovery types other than dns and non-HTTP schemes (those routes answer 503), keepalive_pool.size and .requests, SSL certificates unless gateway.tls_listen is set, secret references in SSL certificates, " +
+			"discovery types other than dns and non-HTTP schemes (those routes answer 503), SSL certificates unless gateway.tls_listen is set, secret references in SSL certificates, " +
 			"stream routes, plugin metadata other than error-page's, http-logger's and prometheus', and secrets"})
 		if c.GatewayListen == "" {
 			out[len(out)-1].Missing = "gateway.listen is empty: the data plane is not built into this process's listeners, so no stored route is served"

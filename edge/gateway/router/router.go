@@ -13,6 +13,7 @@ package router
 
 import (
 	"bytes"
+	"math/bits"
 	"net/netip"
 	"unsafe"
 
@@ -227,8 +228,11 @@ func methodBit(m []byte) uint16 {
 // node is a radix tree node over prefix paths: label is the edge from its
 // parent; entries are the routes whose prefix ends here.
 type node struct {
-	label    string
-	first    []byte // first byte of each child's label
+	label string
+	// has marks the first bytes of the children's labels; children are
+	// sorted by that byte, so a child's index is the number of marks
+	// below its byte: one lookup whatever the fan-out.
+	has      [4]uint64
 	children []*node
 	entries  []*Entry
 }
@@ -239,23 +243,42 @@ func (n *node) insert(path string, e *Entry) {
 			n.entries = insertSorted(n.entries, e)
 			return
 		}
-		i := bytes.IndexByte(n.first, path[0])
-		if i < 0 {
-			n.first = append(n.first, path[0])
-			n.children = append(n.children, &node{label: path, entries: []*Entry{e}})
+		c := n.child(path[0])
+		if c == nil {
+			n.addChild(&node{label: path, entries: []*Entry{e}})
 			return
 		}
-		c := n.children[i]
 		l := commonPrefix(c.label, path)
 		if l < len(c.label) {
-			// Split the child at l.
-			mid := &node{label: c.label[:l], first: []byte{c.label[l]}, children: []*node{c}}
+			// Split the child at l: mid takes its place.
+			mid := &node{label: c.label[:l]}
 			c.label = c.label[l:]
-			n.children[i] = mid
+			mid.addChild(c)
+			n.children[n.index(mid.label[0])] = mid
 			c = mid
 		}
 		n, path = c, path[l:]
 	}
+}
+
+// addChild adds c, whose label's first byte no child has yet.
+func (n *node) addChild(c *node) {
+	b := c.label[0]
+	i := n.index(b)
+	n.has[b>>6] |= 1 << (b & 63)
+	n.children = append(n.children, nil)
+	copy(n.children[i+1:], n.children[i:])
+	n.children[i] = c
+}
+
+// index is the number of children whose first byte is below b.
+func (n *node) index(b byte) int {
+	w := b >> 6
+	i := bits.OnesCount64(n.has[w] & (1<<(b&63) - 1))
+	for j := byte(0); j < w; j++ {
+		i += bits.OnesCount64(n.has[j])
+	}
+	return i
 }
 
 func commonPrefix(a, b string) int {
@@ -266,16 +289,72 @@ func commonPrefix(a, b string) int {
 	return i
 }
 
-// match walks path down the tree and tries the deepest (longest) prefixes
-// first.
+// match walks path down the tree, remembering the nodes that carry
+// routes, then tries them deepest (longest prefix) first. The walk is a
+// loop; a child is found through a bitmap of first bytes (constant cost
+// whatever the fan-out) and labels, mostly short, are compared inline
+// (calls to IndexByte and memequal cost more than the work) (see docs/PERFORMANCE.md, "Gateway route match at 10k
+// routes").
 func (n *node) match(path []byte, r *Router, q *Request) *Entry {
+	var routed [8]*node
+	depth := 0
+	if len(n.entries) > 0 {
+		routed[0], depth = n, 1
+	}
+	root, full := n, path
+	for len(path) > 0 {
+		c := n.child(path[0])
+		if c == nil || !hasLabel(path, c.label) {
+			break
+		}
+		path, n = path[len(c.label):], c
+		if len(n.entries) > 0 {
+			if depth == len(routed) {
+				// More routed prefixes on one path than kept here.
+				return root.matchAll(full, r, q)
+			}
+			routed[depth] = n
+			depth++
+		}
+	}
+	for depth > 0 {
+		depth--
+		if e := r.first(routed[depth].entries, q); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// child returns the child whose label starts with b, or nil.
+func (n *node) child(b byte) *node {
+	if n.has[b>>6]&(1<<(b&63)) == 0 {
+		return nil
+	}
+	return n.children[n.index(b)]
+}
+
+// hasLabel reports whether path starts with label, whose first byte the
+// child lookup has matched already.
+func hasLabel(path []byte, label string) bool {
+	if len(path) < len(label) {
+		return false
+	}
+	p := path[:len(label)]
+	for i := 1; i < len(label); i++ {
+		if p[i] != label[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// matchAll is match without a bound on the routed prefixes of one path.
+func (n *node) matchAll(path []byte, r *Router, q *Request) *Entry {
 	if len(path) > 0 {
-		if i := bytes.IndexByte(n.first, path[0]); i >= 0 {
-			c := n.children[i]
-			if len(path) >= len(c.label) && string(path[:len(c.label)]) == c.label {
-				if e := c.match(path[len(c.label):], r, q); e != nil {
-					return e
-				}
+		if c := n.child(path[0]); c != nil && hasLabel(path, c.label) {
+			if e := c.matchAll(path[len(c.label):], r, q); e != nil {
+				return e
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"testing"
@@ -177,9 +178,13 @@ func benchMatch(b *testing.B, n int, uri, host, want string) {
 
 // Targets: <= 200 ns, 0 allocs at 10,000 routes, and about the same cost
 // at 100 (independent of the number of routes).
+func BenchmarkMatchExact10(b *testing.B)  { benchMatch(b, 10, "/svc4/items", "a", "4") }
 func BenchmarkMatchExact100(b *testing.B) { benchMatch(b, 100, "/svc40/items", "a", "40") }
 func BenchmarkMatchExact10k(b *testing.B) {
 	benchMatch(b, 10000, "/svc9000/items", "a", "9000")
+}
+func BenchmarkMatchPrefix10(b *testing.B) {
+	benchMatch(b, 10, "/svc5/api/users/7", "a", "5")
 }
 func BenchmarkMatchPrefix100(b *testing.B) {
 	benchMatch(b, 100, "/svc41/api/users/7", "a", "41")
@@ -246,6 +251,87 @@ func TestExprPostArg(t *testing.T) {
 	for _, bad := range []string{`[["post_arg.messages[*].role","==","user"]]`, `[["post_arg.a[x]","==","1"]]`} {
 		if _, err := CompileExpr([]byte(bad)); err == nil {
 			t.Errorf("%s: compiled; want an error", bad)
+		}
+	}
+}
+
+// TestPrefixNesting: many routed prefixes on one path (more than the walk
+// keeps on its stack): the longest whose other conditions match wins.
+func TestPrefixNesting(t *testing.T) {
+	routes := map[string]string{}
+	path := ""
+	for i := 0; i < 12; i++ {
+		path += "/p" + strconv.Itoa(i)
+		body := `{"uri":"` + path + `/*",` + up + `}`
+		if i%3 == 2 {
+			// Every third level only for another host: skipped.
+			body = `{"uri":"` + path + `/*","host":"other.test",` + up + `}`
+		}
+		routes["r"+strconv.Itoa(i)] = body
+	}
+	r, errs := New(snapOf(t, routes))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	f := func(uri, host, want string) {
+		t.Helper()
+		var q Request
+		q.Reset(reqCtx("GET", uri, host, "10.0.0.1"))
+		got := ""
+		if e := r.Match(&q); e != nil {
+			got = e.Route.ID
+		}
+		if got != want {
+			t.Errorf("%s (host %s): matched %q; want %q", uri, host, got, want)
+		}
+	}
+	full := "/p0/p1/p2/p3/p4/p5/p6/p7/p8/p9/p10/p11"
+	f(full+"/x", "a.test", "r10")
+	f(full+"/x", "other.test", "r11")
+	f("/p0/p1/p2/p3/x", "a.test", "r3")
+	f("/p0/p1/p2/x", "a.test", "r1")
+	f("/p0/p1/p2/x", "other.test", "r2")
+	f("/p0/p1/p2/p3/p4/p5/p6/p7/p8/x", "a.test", "r7")
+	f("/p0/p1/p2/p3/p4/p5/p6/p7/p8/x", "other.test", "r8")
+	f("/p0x", "a.test", "")
+	f("/p0/", "a.test", "r0")
+}
+
+// TestPrefixWalkAgainstRecursive: the bounded loop walk answers as the
+// unbounded recursive one over random prefix sets and paths.
+func TestPrefixWalkAgainstRecursive(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	seg := func() string { return []string{"a", "ab", "b", "/", "a/", "x", "/v1", "1"}[rnd.IntN(8)] }
+	for round := 0; round < 50; round++ {
+		routes := map[string]string{}
+		for i := 0; i < 1+rnd.IntN(40); i++ {
+			p := "/"
+			for j := rnd.IntN(6); j > 0; j-- {
+				p += seg()
+			}
+			host := ""
+			if rnd.IntN(4) == 0 {
+				host = `"host":"h.test",`
+			}
+			routes["r"+strconv.Itoa(i)] = `{"uri":"` + p + `*",` + host + up + `}`
+		}
+		r, errs := New(snapOf(t, routes))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for k := 0; k < 200; k++ {
+			p := "/"
+			for j := rnd.IntN(10); j > 0; j-- {
+				p += seg()
+			}
+			for _, host := range []string{"h.test", "o.test"} {
+				var q Request
+				q.Reset(reqCtx("GET", p, host, "10.0.0.1"))
+				got, want := r.prefix.match(q.Path, r, &q), r.prefix.matchAll(q.Path, r, &q)
+				if got != want {
+					t.Fatalf("%s host %s over %v: walk %v, recursive %v", p, host, routes, got, want)
+				}
+			}
 		}
 	}
 }

@@ -139,22 +139,15 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 		connect, send, read = orDur(tmo.Connect, connect), orDur(tmo.Send, send), orDur(tmo.Read, read)
 	}
 	p.connect, p.send, p.read = connect, send, read
-	idle := 60 * time.Second
-	if len(u.KeepalivePool) > 0 {
-		var kp struct {
-			Size        int      `json:"size"`
-			IdleTimeout *float64 `json:"idle_timeout"`
-			Requests    int      `json:"requests"`
-		}
-		if err := json.Unmarshal(u.KeepalivePool, &kp); err != nil {
-			return nil, fmt.Errorf("cannot read keepalive_pool: %w", err)
-		}
-		if kp.IdleTimeout != nil {
-			idle = secs(*kp.IdleTimeout)
-		}
-		// size and requests have no fasthttp equivalent (it keeps every
-		// idle connection until idle_timeout and has no per-connection
-		// request cap): the startup warning for admin.listen lists them.
+	kp, err := parseKeepalive(u.KeepalivePool)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build upstream %s: %w", u.ID, err)
+	}
+	idleMax := kp.Size
+	if kp.IdleTimeout == 0 {
+		// idle_timeout 0: an idle connection is not kept at all
+		// (fasthttp would read a zero MaxIdleConnDuration as 10 s).
+		idleMax = 0
 	}
 	tlsCfg, err := tlsConfig(u, snap)
 	if err != nil {
@@ -188,11 +181,14 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 				if err != nil {
 					return nil, err
 				}
-				return rawsock.Wrap(c), nil // see edge/rawsock: no scheduler hand-off per write
+				// rawsock: no scheduler hand-off per write; keptConn:
+				// keepalive_pool.requests counts per connection.
+				return &keptConn{Conn: rawsock.Wrap(c)}, nil
 			},
+			Transport:                &keepalive{size: idleMax, requests: kp.Requests},
 			ReadTimeout:              read,
 			WriteTimeout:             send,
-			MaxIdleConnDuration:      idle,
+			MaxIdleConnDuration:      secs(kp.IdleTimeout),
 			MaxResponseBodySize:      opt.MaxResponseBytes,
 			NoDefaultUserAgentHeader: true,
 			// The path sent is the normalised one the route matched (as

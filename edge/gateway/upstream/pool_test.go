@@ -2,11 +2,15 @@ package upstream
 
 import (
 	"math"
+	"net"
 	"strings"
 	"testing"
 
+	"github.com/valyala/fasthttp"
+
 	admingw "gw/admin/gateway"
 	"gw/admin/store"
+	"gw/edge/gateway/vars"
 )
 
 // upstreamOf compiles an upstream body as the admin runner does.
@@ -153,3 +157,35 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func mathBits(f float64) uint64 { return math.Float64bits(f) }
+
+// TestHashKey: each chash hash_on reads its key, and a missing key falls
+// back to the client address (as APISIX).
+func TestHashKey(t *testing.T) {
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Request.SetRequestURI("/p?user=u1&team=t9")
+	ctx.Request.Header.Set("X-User", "hdr-user")
+	ctx.Request.Header.Set("Cookie", "sid=c00kie")
+	ctx.SetRemoteAddr(&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5})
+	vc := &vars.Context{ConsumerName: "jack"}
+	clientIP := string(ctx.RemoteIP()) // the raw address bytes
+	f := func(hashOn, key, want string, vc *vars.Context) {
+		t.Helper()
+		p := poolOf(t, `{"type":"chash","hash_on":"`+hashOn+`","key":"`+key+`","nodes":{"127.0.0.1:1":1,"127.0.0.1:2":1}}`)
+		if got := string(p.HashKey(nil, ctx, vc)); got != want {
+			t.Errorf("hash_on %s key %s: %q; want %q", hashOn, key, got, want)
+		}
+	}
+	f("vars", "arg_user", "u1", vc)
+	f("vars", "arg_none", clientIP, vc)
+	f("header", "X-User", "hdr-user", vc)
+	f("header", "X-None", clientIP, vc)
+	f("cookie", "sid", "c00kie", vc)
+	f("cookie", "nope", clientIP, vc)
+	f("consumer", "", "jack", vc)
+	f("consumer", "", clientIP, &vars.Context{})
+	f("vars_combinations", "$arg_team-$arg_user", "t9-u1", vc)
+	// A roundrobin pool has no hash key.
+	if k := poolOf(t, `{"nodes":{"127.0.0.1:1":1}}`).HashKey(nil, ctx, vc); k != nil {
+		t.Errorf("roundrobin hash key %q", k)
+	}
+}
