@@ -7,3 +7,9 @@ func AppendRequest(batch []usage.Record, service string) []byte {
 	var sc scratch
 	return appendRequest(nil, batch, service, &sc)
 }
+
+// AppendRequestGzip exposes the gzip encoder.
+func AppendRequestGzip(batch []usage.Record, service string) []byte {
+	var sc scratch
+	return appendRequestGzip(nil, batch, service, &sc)
+}

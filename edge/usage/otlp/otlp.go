@@ -30,7 +30,6 @@ type Sink struct {
 	cfg     *resources.OTLPHTTPExporter
 	client  *http.Client
 	service string
-	gz      usage.Gzipper
 	sc      scratch
 }
 
@@ -43,11 +42,10 @@ func New(cfg *resources.OTLPHTTPExporter, service string) *Sink {
 
 // Encode marshals the batch as an ExportTraceServiceRequest.
 func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	out := appendRequest(dst, batch, s.service, &s.sc)
-	if s.cfg.Compression != resources.OTLPCompressionGzip {
-		return out, nil
+	if s.cfg.Compression == resources.OTLPCompressionGzip {
+		return appendRequestGzip(dst, batch, s.service, &s.sc), nil
 	}
-	return s.gz.Compress(out, out)
+	return appendRequest(dst, batch, s.service, &s.sc), nil
 }
 
 // Send posts one batch. Per the OTLP/HTTP spec only 429, 502, 503 and 504

@@ -1,0 +1,65 @@
+package fuzz
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"gw/admin/resources"
+	"gw/edge/usage"
+	"gw/edge/usage/otlp"
+)
+
+// FuzzOTLPGzip: the OTLP sink's own gzip writer (each span's attributes
+// written against the previous span's, fixed Huffman codes) inflates, with
+// the standard library's reader and its CRC check, to exactly the
+// uncompressed request, for spans that agree, differ in any field, change
+// length across the varint boundaries, or lie beyond the 32 KiB window.
+func FuzzOTLPGzip(f *testing.F) {
+	f.Add("gpt", "chat.completions", "Zoë", "upstream returned 503", int64(10), 503, uint8(3))
+	f.Add(strings.Repeat("m", 127), strings.Repeat("o", 128), "caf\xc3", "\xff\xfe", int64(-1), 200, uint8(0))
+	f.Add("g", "", "", strings.Repeat("e", 33000), int64(1)<<40, 499, uint8(7))
+	plain := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")
+	gz := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")
+	f.Fuzz(func(t *testing.T, model, op, user, msg string, tokens int64, status int, n uint8) {
+		var batch []usage.Record
+		for i := 0; i < int(n%9)+1; i++ {
+			r := usage.Record{OccurredAt: time.Unix(1700000000+int64(i), 5), RequestID: usage.NewRequestID(), Attempt: 1, AttemptKind: usage.AttemptFinal,
+				StatusCode: status, Model: model, Operation: op, InboundProtocol: "chat_completions", CacheStatus: usage.CacheNone,
+				PromptTokens: tokens + int64(i), TotalTokens: tokens, Latency: time.Duration(tokens) * time.Duration(i)}
+			// Every other span changes the optional attributes and lengths.
+			if i%2 == 1 {
+				r.UserName, r.ErrorMessage, r.ErrorClass = user, msg, op
+				r.Model += strings.Repeat("x", i)
+				r.AppliedGuardrails = []string{user, model}
+				r.Tags = &resources.TelemetryTags{Kind: user, PKLabel: msg}
+			}
+			if i%3 == 2 {
+				r.AttemptKind = usage.AttemptFailed
+			}
+			batch = append(batch, r)
+		}
+		want, err := plain.Encode(nil, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := gz.Encode(nil, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(z))
+		if err != nil {
+			t.Fatalf("not a gzip stream: %v", err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("cannot inflate: %v", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("inflated %d bytes differ from the %d wire bytes", len(got), len(want))
+		}
+	})
+}
