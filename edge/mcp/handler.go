@@ -49,6 +49,7 @@ type Handler struct {
 	SessionIdle time.Duration
 
 	sess     sessions
+	subCaps  sync.Map // server name → subCap: whether it offers resources.subscribe
 	once     sync.Once
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -187,8 +188,7 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		return
 	}
 	if !req.ID.IsValid() {
-		// A notification: accepted, nothing to relay.
-		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		h.notification(c, req)
 		return
 	}
 	c.req = req
@@ -222,7 +222,8 @@ var strEventStream = []byte("text/event-stream")
 // which may send messages for the caller while they serve it.
 func upstreamMethod(m string) bool {
 	switch m {
-	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "logging/setLevel":
+	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "logging/setLevel":
 		return true
 	}
 	return false
@@ -233,7 +234,14 @@ func (h *Handler) dispatch(c *call) {
 	// Each method bounds its upstream work by the server's timeout; the
 	// caller's connection is not watched (fasthttp has no per-request
 	// cancellation, and a broken SSE answer can be resumed).
-	rctx := context.Background()
+	// The caller may cancel the request (notifications/cancelled): its
+	// context ends, and the upstream call with it.
+	rctx, cancel := context.WithCancel(context.Background())
+	c.sess.track(c.req.ID, cancel)
+	defer func() {
+		c.sess.untrack(c.req.ID)
+		cancel()
+	}()
 	switch c.req.Method {
 	case "tools/list":
 		h.toolsList(rctx, c)
@@ -249,6 +257,10 @@ func (h *Handler) dispatch(c *call) {
 		h.templatesList(rctx, c)
 	case "resources/read":
 		h.resourcesRead(rctx, c)
+	case "resources/subscribe":
+		h.subscribe(rctx, c, false)
+	case "resources/unsubscribe":
+		h.subscribe(rctx, c, true)
 	case "logging/setLevel":
 		h.setLevel(rctx, c)
 	default:
@@ -492,12 +504,14 @@ func (h *Handler) initialize(c *call) {
 			res.ServerInfo, res.Instructions = ir.ServerInfo, ir.Instructions
 			if ir.Capabilities != nil {
 				res.Capabilities = &sdk.ServerCapabilities{Tools: ir.Capabilities.Tools, Prompts: ir.Capabilities.Prompts, Resources: ir.Capabilities.Resources, Logging: ir.Capabilities.Logging}
-				if res.Capabilities.Resources != nil {
-					// No subscribe: gw does not serve resources/subscribe.
-					res.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: ir.Capabilities.Resources.ListChanged}
+				if r := res.Capabilities.Resources; r != nil {
+					res.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: r.ListChanged, Subscribe: r.Subscribe}
 				}
 			}
 		}
+	}
+	if c.srv == nil && h.anySubscribes(c, s) {
+		res.Capabilities.Resources.Subscribe = true
 	}
 	h.sess.add(s)
 	c.ctx.Response.Header.Set(hdrSession, s.id)
