@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -121,13 +122,13 @@ var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024
 type call struct {
 	h        *Handler
 	ctx      *fasthttp.RequestCtx
-	resp     *fasthttp.Response // where the answer goes: ctx's, or the POST stream's own
+	resp     *fasthttp.Response // where the answer goes: ctx's
 	snap     *snapshot.Snapshot
 	p        principal
 	srv      *resources.MCPServer // /mcp/{server}; nil on /mcp
 	sess     *session
 	req      *jsonrpc.Request
-	st       *outStream // the POST's SSE stream; nil when answered with JSON only
+	st       *outStream // the POST's stream of server messages; nil when answered with JSON only
 	reqBytes int        // the request body's length
 	start    time.Time
 	status   int
@@ -269,48 +270,52 @@ func (h *Handler) dispatch(c *call) {
 }
 
 // serveStreamed serves a request whose upstream may send messages for the
-// caller meanwhile (the caller accepts SSE): the method runs on its own
-// goroutine, answering into a response of its own; the POST is answered
-// with JSON when the answer comes first, or as text/event-stream (the
-// related messages, then the answer) as soon as a message comes.
+// caller meanwhile (the caller accepts SSE). The method runs inline and
+// answers with JSON, unless a server message for it comes first: then the
+// answer becomes text/event-stream at once (the related messages, then the
+// answer), written straight to the connection by a goroutine of its own,
+// because the handler is still busy with the method and fasthttp sends a
+// response only once the handler returns. That answer is framed by
+// closing the connection ("Connection: close"), and fasthttp is told to
+// write nothing (hijack without a response). The caller whose connection
+// breaks resumes the stream from the replay buffer (GET, Last-Event-ID).
+//
+// A caller that pipelines a request behind an unflushed answer on the
+// same connection would see this answer first; MCP clients do not
+// pipeline (each POST waits for its answer's headers).
 func (h *Handler) serveStreamed(c *call) {
 	ctx := c.ctx
+	conn := ctx.Conn()
+	if conn == nil {
+		h.dispatch(c) // no connection to write to (an in-process ctx): JSON only
+		return
+	}
 	hub := c.sess.hub
 	server := ""
 	if c.srv != nil {
 		server = c.srv.Name
 	}
-	st := hub.open(server, progressToken(c.req.Params))
-	c.st = st
-	resp := fasthttp.AcquireResponse()
-	c.resp = resp
-	// The method may outlive ctx: once the answer is SSE, fasthttp may
-	// reuse ctx when the caller goes (the stream writer is not waited
-	// for). So the method reads nothing of ctx: its params are copied.
-	c.ctx = nil
-	c.req.Params = bytes.Clone(c.req.Params)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		h.dispatch(c)
-		hub.emit(st, resp.Body(), true)
-		<-st.decided
-		if st.mode == modeSSE {
-			fasthttp.ReleaseResponse(resp) // the answer is in the replay buffer
-		}
-	}()
-	<-st.decided
-	if st.mode == modeJSON {
-		<-served
-		resp.CopyTo(&ctx.Response)
-		fasthttp.ReleaseResponse(resp)
-		return
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	sess := c.sess
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, 0, sess.touch) })
+	written := make(chan struct{})
+	var st *outStream
+	st = hub.open(server, progressToken(c.req.Params), func() {
+		defer close(written)
+		conn.SetWriteDeadline(time.Time{})
+		w := bufio.NewWriterSize(conn, 4<<10)
+		w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+		hub.write(w, st, 0, sess.touch)
+	})
+	c.st = st
+	h.dispatch(c)
+	hub.emit(st, ctx.Response.Body(), true)
+	<-st.decided // closed by now: by a server message, the answer, or the session's end
+	if st.mode != modeSSE {
+		return // answered with JSON: the response is in ctx
+	}
+	<-written
+	ctx.Response.SetStatusCode(fasthttp.StatusOK) // what the access log sees
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(net.Conn) {}) // fasthttp then closes the connection
 }
 
 // route names the server a request of /mcp went to, once known, so the
