@@ -235,6 +235,12 @@ func (h *Handler) dispatch(c *call) {
 	// Each method bounds its upstream work by the server's timeout; the
 	// caller's connection is not watched (fasthttp has no per-request
 	// cancellation, and a broken SSE answer can be resumed).
+	if c.req.Method == "tools/call" {
+		// Registers its own deadline context for cancellation: one
+		// context per call on the hot path, not two.
+		h.toolsCall(context.Background(), c)
+		return
+	}
 	// The caller may cancel the request (notifications/cancelled): its
 	// context ends, and the upstream call with it.
 	rctx, cancel := context.WithCancel(context.Background())
@@ -246,8 +252,6 @@ func (h *Handler) dispatch(c *call) {
 	switch c.req.Method {
 	case "tools/list":
 		h.toolsList(rctx, c)
-	case "tools/call":
-		h.toolsCall(rctx, c)
 	case "prompts/list":
 		h.promptsList(rctx, c)
 	case "prompts/get":

@@ -115,6 +115,10 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
+	// The caller may cancel the call (notifications/cancelled): the
+	// upstream call's context ends, and the SDK client tells the server.
+	c.sess.track(c.req.ID, cancel)
+	defer c.sess.untrack(c.req.ID)
 	var res *sdk.CallToolResult
 	var err error
 	if s.Type == resources.MCPTypeOpenAPI {
