@@ -96,8 +96,8 @@ type upConn struct {
 	ready  chan struct{}
 	client *sdk.Client // one per upstream session: its roots notify only this session
 	cs     *sdk.ClientSession
-	err   error
-	srv   *resources.MCPServer // the entry it was opened for (a reload with new settings reopens)
+	err    error
+	srv    *resources.MCPServer // the entry it was opened for (a reload with new settings reopens)
 }
 
 // upstream returns the session's upstream session to srv, opening it once.
