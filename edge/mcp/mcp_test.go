@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -331,6 +333,45 @@ func TestServeConcurrent(t *testing.T) {
 		ctx := serveOnce(h, "", tc.body, tc.sid)
 		if ctx.Response.StatusCode() != tc.status || !strings.Contains(string(ctx.Response.Body()), tc.want) {
 			t.Errorf("%s: %d %s", tc.body, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+}
+
+// TestToolResultEncoding: the direct encoding of plain tool results means
+// what the SDK's encoding means; other results take the SDK's.
+func TestToolResultEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		res   *sdk.CallToolResult
+		plain bool
+	}{
+		{&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "hello"}}}, true},
+		{&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a\"b\\c\n\u2028<>&\x01é"}, &sdk.TextContent{}}, IsError: true}, true},
+		{&sdk.CallToolResult{Content: []sdk.Content{}}, true},
+		{&sdk.CallToolResult{}, false},
+		{&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "x"}}, StructuredContent: map[string]any{"a": 1}}, false},
+		{&sdk.CallToolResult{Meta: sdk.Meta{"k": "v"}, Content: []sdk.Content{&sdk.TextContent{Text: "x"}}}, false},
+		{&sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}}, false},
+		{&sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "x", Annotations: &sdk.Annotations{Priority: 1}}}}, false},
+	} {
+		if got := plainToolResult(tc.res); got != tc.plain {
+			t.Errorf("%+v: plain = %v", tc.res, got)
+			continue
+		}
+		if !tc.plain {
+			continue
+		}
+		want, err := json.Marshal(tc.res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendToolResult(nil, tc.res)
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("direct %s, SDK %s", got, want)
 		}
 	}
 }

@@ -169,7 +169,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if res.IsError {
 		tc.outcome = outcomeToolError
 	}
-	c.result(res)
+	c.toolResult(res)
 }
 
 var callParamKeys = []string{"name", "arguments", "_meta"}
@@ -405,4 +405,60 @@ func escapeLabel(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// toolResult answers a tools/call with res. The common result (text
+// content only, no _meta, structuredContent or newer-protocol fields) is
+// written directly, without the SDK's reflective re-encoding (two nested
+// json.Marshal calls and their compaction); anything else goes through it.
+func (c *call) toolResult(res *sdk.CallToolResult) {
+	if !plainToolResult(res) {
+		c.result(res)
+		return
+	}
+	c.status = fasthttp.StatusOK
+	r := c.resp
+	r.SetStatusCode(fasthttp.StatusOK)
+	r.Header.SetContentType("application/json")
+	// The body's own buffer, appended to in place (SwapBody hands it
+	// over and takes it back: no copy, no allocation once grown).
+	b := r.SwapBody(nil)
+	b = append(b[:0], `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, c.req.ID)
+	b = append(b, `,"result":`...)
+	b = appendToolResult(b, res)
+	r.SwapBody(append(b, '}'))
+}
+
+// plainToolResult reports whether appendToolResult encodes res exactly as
+// the SDK does.
+func plainToolResult(res *sdk.CallToolResult) bool {
+	if res.Meta != nil || res.StructuredContent != nil || res.InputRequests != nil || res.RequestState != "" || res.NeedsInput() || res.Content == nil {
+		return false
+	}
+	for _, ct := range res.Content {
+		tc, ok := ct.(*sdk.TextContent)
+		if !ok || tc == nil || tc.Meta != nil || tc.Annotations != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// appendToolResult appends a plain result (plainToolResult) as JSON.
+func appendToolResult(b []byte, res *sdk.CallToolResult) []byte {
+	b = append(b, `{"content":[`...)
+	for i, ct := range res.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = rawjson.AppendQuote(b, ct.(*sdk.TextContent).Text)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}')
 }
