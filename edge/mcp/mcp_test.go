@@ -227,7 +227,10 @@ func BenchmarkToolsCallRelay(b *testing.B) {
 func benchRelay(b *testing.B, accept string) {
 	h, sid := benchHandler(b)
 	srv := h.Holder.Load().Resources.MCPServers[0]
-	cs, err := dial(context.Background(), sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil), http.DefaultTransport, srv)
+	// Direct is what a client without gw does: the SDK's transport with
+	// Go's HTTP client, nothing of gw's.
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
+		&sdk.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,11 +21,15 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	pk := t.srv.ProviderKey
+	if len(t.srv.Headers) == 0 && (pk == nil || !pk.APIKey.IsSet()) {
+		return t.base.RoundTrip(r) // nothing to add: no copy of the request
+	}
 	r = r.Clone(r.Context())
 	for _, h := range t.srv.Headers {
 		r.Header.Set(h.Name, h.Value.Reveal())
 	}
-	if pk := t.srv.ProviderKey; pk != nil && pk.APIKey.IsSet() {
+	if pk != nil && pk.APIKey.IsSet() {
 		r.Header.Set("Authorization", "Bearer "+pk.APIKey.Reveal())
 	}
 	return t.base.RoundTrip(r)
