@@ -28,6 +28,7 @@ const (
 	outcomeLimited     = "rate_limited"
 	outcomeBlocked     = "guardrail_blocked"
 	outcomeUnavailable = "guardrail_unavailable"
+	outcomeCancelled   = "cancelled" // the caller's notifications/cancelled
 )
 
 // Messages of in-band guardrail rejections; never the matched value.
@@ -127,6 +128,13 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		res, err = h.upstreamCall(ctx, c, tc, &p, args)
 	}
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The caller's notifications/cancelled: not an upstream
+			// failure. The caller ignores the answer (the spec's rule).
+			tc.outcome = outcomeCancelled
+			c.rpcError(jsonrpc.CodeInternalError, "the request was cancelled by the caller")
+			return
+		}
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			tc.outcome = outcomeRPCError
