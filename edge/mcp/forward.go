@@ -20,16 +20,18 @@ import (
 type callerCaps struct {
 	Sampling    *sdk.SamplingCapabilities    `json:"sampling,omitempty"`
 	Elicitation *sdk.ElicitationCapabilities `json:"elicitation,omitempty"`
-	Roots       *struct{}                    `json:"roots,omitempty"`
+	Roots       *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"roots,omitempty"`
 }
 
 // client is the SDK client of one upstream session of s to srv.
 func (s *session) client(srv *resources.MCPServer) *sdk.Client {
 	caps := &sdk.ClientCapabilities{Sampling: s.caps.Sampling, Elicitation: s.caps.Elicitation}
 	if s.caps.Roots != nil {
-		// Without listChanged: gw does not relay the caller's
-		// notifications/roots/list_changed.
-		caps.RootsV2 = &sdk.RootCapabilities{}
+		// listChanged as the caller declared it: gw relays the caller's
+		// notifications/roots/list_changed (session.rootsChanged).
+		caps.RootsV2 = &sdk.RootCapabilities{ListChanged: s.caps.Roots.ListChanged}
 	}
 	c := sdk.NewClient(&sdk.Implementation{Name: "gw", Version: "1"}, &sdk.ClientOptions{Capabilities: caps})
 	c.AddReceivingMiddleware(s.forward(srv))

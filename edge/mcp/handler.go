@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -49,6 +50,7 @@ type Handler struct {
 	SessionIdle time.Duration
 
 	sess     sessions
+	subCaps  sync.Map // server name → subCap: whether it offers resources.subscribe
 	once     sync.Once
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -120,13 +122,13 @@ var supportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024
 type call struct {
 	h        *Handler
 	ctx      *fasthttp.RequestCtx
-	resp     *fasthttp.Response // where the answer goes: ctx's, or the POST stream's own
+	resp     *fasthttp.Response // where the answer goes: ctx's
 	snap     *snapshot.Snapshot
 	p        principal
 	srv      *resources.MCPServer // /mcp/{server}; nil on /mcp
 	sess     *session
 	req      *jsonrpc.Request
-	st       *outStream // the POST's SSE stream; nil when answered with JSON only
+	st       *outStream // the POST's stream of server messages; nil when answered with JSON only
 	reqBytes int        // the request body's length
 	start    time.Time
 	status   int
@@ -187,8 +189,7 @@ func (h *Handler) Serve(ctx *fasthttp.RequestCtx, server string) {
 		return
 	}
 	if !req.ID.IsValid() {
-		// A notification: accepted, nothing to relay.
-		ctx.SetStatusCode(fasthttp.StatusAccepted)
+		h.notification(c, req)
 		return
 	}
 	c.req = req
@@ -222,7 +223,8 @@ var strEventStream = []byte("text/event-stream")
 // which may send messages for the caller while they serve it.
 func upstreamMethod(m string) bool {
 	switch m {
-	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "logging/setLevel":
+	case "tools/call", "tools/list", "prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "logging/setLevel":
 		return true
 	}
 	return false
@@ -233,12 +235,23 @@ func (h *Handler) dispatch(c *call) {
 	// Each method bounds its upstream work by the server's timeout; the
 	// caller's connection is not watched (fasthttp has no per-request
 	// cancellation, and a broken SSE answer can be resumed).
-	rctx := context.Background()
+	if c.req.Method == "tools/call" {
+		// Registers its own deadline context for cancellation: one
+		// context per call on the hot path, not two.
+		h.toolsCall(context.Background(), c)
+		return
+	}
+	// The caller may cancel the request (notifications/cancelled): its
+	// context ends, and the upstream call with it.
+	rctx, cancel := context.WithCancel(context.Background())
+	c.sess.track(c.req.ID, cancel)
+	defer func() {
+		c.sess.untrack(c.req.ID)
+		cancel()
+	}()
 	switch c.req.Method {
 	case "tools/list":
 		h.toolsList(rctx, c)
-	case "tools/call":
-		h.toolsCall(rctx, c)
 	case "prompts/list":
 		h.promptsList(rctx, c)
 	case "prompts/get":
@@ -249,6 +262,10 @@ func (h *Handler) dispatch(c *call) {
 		h.templatesList(rctx, c)
 	case "resources/read":
 		h.resourcesRead(rctx, c)
+	case "resources/subscribe":
+		h.subscribe(rctx, c, false)
+	case "resources/unsubscribe":
+		h.subscribe(rctx, c, true)
 	case "logging/setLevel":
 		h.setLevel(rctx, c)
 	default:
@@ -257,48 +274,52 @@ func (h *Handler) dispatch(c *call) {
 }
 
 // serveStreamed serves a request whose upstream may send messages for the
-// caller meanwhile (the caller accepts SSE): the method runs on its own
-// goroutine, answering into a response of its own; the POST is answered
-// with JSON when the answer comes first, or as text/event-stream (the
-// related messages, then the answer) as soon as a message comes.
+// caller meanwhile (the caller accepts SSE). The method runs inline and
+// answers with JSON, unless a server message for it comes first: then the
+// answer becomes text/event-stream at once (the related messages, then the
+// answer), written straight to the connection by a goroutine of its own,
+// because the handler is still busy with the method and fasthttp sends a
+// response only once the handler returns. That answer is framed by
+// closing the connection ("Connection: close"), and fasthttp is told to
+// write nothing (hijack without a response). The caller whose connection
+// breaks resumes the stream from the replay buffer (GET, Last-Event-ID).
+//
+// A caller that pipelines a request behind an unflushed answer on the
+// same connection would see this answer first; MCP clients do not
+// pipeline (each POST waits for its answer's headers).
 func (h *Handler) serveStreamed(c *call) {
 	ctx := c.ctx
+	conn := ctx.Conn()
+	if conn == nil {
+		h.dispatch(c) // no connection to write to (an in-process ctx): JSON only
+		return
+	}
 	hub := c.sess.hub
 	server := ""
 	if c.srv != nil {
 		server = c.srv.Name
 	}
-	st := hub.open(server, progressToken(c.req.Params))
-	c.st = st
-	resp := fasthttp.AcquireResponse()
-	c.resp = resp
-	// The method may outlive ctx: once the answer is SSE, fasthttp may
-	// reuse ctx when the caller goes (the stream writer is not waited
-	// for). So the method reads nothing of ctx: its params are copied.
-	c.ctx = nil
-	c.req.Params = bytes.Clone(c.req.Params)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		h.dispatch(c)
-		hub.emit(st, resp.Body(), true)
-		<-st.decided
-		if st.mode == modeSSE {
-			fasthttp.ReleaseResponse(resp) // the answer is in the replay buffer
-		}
-	}()
-	<-st.decided
-	if st.mode == modeJSON {
-		<-served
-		resp.CopyTo(&ctx.Response)
-		fasthttp.ReleaseResponse(resp)
-		return
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	sess := c.sess
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { hub.write(w, st, 0, sess.touch) })
+	written := make(chan struct{})
+	var st *outStream
+	st = hub.open(server, progressToken(c.req.Params), func() {
+		defer close(written)
+		conn.SetWriteDeadline(time.Time{})
+		w := bufio.NewWriterSize(conn, 4<<10)
+		w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+		hub.write(w, st, 0, sess.touch)
+	})
+	c.st = st
+	h.dispatch(c)
+	hub.emit(st, ctx.Response.Body(), true)
+	<-st.decided // closed by now: by a server message, the answer, or the session's end
+	if st.mode != modeSSE {
+		return // answered with JSON: the response is in ctx
+	}
+	<-written
+	ctx.Response.SetStatusCode(fasthttp.StatusOK) // what the access log sees
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(net.Conn) {}) // fasthttp then closes the connection
 }
 
 // route names the server a request of /mcp went to, once known, so the
@@ -492,12 +513,14 @@ func (h *Handler) initialize(c *call) {
 			res.ServerInfo, res.Instructions = ir.ServerInfo, ir.Instructions
 			if ir.Capabilities != nil {
 				res.Capabilities = &sdk.ServerCapabilities{Tools: ir.Capabilities.Tools, Prompts: ir.Capabilities.Prompts, Resources: ir.Capabilities.Resources, Logging: ir.Capabilities.Logging}
-				if res.Capabilities.Resources != nil {
-					// No subscribe: gw does not serve resources/subscribe.
-					res.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: ir.Capabilities.Resources.ListChanged}
+				if r := res.Capabilities.Resources; r != nil {
+					res.Capabilities.Resources = &sdk.ResourceCapabilities{ListChanged: r.ListChanged, Subscribe: r.Subscribe}
 				}
 			}
 		}
+	}
+	if c.srv == nil && h.anySubscribes(c, s) {
+		res.Capabilities.Resources.Subscribe = true
 	}
 	h.sess.add(s)
 	c.ctx.Response.Header.Set(hdrSession, s.id)

@@ -63,6 +63,7 @@ type outStream struct {
 	wake    chan struct{} // cap 1: a new event, an end or a new writer
 	gen     uint64        // writer generation: a newer writer takes over
 	done    bool          // the final event is out (POST streams)
+	start   func()        // run (go) when a POST stream becomes SSE: its writer
 }
 
 // hub holds a session's streams, the replay buffer and the server requests
@@ -88,8 +89,9 @@ func newHub() *hub {
 
 // open starts the stream of a POST whose request goes to server ("" for
 // several) with the caller's progress token (raw JSON, may be empty).
-func (h *hub) open(server string, token []byte) *outStream {
-	st := &outStream{server: server, token: string(token), decided: make(chan struct{}), wake: make(chan struct{}, 1)}
+// start runs on a goroutine of its own when the stream becomes SSE.
+func (h *hub) open(server string, token []byte, start func()) *outStream {
+	st := &outStream{server: server, token: string(token), decided: make(chan struct{}), wake: make(chan struct{}, 1), start: start}
 	h.mu.Lock()
 	h.nextStream++
 	st.id = h.nextStream
@@ -151,6 +153,9 @@ func (h *hub) emit(st *outStream, data []byte, final bool) bool {
 		}
 		st.mode = modeSSE
 		close(st.decided)
+		if st.start != nil {
+			go st.start()
+		}
 	}
 	st.seq++
 	h.events = append(h.events, event{stream: st.id, seq: st.seq, data: bytes.Clone(data), final: final})

@@ -240,11 +240,11 @@ func TestReplayBounds(t *testing.T) {
 // is JSON (nothing kept); after a message it is the stream's last event.
 func TestPostStreamMode(t *testing.T) {
 	h := newHub()
-	js := h.open("up", nil)
+	js := h.open("up", nil, nil)
 	if h.emit(js, []byte(`{}`), true) || js.mode != modeJSON || len(h.events) != 0 || h.streams[js.id] != nil {
 		t.Fatalf("answer only: mode %d, %d events", js.mode, len(h.events))
 	}
-	sse := h.open("up", []byte(`"t"`))
+	sse := h.open("up", []byte(`"t"`), nil)
 	if got := h.related("up", `"t"`); got != sse {
 		t.Fatal("progress token does not find its POST")
 	}
@@ -265,7 +265,7 @@ func TestPostStreamMode(t *testing.T) {
 // fails the wait.
 func TestServerRequestAnswer(t *testing.T) {
 	h := newHub()
-	st := h.open("up", nil)
+	st := h.open("up", nil, nil)
 	done := make(chan error, 1)
 	go func() {
 		r, err := h.request(context.Background(), st, "roots/list", nil)
@@ -311,7 +311,7 @@ func TestServerRequestAnswer(t *testing.T) {
 // newer reader of a stream ends the older one.
 func TestWriteResume(t *testing.T) {
 	h := newHub()
-	st := h.open("up", nil)
+	st := h.open("up", nil, nil)
 	h.emit(st, []byte(`{"n":1}`), false)
 	h.emit(st, []byte(`{"n":2}`), false)
 	if _, err := h.resume(st.id, 1); err != nil {

@@ -28,6 +28,7 @@ const (
 	outcomeLimited     = "rate_limited"
 	outcomeBlocked     = "guardrail_blocked"
 	outcomeUnavailable = "guardrail_unavailable"
+	outcomeCancelled   = "cancelled" // the caller's notifications/cancelled
 )
 
 // Messages of in-band guardrail rejections; never the matched value.
@@ -115,6 +116,10 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
+	// The caller may cancel the call (notifications/cancelled): the
+	// upstream call's context ends, and the SDK client tells the server.
+	c.sess.track(c.req.ID, cancel)
+	defer c.sess.untrack(c.req.ID)
 	var res *sdk.CallToolResult
 	var err error
 	if s.Type == resources.MCPTypeOpenAPI {
@@ -123,6 +128,13 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		res, err = h.upstreamCall(ctx, c, tc, &p, args)
 	}
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The caller's notifications/cancelled: not an upstream
+			// failure. The caller ignores the answer (the spec's rule).
+			tc.outcome = outcomeCancelled
+			c.rpcError(jsonrpc.CodeInternalError, "the request was cancelled by the caller")
+			return
+		}
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			tc.outcome = outcomeRPCError
@@ -165,7 +177,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if res.IsError {
 		tc.outcome = outcomeToolError
 	}
-	c.result(res)
+	c.toolResult(res)
 }
 
 var callParamKeys = []string{"name", "arguments", "_meta"}
@@ -401,4 +413,60 @@ func escapeLabel(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// toolResult answers a tools/call with res. The common result (text
+// content only, no _meta, structuredContent or newer-protocol fields) is
+// written directly, without the SDK's reflective re-encoding (two nested
+// json.Marshal calls and their compaction); anything else goes through it.
+func (c *call) toolResult(res *sdk.CallToolResult) {
+	if !plainToolResult(res) {
+		c.result(res)
+		return
+	}
+	c.status = fasthttp.StatusOK
+	r := c.resp
+	r.SetStatusCode(fasthttp.StatusOK)
+	r.Header.SetContentType("application/json")
+	// The body's own buffer, appended to in place (SwapBody hands it
+	// over and takes it back: no copy, no allocation once grown).
+	b := r.SwapBody(nil)
+	b = append(b[:0], `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, c.req.ID)
+	b = append(b, `,"result":`...)
+	b = appendToolResult(b, res)
+	r.SwapBody(append(b, '}'))
+}
+
+// plainToolResult reports whether appendToolResult encodes res exactly as
+// the SDK does.
+func plainToolResult(res *sdk.CallToolResult) bool {
+	if res.Meta != nil || res.StructuredContent != nil || res.InputRequests != nil || res.RequestState != "" || res.NeedsInput() || res.Content == nil {
+		return false
+	}
+	for _, ct := range res.Content {
+		tc, ok := ct.(*sdk.TextContent)
+		if !ok || tc == nil || tc.Meta != nil || tc.Annotations != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// appendToolResult appends a plain result (plainToolResult) as JSON.
+func appendToolResult(b []byte, res *sdk.CallToolResult) []byte {
+	b = append(b, `{"content":[`...)
+	for i, ct := range res.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = rawjson.AppendQuote(b, ct.(*sdk.TextContent).Text)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}')
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"gw/admin/resources"
@@ -20,11 +21,15 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	pk := t.srv.ProviderKey
+	if len(t.srv.Headers) == 0 && (pk == nil || !pk.APIKey.IsSet()) {
+		return t.base.RoundTrip(r) // nothing to add: no copy of the request
+	}
 	r = r.Clone(r.Context())
 	for _, h := range t.srv.Headers {
 		r.Header.Set(h.Name, h.Value.Reveal())
 	}
-	if pk := t.srv.ProviderKey; pk != nil && pk.APIKey.IsSet() {
+	if pk != nil && pk.APIKey.IsSet() {
 		r.Header.Set("Authorization", "Bearer "+pk.APIKey.Reveal())
 	}
 	return t.base.RoundTrip(r)
@@ -85,14 +90,18 @@ type session struct {
 	up       map[string]*upConn // by server name
 	lastUsed time.Time
 	closed   bool
+	// inflight cancels the caller requests being served, by the caller's
+	// request ID, for the caller's notifications/cancelled.
+	inflight map[jsonrpc.ID]context.CancelFunc
 }
 
 // upConn is one upstream session; ready is closed once cs or err is set.
 type upConn struct {
-	ready chan struct{}
-	cs    *sdk.ClientSession
-	err   error
-	srv   *resources.MCPServer // the entry it was opened for (a reload with new settings reopens)
+	ready  chan struct{}
+	client *sdk.Client // one per upstream session: its roots notify only this session
+	cs     *sdk.ClientSession
+	err    error
+	srv    *resources.MCPServer // the entry it was opened for (a reload with new settings reopens)
 }
 
 // upstream returns the session's upstream session to srv, opening it once.
@@ -118,7 +127,8 @@ func (s *session) upstream(ctx context.Context, base http.RoundTripper, srv *res
 		u = &upConn{ready: make(chan struct{}), srv: srv}
 		s.up[srv.Name] = u
 		s.mu.Unlock()
-		u.cs, u.err = dialTimeout(s.client(srv), base, srv)
+		u.client = s.client(srv)
+		u.cs, u.err = dialTimeout(u.client, base, srv)
 		if u.err == nil {
 			s.applyLevel(u.cs, srv)
 		}
@@ -234,4 +244,71 @@ func (s *session) applyLevel(cs *sdk.ClientSession, srv *resources.MCPServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), srv.Timeout())
 	defer cancel()
 	cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: lvl}) // best effort: logs are advisory
+}
+
+// track registers the cancel function of caller request id while it is
+// served; the returned function forgets it. A repeated id (a caller bug)
+// replaces the older entry: only the newest request is cancellable.
+func (s *session) track(id jsonrpc.ID, cancel context.CancelFunc) {
+	s.mu.Lock()
+	if s.inflight == nil {
+		s.inflight = make(map[jsonrpc.ID]context.CancelFunc)
+	}
+	s.inflight[id] = cancel
+	s.mu.Unlock()
+}
+
+func (s *session) untrack(id jsonrpc.ID) {
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
+}
+
+// cancel ends the caller request id if it is still served: its upstream
+// call's context ends, and the SDK client then sends the server
+// notifications/cancelled with the upstream's own request ID. It reports
+// whether such a request was in flight.
+func (s *session) cancel(id jsonrpc.ID) bool {
+	s.mu.Lock()
+	f := s.inflight[id]
+	delete(s.inflight, id)
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return f != nil
+}
+
+// rootsMarker is the one root gw's per-session upstream client holds. The
+// SDK sends notifications/roots/list_changed to a client's sessions only
+// when the client's own roots change, and gw's client serves no roots of
+// its own (roots/list goes to the caller, forward.go): so re-adding the
+// marker is how one upstream session gets the caller's notification.
+var rootsMarker = &sdk.Root{URI: "gw:caller-roots"}
+
+// rootsChanged relays the caller's notifications/roots/list_changed to
+// every upstream session the caller session has open (a session opened
+// later lists the roots afresh anyway).
+func (s *session) rootsChanged() {
+	s.mu.Lock()
+	clients := make([]*sdk.Client, 0, len(s.up))
+	for _, u := range s.up {
+		select {
+		case <-u.ready:
+			if u.cs != nil && u.client != nil {
+				clients = append(clients, u.client)
+			}
+		default:
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.AddRoots(rootsMarker)
+		}()
+	}
+	wg.Wait()
 }
