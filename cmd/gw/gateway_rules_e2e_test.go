@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -172,5 +176,49 @@ func TestGatewayRulesE2E(t *testing.T) {
 		if n := attempts("rt", `"retry_timeout":0.3,`); n < 1 || n > 2 {
 			t.Errorf("retries 3 with retry_timeout 0.3 s and 0.2 s attempts: %d attempts; want at most 2", n)
 		}
+	})
+
+	t.Run("http-logger max_pending_entries", func(t *testing.T) {
+		// The log receiver holds every batch until released: entries past
+		// max_pending_entries (in the batch and in flight) are dropped and
+		// counted, and every entry is either delivered or counted.
+		release := make(chan struct{})
+		var delivered atomic.Int64
+		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			b, _ := io.ReadAll(r.Body)
+			var entries []json.RawMessage
+			if json.Unmarshal(b, &entries) == nil {
+				delivered.Add(int64(len(entries)))
+			}
+		}))
+		defer recv.Close()
+		g.want(t, 201, "PUT", "/routes/hlp", `{"uri":"/hlp","plugins":{"http-logger":{"uri":"`+recv.URL+`","name":"hlpend","batch_max_size":1,"max_pending_entries":2,"inactive_timeout":1}},`+up(a)+`}`)
+		waitFor(t, "/hlp served", func() bool { code, _ := g.get(t, "GET", "/hlp"); return code == 200 })
+		const sent = 10
+		for i := 1; i < sent; i++ { // the probe above was the first
+			if code, _ := g.get(t, "GET", "/hlp"); code != 200 {
+				t.Fatalf("request %d: %d", i, code)
+			}
+		}
+		dropped := func() int64 {
+			resp, err := http.Get("http://" + g.addr + "/metrics")
+			if err != nil {
+				return -1
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			m := regexp.MustCompile(`(?m)^gw_gateway_http_logger_dropped_total\{name="hlpend"\} (\d+)$`).FindSubmatch(b)
+			if m == nil {
+				return 0
+			}
+			n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+			return n
+		}
+		if d := dropped(); d < sent-3 {
+			t.Fatalf("dropped %d of %d with max_pending_entries 2 and the receiver stalled; want ≥ %d", d, sent, sent-3)
+		}
+		close(release)
+		waitFor(t, "every entry delivered or counted", func() bool { return delivered.Load()+dropped() == sent })
 	})
 }
