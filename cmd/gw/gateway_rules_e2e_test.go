@@ -50,7 +50,8 @@ func newRuleBackend(t *testing.T, name string) *ruleBackend {
 func (b *ruleBackend) addr() string { return strings.TrimPrefix(b.srv.URL, "http://") }
 
 // TestGatewayRulesE2E: the route-matching operators the main gateway test
-// does not reach (in, ~=, negation), chash on a cookie and on a variable,
+// does not reach (in, ~=, negation), chash on a cookie, a variable, a
+// vars combination and the consumer, http-logger's pending-entry bound,
 // a passive health check ejecting a node from real traffic, and
 // retry_timeout ending retries — one gw, admin API writes, real backends.
 func TestGatewayRulesE2E(t *testing.T) {
@@ -86,18 +87,27 @@ func TestGatewayRulesE2E(t *testing.T) {
 		}
 	})
 
-	t.Run("chash on a cookie and a variable", func(t *testing.T) {
+	t.Run("chash on a cookie, a variable, vars_combinations and the consumer", func(t *testing.T) {
 		nodes := `"nodes":{"` + a.addr() + `":1,"` + b.addr() + `":1}`
 		g.want(t, 201, "PUT", "/routes/ck", `{"uri":"/ck","upstream":{"type":"chash","hash_on":"cookie","key":"sid",`+nodes+`}}`)
 		g.want(t, 201, "PUT", "/routes/cv", `{"uri":"/cv","upstream":{"type":"chash","hash_on":"vars","key":"arg_user",`+nodes+`}}`)
+		g.want(t, 201, "PUT", "/routes/cc", `{"uri":"/cc","upstream":{"type":"chash","hash_on":"vars_combinations","key":"$arg_a-${http_x_b}",`+nodes+`}}`)
+		g.want(t, 201, "PUT", "/routes/cn", `{"uri":"/cn","plugins":{"key-auth":{}},"upstream":{"type":"chash","hash_on":"consumer",`+nodes+`}}`)
+		for i := 0; i < 24; i++ {
+			g.want(t, 201, "PUT", "/consumers", fmt.Sprintf(`{"username":"chu%d","plugins":{"key-auth":{"key":"chk%d"}}}`, i, i))
+		}
 		g.served(t, "/ck", "", "Cookie", "sid=warm")
 		g.served(t, "/cv?user=warm", "")
+		g.served(t, "/cc?a=warm", "")
+		g.served(t, "/cn", "", "apikey", "chk23")
 		for _, tc := range []struct {
 			path   func(i int) string
 			header func(i int) []string
 		}{
 			{func(int) string { return "/ck" }, func(i int) []string { return []string{"Cookie", fmt.Sprintf("sid=s%d", i)} }},
 			{func(i int) string { return fmt.Sprintf("/cv?user=u%d", i) }, func(int) []string { return nil }},
+			{func(i int) string { return fmt.Sprintf("/cc?a=%d", i%6) }, func(i int) []string { return []string{"X-B", fmt.Sprint(i / 6)} }},
+			{func(int) string { return "/cn" }, func(i int) []string { return []string{"apikey", fmt.Sprintf("chk%d", i)} }},
 		} {
 			seen := map[string]bool{}
 			for i := 0; i < 24; i++ {

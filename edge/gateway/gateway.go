@@ -486,7 +486,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *routeRT, rs *reqState) {
 	rs.host = append(rs.host[:0], req.Header.Host()...)
 	req.Header.SetCanonical(hdrXFHost, rs.host)
 	req.UseHostHeader = true
-	key := p.HashKey(rs.key[:0], ctx, &rt.vc)
+	key := p.HashKey(rs.key[:0], ctx, &rs.pc.Vars) // the request's variables: the consumer is known after auth
 	if cap(key) > cap(rs.key) {
 		rs.key = key[:0]
 	}

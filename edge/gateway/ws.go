@@ -170,7 +170,7 @@ func (g *Gateway) serveWS(ctx *fasthttp.RequestCtx, rt *routeRT, p *upstream.Poo
 	if ip := ctx.RemoteIP(); ip != nil {
 		rs.xff = vars.AppendIP(rs.xff, ip)
 	}
-	key := p.HashKey(rs.key[:0], ctx, &rt.vc)
+	key := p.HashKey(rs.key[:0], ctx, &rs.pc.Vars)
 	if cap(key) > cap(rs.key) {
 		rs.key = key[:0]
 	}
