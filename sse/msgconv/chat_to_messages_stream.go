@@ -211,20 +211,36 @@ func (s *ChatToMessagesStream) Event(dst, _, data []byte) ([]byte, error) {
 			return dst, ErrMalformedEvent
 		}
 	}
+	return s.Feed(dst, ck)
+}
+
+// Feed handles one chat chunk already read into ck (chatchunk.Sink): what
+// Event does after reading the chunk, and the entry of a source converter
+// that fills ck itself instead of writing chat JSON (see chatchunk.Sink).
+func (s *ChatToMessagesStream) Feed(dst []byte, ck *chatchunk.Chunk) ([]byte, error) {
+	if s.ended {
+		return dst, nil
+	}
+	if ck.Done {
+		return s.finish(dst), nil
+	}
 	if e := ck.Error; rawjson.KindOf(e) == rawjson.Object {
 		return s.upstreamError(dst, e), nil
 	}
 	usage := ck.Usage
 	hasUsage := rawjson.KindOf(usage) == rawjson.Object
-	if !ck.Choice && !hasUsage {
+	if !ck.Choice && !hasUsage && !ck.HasCounted {
 		return dst, nil // Azure's prompt_filter_results chunk and the like
 	}
+	// Before begin: a first chunk with usage gives message_start exact counts.
 	if hasUsage {
-		s.readUsage(usage) // before begin: a first chunk with usage gives message_start exact counts
+		s.readUsage(usage)
+	} else if ck.HasCounted {
+		s.usage, s.usageSeen = ck.Counted, true
 	}
 	dst = s.begin(dst, ck.ID)
 	if ck.Choice {
-		dst = s.choice(dst)
+		dst = s.choice(dst, ck)
 	}
 	return dst, nil
 }
@@ -299,9 +315,8 @@ func c2mDeltaSlot(name []byte) int {
 	return -1
 }
 
-// choice handles choice 0, whose members the reading left in s.ck.
-func (s *ChatToMessagesStream) choice(dst []byte) []byte {
-	ck := &s.ck
+// choice handles choice 0, whose members the reading left in ck.
+func (s *ChatToMessagesStream) choice(dst []byte, ck *chatchunk.Chunk) []byte {
 	if ck.DeltaObject {
 		r := ck.ReasoningContent // or the reasoning some backends send
 		if r == nil {
@@ -323,7 +338,12 @@ func (s *ChatToMessagesStream) choice(dst []byte) []byte {
 				dst = s.textDelta(dst, blockText, t)
 			}
 		}
-		if tcs := ck.ToolCalls; rawjson.KindOf(tcs) == rawjson.Array {
+		if ck.HasCall {
+			c := &ck.Call
+			s.tv = [3][]byte{c.Index, c.ID, nil}
+			s.fv = [2][]byte{c.Name, c.Arguments}
+			dst = s.toolCall(dst)
+		} else if tcs := ck.ToolCalls; rawjson.KindOf(tcs) == rawjson.Array {
 			_ = rawjson.ForEachElem(tcs, func(_ int, tc []byte, k rawjson.Kind) bool {
 				if k == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
@@ -551,6 +571,12 @@ func (s *ChatToMessagesStream) toolDelta(dst, tc []byte) []byte {
 			_ = scanKeys(s.tv[2], s.fv[:], c2mFuncSlot)
 		}
 	}
+	return s.toolCall(dst)
+}
+
+// toolCall handles one tool call whose index and id are in s.tv and whose
+// function name and arguments are in s.fv.
+func (s *ChatToMessagesStream) toolCall(dst []byte) []byte {
 	var ti int
 	if j, ok := rawjson.ParseInt(s.tv[0]); ok {
 		ti = s.tool(j)

@@ -237,6 +237,20 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 			return dst, fieldErr(ErrInvalid, "", "an upstream chat chunk is not a JSON object")
 		}
 	}
+	return s.Feed(dst, ck)
+}
+
+// Feed handles one chat chunk already read into ck (chatchunk.Sink): what
+// Event does after reading the chunk, and the entry of a source converter
+// that fills ck itself instead of writing chat JSON (see chatchunk.Sink).
+func (s *ChatToResponses) Feed(dst []byte, ck *chatchunk.Chunk) ([]byte, error) {
+	if s.done {
+		return dst, nil
+	}
+	if ck.Done {
+		s.sawDone = true
+		return s.finishStream(dst), nil
+	}
 	if rawjson.KindOf(ck.Error) == rawjson.Object {
 		return s.upstreamError(dst, ck.Error), ErrUpstreamFailed
 	}
@@ -244,6 +258,8 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		if u, ok := parseUsage(ck.Usage, true); ok {
 			s.usage, s.haveUsage = u, true
 		}
+	} else if ck.HasCounted {
+		s.usage, s.haveUsage = ck.Counted, true
 	}
 	if !s.header {
 		if len(s.base) == 0 && nonEmptyStr(ck.ID) {
@@ -282,7 +298,10 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		if nonEmptyStr(ck.Refusal) {
 			dst = s.textDelta(dst, ck.Refusal, partRefusal)
 		}
-		if rawjson.KindOf(ck.ToolCalls) == rawjson.Array {
+		if ck.HasCall {
+			c := &ck.Call
+			dst = s.toolCall(dst, c.Index, c.ID, c.Name, c.Arguments)
+		} else if rawjson.KindOf(ck.ToolCalls) == rawjson.Array {
 			_ = rawjson.ForEachElem(ck.ToolCalls, func(_ int, tc []byte, kind rawjson.Kind) bool {
 				if kind == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
@@ -659,14 +678,19 @@ func (s *ChatToResponses) toolDelta(dst, tc []byte) []byte {
 	if rawjson.KindOf(t[2]) == rawjson.Object {
 		_ = rawjson.ScanTop(t[2], nameArgsKeys, f[:])
 	}
-	id, fname, args := t[1], f[0], f[1]
+	return s.toolCall(dst, t[0], t[1], f[0], f[1])
+}
+
+// toolCall handles one tool call from its raw index, id, function name and
+// arguments (each nil when absent).
+func (s *ChatToResponses) toolCall(dst, index, id, fname, args []byte) []byte {
 	if !nonEmptyStr(id) {
 		id = nil
 	}
 	if !nonEmptyStr(fname) {
 		fname = nil
 	}
-	idx, ok := rawjson.ParseInt(t[0])
+	idx, ok := rawjson.ParseInt(index)
 	if !ok {
 		// No index (some compatible backends): a new id starts a new call,
 		// anything else continues the latest one.
