@@ -5,6 +5,7 @@ import (
 
 	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
+	"gw/sse/transcode"
 )
 
 // A second stage fed directly (SetSink): a Messages or Responses caller in
@@ -87,14 +88,31 @@ func (s *ToChatStream) emit(dst []byte) []byte {
 
 // top fills what every chunk of the stream carries before choices.
 func (s *ToChatStream) top() *chatchunk.Chunk {
+	ck := s.clean()
 	p := s.prefix
-	s.ck = chatchunk.Chunk{
-		ID:      p[s.idSpan.from:s.idSpan.to:s.idSpan.to],
-		Created: p[s.createdSpan.from:s.createdSpan.to:s.createdSpan.to],
-		Model:   p[s.modelSpan.from:s.modelSpan.to:s.modelSpan.to],
-		Choices: true,
+	ck.ID = p[s.idSpan.from:s.idSpan.to:s.idSpan.to]
+	ck.Created = p[s.createdSpan.from:s.createdSpan.to:s.createdSpan.to]
+	ck.Model = p[s.modelSpan.from:s.modelSpan.to:s.modelSpan.to]
+	ck.Choices = true
+	return ck
+}
+
+// clean returns s.ck without the members the last chunk set. (Clearing
+// only those, instead of the whole Chunk, is a tenth of a Gemini event's
+// cost.)
+func (s *ToChatStream) clean() *chatchunk.Chunk {
+	ck := &s.ck
+	ck.ID, ck.Created, ck.Model, ck.Error = nil, nil, nil, nil
+	ck.Choices, ck.Choice, ck.DeltaObject, ck.Index, ck.Finish = false, false, false, nil, nil
+	ck.Content, ck.ReasoningContent = nil, nil
+	if ck.HasCall {
+		ck.HasCall, ck.Call = false, chatchunk.ToolCall{}
 	}
-	return &s.ck
+	if ck.HasCounted {
+		ck.HasCounted, ck.Counted = false, transcode.Usage{}
+	}
+	ck.Done = false
+	return ck
 }
 
 // choice fills top and a choice 0 with a delta object and no finish reason
@@ -193,12 +211,12 @@ func (s *ToChatStream) feedUsage(dst []byte) []byte {
 func (s *ToChatStream) feedError(dst []byte, typ, code string, msg []byte) []byte {
 	s.errBody = appendErrorBody(s.errBody[:0], typ, code, msg)
 	n := len(`{"error":`)
-	s.ck = chatchunk.Chunk{Error: s.errBody[n : len(s.errBody)-1 : len(s.errBody)-1]}
+	s.clean().Error = s.errBody[n : len(s.errBody)-1 : len(s.errBody)-1]
 	return s.emit(dst)
 }
 
 // feedDone: data: [DONE].
 func (s *ToChatStream) feedDone(dst []byte) []byte {
-	s.ck = chatchunk.Chunk{Done: true}
+	s.clean().Done = true
 	return s.emit(dst)
 }
