@@ -17,8 +17,9 @@ import (
 )
 
 // gsUnstable are the members two runs of one stream may differ in:
-// synthesised tool-call and response ids (time based), timestamps.
-var gsUnstable = regexp.MustCompile(`call_[0-9a-f]+|gw[0-9a-f]{6,}|toolu_[0-9a-zA-Z]+|"created(_at)?":\d+`)
+// synthesised tool-call and response ids (time based or random),
+// timestamps.
+var gsUnstable = regexp.MustCompile(`call_[0-9a-f]+|gw[0-9a-f]{6,}|toolu_[0-9a-zA-Z]+|[0-9a-f]{16}|"created(_at)?":\d+`)
 
 // gsStage makes a second stage for a Messages or Responses caller.
 func gsStage(responses bool) (transcode.Stream, func()) {
