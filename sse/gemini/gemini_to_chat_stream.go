@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -100,7 +101,7 @@ func (s *ToChatStream) Reset(model []byte) {
 	s.usage, s.usageSeen, s.usageRaw = transcode.Usage{}, false, s.usageRaw[:0]
 	s.begun, s.started, s.finishSent, s.usageSent, s.ended = false, false, false, false, false
 	s.err = nil
-	s.sinkErr = nil
+	s.sinkErr, s.ck = nil, chatchunk.Chunk{}
 }
 
 // Started reports whether content, reasoning, a tool call or a

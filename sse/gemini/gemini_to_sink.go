@@ -86,23 +86,26 @@ func (s *ToChatStream) emit(dst []byte) []byte {
 	return dst
 }
 
-// top fills what every chunk of the stream carries before choices.
+// top fills what every chunk of the stream carries before choices (the
+// same id, created and model in every chunk: set once, while ck.ID is nil).
 func (s *ToChatStream) top() *chatchunk.Chunk {
 	ck := s.clean()
-	p := s.prefix
-	ck.ID = p[s.idSpan.from:s.idSpan.to:s.idSpan.to]
-	ck.Created = p[s.createdSpan.from:s.createdSpan.to:s.createdSpan.to]
-	ck.Model = p[s.modelSpan.from:s.modelSpan.to:s.modelSpan.to]
+	if ck.ID == nil {
+		p := s.prefix
+		ck.ID = p[s.idSpan.from:s.idSpan.to:s.idSpan.to]
+		ck.Created = p[s.createdSpan.from:s.createdSpan.to:s.createdSpan.to]
+		ck.Model = p[s.modelSpan.from:s.modelSpan.to:s.modelSpan.to]
+	}
 	ck.Choices = true
 	return ck
 }
 
-// clean returns s.ck without the members the last chunk set. (Clearing
-// only those, instead of the whole Chunk, is a tenth of a Gemini event's
-// cost.)
+// clean returns s.ck without the members the last chunk set but the
+// stream's id, created and model (top's). Clearing only those, instead of
+// the whole Chunk, is a tenth of a Gemini event's cost.
 func (s *ToChatStream) clean() *chatchunk.Chunk {
 	ck := &s.ck
-	ck.ID, ck.Created, ck.Model, ck.Error = nil, nil, nil, nil
+	ck.Error = nil
 	ck.Choices, ck.Choice, ck.DeltaObject, ck.Index, ck.Finish = false, false, false, nil, nil
 	ck.Content, ck.ReasoningContent = nil, nil
 	if ck.HasCall {
@@ -112,6 +115,14 @@ func (s *ToChatStream) clean() *chatchunk.Chunk {
 		ck.HasCounted, ck.Counted = false, transcode.Usage{}
 	}
 	ck.Done = false
+	return ck
+}
+
+// untop is clean for a chunk without the stream's members (the error
+// frame, [DONE]).
+func (s *ToChatStream) untop() *chatchunk.Chunk {
+	ck := s.clean()
+	ck.ID, ck.Created, ck.Model = nil, nil, nil
 	return ck
 }
 
@@ -211,12 +222,13 @@ func (s *ToChatStream) feedUsage(dst []byte) []byte {
 func (s *ToChatStream) feedError(dst []byte, typ, code string, msg []byte) []byte {
 	s.errBody = appendErrorBody(s.errBody[:0], typ, code, msg)
 	n := len(`{"error":`)
-	s.clean().Error = s.errBody[n : len(s.errBody)-1 : len(s.errBody)-1]
+	ck := s.untop()
+	ck.Error = s.errBody[n : len(s.errBody)-1 : len(s.errBody)-1]
 	return s.emit(dst)
 }
 
 // feedDone: data: [DONE].
 func (s *ToChatStream) feedDone(dst []byte) []byte {
-	s.clean().Done = true
+	s.untop().Done = true
 	return s.emit(dst)
 }

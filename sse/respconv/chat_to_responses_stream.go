@@ -64,10 +64,11 @@ import (
 type ChatToResponses struct {
 	noCopy noCopy
 
-	r     respObj
-	model []byte // alias literal, or the upstream model when Reset got none
-	base  []byte // id base storage
-	echo  []byte // appendEcho output
+	r          respObj
+	model      []byte // alias literal, or the upstream model when Reset got none
+	base       []byte // id base storage
+	createdBuf []byte // created_at storage (respObj.createdLit)
+	echo       []byte // appendEcho output
 
 	seq       int64
 	header    bool // response.created and response.in_progress written
@@ -457,6 +458,8 @@ func (s *ChatToResponses) start(dst []byte) []byte {
 		s.r.created = createdOrNow(nil)
 	}
 	s.r.base = s.base
+	s.createdBuf = strconv.AppendInt(s.createdBuf[:0], s.r.created, 10)
+	s.r.createdLit = s.createdBuf
 	s.header = true
 	for _, typ := range [2]string{evCreated, evInProgress} {
 		dst = s.ev(dst, typ)
