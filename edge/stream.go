@@ -62,6 +62,9 @@ type relayState struct {
 	up    upStream
 	upBuf []byte // converted chat frames not yet consumed
 	upOff int
+	// A direct chain (stream_direct.go): up feeds conv without chat frames.
+	direct  directUp
+	dirDone bool // the upstream ended before the commit point
 
 	// Output policy (guard_output.go): nil when no output guardrail applies.
 	gs     *guard.ChatStream
@@ -169,6 +172,7 @@ func (s *relayState) release() {
 		s.up = nil
 	}
 	s.upBuf, s.upOff, s.native = s.upBuf[:0], 0, false
+	s.direct, s.dirDone = nil, false
 	s.gs, s.ns, s.gEnded, s.gErr, s.gDec, s.gDone = nil, nil, false, nil, guard.Pass, false
 	s.rd, s.proto, s.resp, s.p, s.c = nil, nil, nil, nil, nil
 	s.pending, s.out, s.tmp, s.wbuf = s.pending[:0], s.out[:0], s.tmp[:0], s.wbuf[:0]
@@ -274,6 +278,7 @@ func (p *Proxy) stream(ctx *fasthttp.RequestCtx, c *call) {
 					s.gs = &c.g.cs
 					s.gs.Reset(context.Background(), &c.g.e, c.plan.Alias, c.g.e.Chain.Output)
 				}
+				s.direct = s.directChain(c)
 			}
 			outcome, ferr := p.prefetch(c, s)
 			c.upstreamDur += time.Since(sent)
@@ -330,6 +335,9 @@ type prefetchErr struct {
 func (p *Proxy) prefetch(c *call, s *relayState) (int, prefetchErr) {
 	if s.native {
 		return p.prefetchNative(c, s)
+	}
+	if s.direct != nil {
+		return p.prefetchDirect(c, s)
 	}
 	for {
 		if dl := c.readDeadline(s.gap); !dl.IsZero() {
@@ -584,6 +592,9 @@ var (
 func (p *Proxy) relay(w io.Writer, c *call, s *relayState) int {
 	if s.native {
 		return p.relayNative(w, c, s)
+	}
+	if s.direct != nil {
+		return p.relayDirect(w, c, s)
 	}
 	s.wbuf = append(s.wbuf[:0], s.pending...)
 	if !s.batched(w, c) {

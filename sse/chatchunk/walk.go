@@ -13,7 +13,10 @@
 // converter checks this with a test and a fuzz target).
 package chatchunk
 
-import "gw/sse/rawjson"
+import (
+	"gw/sse/rawjson"
+	"gw/sse/transcode"
+)
 
 // Chunk is what one walk found: raw spans, nil when absent. Duplicate keys
 // follow encoding/json (the last one wins) at every level, as the
@@ -32,6 +35,14 @@ type Chunk struct {
 	DeltaObject bool
 
 	Content, ReasoningContent, Reasoning, Refusal, ToolCalls, ThinkingBlocks []byte
+
+	// Members only a source converter fills (see Sink); Walk leaves them
+	// zero.
+	HasCall    bool
+	Call       ToolCall
+	HasCounted bool
+	Counted    transcode.Usage
+	Done       bool
 }
 
 func (ck *Chunk) clearChoice() {

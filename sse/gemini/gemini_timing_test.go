@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gw/sse"
+	"gw/sse/chatchunk"
 	"gw/sse/respconv"
 	"gw/sse/transcode"
 )
@@ -69,8 +70,9 @@ func BenchmarkChatRequestToGemini(b *testing.B) {
 // (SSE framing, CRLF) and transcoded, End included, for each caller format:
 // chat callers get ToChatStream's chunks; Messages and Responses callers get
 // them through the edge's second stage (msgconv, respconv), fed one frame
-// payload at a time as edge/stream.go does. ns/event (per Gemini event) is
-// the figure to hold under 1 µs.
+// payload at a time as edge/stream.go does; the _sink runs hand the second
+// stage ToChatStream's chunks directly (SetSink), as edge/stream_direct.go
+// does. ns/event (per Gemini event) is the figure to hold under 1 µs.
 func BenchmarkDecodeTranscode(b *testing.B) {
 	raw, err := os.ReadFile("../testdata/gemini_stream_text.sse")
 	if err != nil {
@@ -78,12 +80,17 @@ func BenchmarkDecodeTranscode(b *testing.B) {
 	}
 	for _, d := range goldenDirections {
 		b.Run(strings.TrimPrefix(d.name, "gemini_to_"), func(b *testing.B) {
-			benchDecodeTranscode(b, raw, d.caller)
+			benchDecodeTranscode(b, raw, d.caller, false)
 		})
+		if d.caller != nil {
+			b.Run(strings.TrimPrefix(d.name, "gemini_to_")+"_sink", func(b *testing.B) {
+				benchDecodeTranscode(b, raw, d.caller, true)
+			})
+		}
 	}
 }
 
-func benchDecodeTranscode(b *testing.B, raw []byte, caller callerStage) {
+func benchDecodeTranscode(b *testing.B, raw []byte, caller callerStage, sink bool) {
 	s := AcquireToChatStream(nil)
 	defer ReleaseToChatStream(s)
 	var conv transcode.Stream
@@ -130,6 +137,20 @@ func benchDecodeTranscode(b *testing.B, raw []byte, caller callerStage) {
 			}
 		}
 		out := dst[:0]
+		if sink {
+			s.SetSink(conv.(chatchunk.Sink))
+			for {
+				ev, err := rd.Next()
+				if err != nil {
+					break
+				}
+				out, _ = s.Event(out, ev.Name, ev.Data)
+				events++
+			}
+			dst = conv.End(s.End(out))
+			sse.ReleaseReader(rd)
+			continue
+		}
 		for {
 			ev, err := rd.Next()
 			if err != nil {

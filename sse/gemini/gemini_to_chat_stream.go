@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"gw/sse/chatchunk"
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -56,6 +57,8 @@ type ToChatStream struct {
 
 	begun, started, finishSent, usageSent, ended bool
 	err                                          *UpstreamError
+
+	sinkState // SetSink: chunks handed to a second stage instead of written
 }
 
 var _ transcode.Stream = (*ToChatStream)(nil)
@@ -78,6 +81,7 @@ func ReleaseToChatStream(s *ToChatStream) {
 	s.Reset(nil)
 	s.model, s.prefix, s.tmp, s.tmp2, s.usageRaw = keep(s.model), keep(s.prefix), keep(s.tmp), keep(s.tmp2), keep(s.usageRaw)
 	s.keyBuf = keep(s.keyBuf)
+	s.releaseSink()
 	if cap(s.walked) > maxKeepParts {
 		s.walked = nil
 	}
@@ -97,6 +101,7 @@ func (s *ToChatStream) Reset(model []byte) {
 	s.usage, s.usageSeen, s.usageRaw = transcode.Usage{}, false, s.usageRaw[:0]
 	s.begun, s.started, s.finishSent, s.usageSent, s.ended = false, false, false, false, false
 	s.err = nil
+	s.sinkErr, s.ck = nil, chatchunk.Chunk{}
 }
 
 // Started reports whether content, reasoning, a tool call or a
@@ -144,8 +149,17 @@ var (
 )
 
 // Event handles one GenerateContentResponse event (name is ignored: Gemini
-// events are data-only).
+// events are data-only). With a sink (SetSink) it appends what the sink
+// made of the chunks and returns the sink's error, if any.
 func (s *ToChatStream) Event(dst, _, data []byte) ([]byte, error) {
+	dst, err := s.event(dst, data)
+	if s.sinkErr != nil {
+		err, s.sinkErr = s.sinkErr, nil
+	}
+	return dst, err
+}
+
+func (s *ToChatStream) event(dst, data []byte) ([]byte, error) {
 	if s.ended {
 		return dst, nil
 	}
@@ -270,9 +284,9 @@ func (s *ToChatStream) candidates(dst, arr []byte) []byte {
 func (s *ToChatStream) part1(dst, text, thought, fc, sig []byte) []byte {
 	if nonEmptyStr(text) {
 		if isTrue(thought) {
-			return s.appendDelta(dst, `"reasoning_content":`, text)
+			return s.appendDelta(dst, true, text)
 		}
-		return s.appendDelta(dst, `"content":`, text)
+		return s.appendDelta(dst, false, text)
 	}
 	if rawjson.KindOf(fc) == rawjson.Object {
 		var call [3][]byte
@@ -298,11 +312,17 @@ func (s *ToChatStream) buildPrefix(id []byte) {
 		t = appendFallbackID(t)
 	}
 	s.tmp2 = t
+	at := len(p)
 	p = rawjson.AppendQuoteBytes(p, t)
+	s.idSpan = span{at, len(p)}
 	p = append(p, `,"object":"chat.completion.chunk","created":`...)
+	at = len(p)
 	p = strconv.AppendInt(p, time.Now().Unix(), 10)
+	s.createdSpan = span{at, len(p)}
 	p = append(p, `,"model":`...)
+	at = len(p)
 	p = append(p, s.model...)
+	s.modelSpan = span{at, len(p)}
 	p = append(p, `,"choices":[`...)
 	s.prefix = p
 	s.begun = true
@@ -322,17 +342,28 @@ func (s *ToChatStream) begin(dst []byte) []byte {
 }
 
 func (s *ToChatStream) appendRoleChunk(dst []byte) []byte {
+	if s.sink != nil {
+		return s.feedRole(dst)
+	}
 	dst = s.chunk(dst)
 	return append(dst, `{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`+"\n\n"...)
 }
 
-// appendDelta appends a chunk whose delta has the one member key set to the
-// string literal val (normalised when it holds escapes).
-func (s *ToChatStream) appendDelta(dst []byte, key string, val []byte) []byte {
+// appendDelta appends a chunk whose delta has one member, content or (for
+// reasoning) reasoning_content, set to the string literal val (normalised
+// when it holds escapes).
+func (s *ToChatStream) appendDelta(dst []byte, reasoning bool, val []byte) []byte {
+	if s.sink != nil {
+		return s.feedText(dst, reasoning, val)
+	}
 	n := len(dst)
 	dst = s.chunk(dst)
 	dst = append(dst, `{"index":0,"delta":{`...)
-	dst = append(dst, key...)
+	if reasoning {
+		dst = append(dst, `"reasoning_content":`...)
+	} else {
+		dst = append(dst, `"content":`...)
+	}
 	var ok bool
 	if dst, ok = appendStr(dst, val, &s.tmp); !ok {
 		return dst[:n]
@@ -344,6 +375,9 @@ func (s *ToChatStream) appendDelta(dst []byte, key string, val []byte) []byte {
 // appendCall appends the chunk of one whole function call: its name, args
 // and id values and the part's thoughtSignature (raw, nil when absent).
 func (s *ToChatStream) appendCall(dst, name, args, id, sig []byte) []byte {
+	if s.sink != nil {
+		return s.feedCall(dst, name, args, id, sig)
+	}
 	n := len(dst)
 	dst = s.chunk(dst)
 	dst = append(dst, `{"index":0,"delta":{"tool_calls":[{"index":`...)
@@ -373,6 +407,9 @@ func (s *ToChatStream) appendCall(dst, name, args, id, sig []byte) []byte {
 
 func (s *ToChatStream) appendFinishChunk(dst []byte) []byte {
 	s.finishSent = true
+	if s.sink != nil {
+		return s.feedFinish(dst)
+	}
 	dst = s.chunk(dst)
 	dst = append(dst, `{"index":0,"delta":{},"finish_reason":"`...)
 	dst = append(dst, s.finish...)
@@ -385,6 +422,9 @@ func (s *ToChatStream) appendUsageChunk(dst []byte) []byte {
 	}
 	s.usageSent = true
 	s.readUsage()
+	if s.sink != nil {
+		return s.feedUsage(dst)
+	}
 	dst = s.chunk(dst)
 	dst = append(dst, `],"usage":`...)
 	dst = appendChatUsage(dst, &s.usage)
@@ -397,13 +437,22 @@ func (s *ToChatStream) appendError(dst []byte, typ, code string, msg []byte) []b
 	if typ == "" {
 		typ = "server_error"
 	}
-	dst = append(dst, `data: {"error":{"message":`...)
+	if s.sink != nil {
+		return s.feedError(dst, typ, code, msg)
+	}
+	dst = append(dst, "data: "...)
+	return append(appendErrorBody(dst, typ, code, msg), "\n\n"...)
+}
+
+// appendErrorBody appends the chat error body {"error":{...}}.
+func appendErrorBody(dst []byte, typ, code string, msg []byte) []byte {
+	dst = append(dst, `{"error":{"message":`...)
 	dst = rawjson.AppendQuoteBytes(dst, msg)
 	dst = append(dst, `,"type":`...)
 	dst = rawjson.AppendQuote(dst, typ)
 	dst = append(dst, `,"param":null,"code":`...)
 	dst = rawjson.AppendQuote(dst, code)
-	return append(dst, "}}\n\n"...)
+	return append(dst, "}}"...)
 }
 
 // End appends the finish chunk if none came, the usage chunk and
@@ -419,6 +468,9 @@ func (s *ToChatStream) End(dst []byte) []byte {
 	}
 	dst = s.appendUsageChunk(dst)
 	s.ended = true
+	if s.sink != nil {
+		return s.feedDone(dst)
+	}
 	return append(dst, "data: [DONE]\n\n"...)
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 
 	"gw/sse"
+	"gw/sse/chatchunk"
 	"gw/sse/msgconv"
 	"gw/sse/respconv"
 	"gw/sse/transcode"
@@ -117,6 +118,37 @@ func relay(src io.Reader, caller callerStage) ([]byte, error) {
 	return out, feed(up.End(chat[:0]))
 }
 
+// relaySink drives src through ToChatStream with the caller stage as its
+// sink (SetSink): no chat frames between the stages. Its transcript must be
+// the chained relay's, byte for byte.
+func relaySink(src io.Reader, caller callerStage) ([]byte, error) {
+	idSeq.Store(0)
+	up := AcquireToChatStream([]byte(goldenAlias))
+	defer ReleaseToChatStream(up)
+	conv, release := caller()
+	defer release()
+	up.SetSink(conv.(chatchunk.Sink))
+	var out []byte
+	rd := sse.AcquireReader(src)
+	defer sse.ReleaseReader(rd)
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if out, err = up.Event(out, ev.Name, ev.Data); err != nil && !errors.Is(err, respconv.ErrUpstreamFailed) {
+			return nil, err
+		}
+		if up.Err() != nil {
+			return out, nil
+		}
+	}
+	return conv.End(up.End(out)), nil
+}
+
 type splitReader struct {
 	data []byte
 	rng  *rand.Rand
@@ -131,49 +163,63 @@ func (r *splitReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// TestGolden: every fixture through every caller format, chained as the
+// edge chains the stages and (Messages and Responses) with the second stage
+// as ToChatStream's sink, whole and at random split points, against the
+// same golden transcripts.
 func TestGolden(t *testing.T) {
 	for _, d := range goldenDirections {
 		for _, f := range goldenFixtures {
 			name := strings.TrimSuffix(filepath.Base(f), ".sse")
 			t.Run(d.name+"/"+name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					in, err := os.ReadFile(f)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := relay(bytes.NewReader(in), d.caller)
-					if err != nil {
-						t.Fatalf("cannot relay: %v", err)
-					}
-					checkJSONFrames(t, got)
-					golden := filepath.Join("testdata", d.name, name+".golden")
-					if *update {
-						_ = os.MkdirAll(filepath.Dir(golden), 0o755)
-						if err := os.WriteFile(golden, got, 0o644); err != nil {
-							t.Fatal(err)
-						}
-					}
-					want, err := os.ReadFile(golden)
-					if err != nil {
-						t.Fatalf("cannot read the golden file (run with -update): %v", err)
-					}
-					if !bytes.Equal(want, got) {
-						t.Fatalf("transcript differs from %s\nwant:\n%s\ngot:\n%s", golden, want, got)
-					}
-					// The same bytes at random split points.
-					h := fnv.New64a()
-					h.Write([]byte(golden))
-					for i := range 8 {
-						r := &splitReader{data: in, rng: rand.New(rand.NewPCG(h.Sum64(), uint64(i)))}
-						again, err := relay(r, d.caller)
-						if err != nil || !bytes.Equal(again, want) {
-							t.Fatalf("split seed %d: %v\n%s", i, err, again)
-						}
-					}
-				})
+				testGolden(t, d.name, f, name, d.caller, relay)
+			})
+			if d.caller == nil {
+				continue
+			}
+			t.Run(d.name+"/sink/"+name, func(t *testing.T) {
+				testGolden(t, d.name, f, name, d.caller, relaySink)
 			})
 		}
 	}
+}
+
+func testGolden(t *testing.T, dir, f, name string, caller callerStage, relay func(io.Reader, callerStage) ([]byte, error)) {
+	synctest.Test(t, func(t *testing.T) {
+		in, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := relay(bytes.NewReader(in), caller)
+		if err != nil {
+			t.Fatalf("cannot relay: %v", err)
+		}
+		checkJSONFrames(t, got)
+		golden := filepath.Join("testdata", dir, name+".golden")
+		if *update {
+			_ = os.MkdirAll(filepath.Dir(golden), 0o755)
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("cannot read the golden file (run with -update): %v", err)
+		}
+		if !bytes.Equal(want, got) {
+			t.Fatalf("transcript differs from %s\nwant:\n%s\ngot:\n%s", golden, want, got)
+		}
+		// The same bytes at random split points.
+		h := fnv.New64a()
+		h.Write([]byte(golden))
+		for i := range 8 {
+			r := &splitReader{data: in, rng: rand.New(rand.NewPCG(h.Sum64(), uint64(i)))}
+			again, err := relay(r, caller)
+			if err != nil || !bytes.Equal(again, want) {
+				t.Fatalf("split seed %d: %v\n%s", i, err, again)
+			}
+		}
+	})
 }
 
 // checkJSONFrames fails unless every event's data is JSON or [DONE].

@@ -211,20 +211,36 @@ func (s *ChatToMessagesStream) Event(dst, _, data []byte) ([]byte, error) {
 			return dst, ErrMalformedEvent
 		}
 	}
+	return s.Feed(dst, ck)
+}
+
+// Feed handles one chat chunk already read into ck (chatchunk.Sink): what
+// Event does after reading the chunk, and the entry of a source converter
+// that fills ck itself instead of writing chat JSON (see chatchunk.Sink).
+func (s *ChatToMessagesStream) Feed(dst []byte, ck *chatchunk.Chunk) ([]byte, error) {
+	if s.ended {
+		return dst, nil
+	}
+	if ck.Done {
+		return s.finish(dst), nil
+	}
 	if e := ck.Error; rawjson.KindOf(e) == rawjson.Object {
 		return s.upstreamError(dst, e), nil
 	}
 	usage := ck.Usage
 	hasUsage := rawjson.KindOf(usage) == rawjson.Object
-	if !ck.Choice && !hasUsage {
+	if !ck.Choice && !hasUsage && !ck.HasCounted {
 		return dst, nil // Azure's prompt_filter_results chunk and the like
 	}
+	// Before begin: a first chunk with usage gives message_start exact counts.
 	if hasUsage {
-		s.readUsage(usage) // before begin: a first chunk with usage gives message_start exact counts
+		s.readUsage(usage)
+	} else if ck.HasCounted {
+		s.usage, s.usageSeen = ck.Counted, true
 	}
 	dst = s.begin(dst, ck.ID)
 	if ck.Choice {
-		dst = s.choice(dst)
+		dst = s.choice(dst, ck)
 	}
 	return dst, nil
 }
@@ -299,9 +315,8 @@ func c2mDeltaSlot(name []byte) int {
 	return -1
 }
 
-// choice handles choice 0, whose members the reading left in s.ck.
-func (s *ChatToMessagesStream) choice(dst []byte) []byte {
-	ck := &s.ck
+// choice handles choice 0, whose members the reading left in ck.
+func (s *ChatToMessagesStream) choice(dst []byte, ck *chatchunk.Chunk) []byte {
 	if ck.DeltaObject {
 		r := ck.ReasoningContent // or the reasoning some backends send
 		if r == nil {
@@ -323,7 +338,12 @@ func (s *ChatToMessagesStream) choice(dst []byte) []byte {
 				dst = s.textDelta(dst, blockText, t)
 			}
 		}
-		if tcs := ck.ToolCalls; rawjson.KindOf(tcs) == rawjson.Array {
+		if ck.HasCall {
+			c := &ck.Call
+			s.tv = [3][]byte{c.Index, c.ID, nil}
+			s.fv = [2][]byte{c.Name, c.Arguments}
+			dst = s.toolCall(dst)
+		} else if tcs := ck.ToolCalls; rawjson.KindOf(tcs) == rawjson.Array {
 			_ = rawjson.ForEachElem(tcs, func(_ int, tc []byte, k rawjson.Kind) bool {
 				if k == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
@@ -445,7 +465,7 @@ func (s *ChatToMessagesStream) thinkingBlock(dst, b []byte) []byte {
 		dst = s.closeAll(dst)
 		n := len(dst)
 		dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-		dst = strconv.AppendInt(dst, int64(s.nextBlock), 10)
+		dst = appendSmall(dst, int64(s.nextBlock))
 		dst = append(dst, `,"content_block":{"type":"redacted_thinking","data":`...)
 		var ok bool
 		if dst, ok = appendStr(dst, s.bv[3], &s.tmp); !ok {
@@ -461,7 +481,7 @@ func (s *ChatToMessagesStream) thinkingBlock(dst, b []byte) []byte {
 
 func (s *ChatToMessagesStream) deltaHead(dst []byte) []byte {
 	dst = append(dst, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-	dst = strconv.AppendInt(dst, int64(s.openIndex), 10)
+	dst = appendSmall(dst, int64(s.openIndex))
 	return append(dst, `,"delta":`...)
 }
 
@@ -472,7 +492,7 @@ func (s *ChatToMessagesStream) openBlock(dst []byte, kind uint8, id, name []byte
 	s.nextBlock++
 	s.started = true
 	dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-	dst = strconv.AppendInt(dst, int64(s.openIndex), 10)
+	dst = appendSmall(dst, int64(s.openIndex))
 	switch kind {
 	case blockText:
 		dst = append(dst, `,"content_block":{"type":"text","text":""}}`...)
@@ -498,7 +518,7 @@ func (s *ChatToMessagesStream) closeOpen(dst []byte) []byte {
 	}
 	s.openKind = blockNone
 	dst = append(dst, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
-	dst = strconv.AppendInt(dst, int64(s.openIndex), 10)
+	dst = appendSmall(dst, int64(s.openIndex))
 	return append(dst, "}\n\n"...)
 }
 
@@ -551,6 +571,12 @@ func (s *ChatToMessagesStream) toolDelta(dst, tc []byte) []byte {
 			_ = scanKeys(s.tv[2], s.fv[:], c2mFuncSlot)
 		}
 	}
+	return s.toolCall(dst)
+}
+
+// toolCall handles one tool call whose index and id are in s.tv and whose
+// function name and arguments are in s.fv.
+func (s *ChatToMessagesStream) toolCall(dst []byte) []byte {
 	var ti int
 	if j, ok := rawjson.ParseInt(s.tv[0]); ok {
 		ti = s.tool(j)
@@ -874,3 +900,15 @@ func (t *jsonTrack) feed(b []byte) {
 
 // complete reports whether an object or array was opened and closed again.
 func (t *jsonTrack) complete() bool { return t.opened && t.depth <= 0 && !t.inStr }
+
+// appendSmall appends n in decimal: event indexes and sequence numbers are
+// mostly below 100, which this writes without strconv's general path.
+func appendSmall(dst []byte, n int64) []byte {
+	switch {
+	case n >= 0 && n < 10:
+		return append(dst, byte('0'+n))
+	case n >= 10 && n < 100:
+		return append(dst, byte('0'+n/10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(dst, n, 10)
+}

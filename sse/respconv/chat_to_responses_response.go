@@ -260,6 +260,9 @@ func createdOrNow(raw []byte) int64 {
 type respObj struct {
 	base    []byte // id base: resp_<base>, msg_<base>_<n>, ...
 	created int64
+	// createdLit is created in decimal when a stream wrote it once already
+	// (a stream writes it in every response object); nil: written anew.
+	createdLit []byte
 }
 
 func (r respObj) appendItemID(dst []byte, prefix string, n int) []byte {
@@ -276,7 +279,11 @@ func (r respObj) open(dst []byte, status string, model []byte) []byte {
 	dst = append(dst, `{"id":"resp_`...)
 	dst = append(dst, r.base...)
 	dst = append(dst, `","object":"response","created_at":`...)
-	dst = strconv.AppendInt(dst, r.created, 10)
+	if r.createdLit != nil {
+		dst = append(dst, r.createdLit...)
+	} else {
+		dst = strconv.AppendInt(dst, r.created, 10)
+	}
 	dst = append(dst, `,"status":"`...)
 	dst = append(dst, status...)
 	dst = append(dst, `","background":false,"model":`...)

@@ -64,10 +64,11 @@ import (
 type ChatToResponses struct {
 	noCopy noCopy
 
-	r     respObj
-	model []byte // alias literal, or the upstream model when Reset got none
-	base  []byte // id base storage
-	echo  []byte // appendEcho output
+	r          respObj
+	model      []byte // alias literal, or the upstream model when Reset got none
+	base       []byte // id base storage
+	createdBuf []byte // created_at storage (respObj.createdLit)
+	echo       []byte // appendEcho output
 
 	seq       int64
 	header    bool // response.created and response.in_progress written
@@ -237,6 +238,20 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 			return dst, fieldErr(ErrInvalid, "", "an upstream chat chunk is not a JSON object")
 		}
 	}
+	return s.Feed(dst, ck)
+}
+
+// Feed handles one chat chunk already read into ck (chatchunk.Sink): what
+// Event does after reading the chunk, and the entry of a source converter
+// that fills ck itself instead of writing chat JSON (see chatchunk.Sink).
+func (s *ChatToResponses) Feed(dst []byte, ck *chatchunk.Chunk) ([]byte, error) {
+	if s.done {
+		return dst, nil
+	}
+	if ck.Done {
+		s.sawDone = true
+		return s.finishStream(dst), nil
+	}
 	if rawjson.KindOf(ck.Error) == rawjson.Object {
 		return s.upstreamError(dst, ck.Error), ErrUpstreamFailed
 	}
@@ -244,6 +259,8 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		if u, ok := parseUsage(ck.Usage, true); ok {
 			s.usage, s.haveUsage = u, true
 		}
+	} else if ck.HasCounted {
+		s.usage, s.haveUsage = ck.Counted, true
 	}
 	if !s.header {
 		if len(s.base) == 0 && nonEmptyStr(ck.ID) {
@@ -282,7 +299,10 @@ func (s *ChatToResponses) Event(dst, name, data []byte) ([]byte, error) {
 		if nonEmptyStr(ck.Refusal) {
 			dst = s.textDelta(dst, ck.Refusal, partRefusal)
 		}
-		if rawjson.KindOf(ck.ToolCalls) == rawjson.Array {
+		if ck.HasCall {
+			c := &ck.Call
+			dst = s.toolCall(dst, c.Index, c.ID, c.Name, c.Arguments)
+		} else if rawjson.KindOf(ck.ToolCalls) == rawjson.Array {
 			_ = rawjson.ForEachElem(ck.ToolCalls, func(_ int, tc []byte, kind rawjson.Kind) bool {
 				if kind == rawjson.Object {
 					dst = s.toolDelta(dst, tc)
@@ -438,6 +458,8 @@ func (s *ChatToResponses) start(dst []byte) []byte {
 		s.r.created = createdOrNow(nil)
 	}
 	s.r.base = s.base
+	s.createdBuf = strconv.AppendInt(s.createdBuf[:0], s.r.created, 10)
+	s.r.createdLit = s.createdBuf
 	s.header = true
 	for _, typ := range [2]string{evCreated, evInProgress} {
 		dst = s.ev(dst, typ)
@@ -481,7 +503,7 @@ func (s *ChatToResponses) ev(dst []byte, typ string) []byte {
 	dst = append(dst, "\ndata: {\"type\":\""...)
 	dst = append(dst, typ...)
 	dst = append(dst, `","sequence_number":`...)
-	dst = strconv.AppendInt(dst, s.seq, 10)
+	dst = appendSmall(dst, s.seq)
 	s.seq++
 	return dst
 }
@@ -492,14 +514,14 @@ func (s *ChatToResponses) itemEv(dst []byte, typ string) []byte {
 	dst = append(dst, `,"item_id":"`...)
 	dst = append(dst, s.itemID...)
 	dst = append(dst, `","output_index":`...)
-	return strconv.AppendInt(dst, int64(s.openIdx), 10)
+	return appendSmall(dst, int64(s.openIdx))
 }
 
 // partEv opens an event about the open message part.
 func (s *ChatToResponses) partEv(dst []byte, typ string) []byte {
 	dst = s.itemEv(dst, typ)
 	dst = append(dst, `,"content_index":`...)
-	return strconv.AppendInt(dst, int64(s.partIdx), 10)
+	return appendSmall(dst, int64(s.partIdx))
 }
 
 // openItem starts output item kind: it assigns the output_index and id and
@@ -511,10 +533,10 @@ func (s *ChatToResponses) openItem(dst []byte, kind uint8, prefix string) []byte
 	s.itemID = append(s.itemID[:0], prefix...)
 	s.itemID = append(s.itemID, s.base...)
 	s.itemID = append(s.itemID, '_')
-	s.itemID = strconv.AppendInt(s.itemID, int64(s.openIdx), 10)
+	s.itemID = appendSmall(s.itemID, int64(s.openIdx))
 	dst = s.ev(dst, evItemAdded)
 	dst = append(dst, `,"output_index":`...)
-	dst = strconv.AppendInt(dst, int64(s.openIdx), 10)
+	dst = appendSmall(dst, int64(s.openIdx))
 	dst = append(dst, `,"item":{"id":"`...)
 	return append(dst, s.itemID...)
 }
@@ -533,7 +555,7 @@ func (s *ChatToResponses) beginOutput() int {
 func (s *ChatToResponses) itemDone(dst []byte, start int) []byte {
 	dst = s.ev(dst, evItemDone)
 	dst = append(dst, `,"output_index":`...)
-	dst = strconv.AppendInt(dst, int64(s.openIdx), 10)
+	dst = appendSmall(dst, int64(s.openIdx))
 	dst = append(dst, `,"item":`...)
 	dst = append(dst, s.output[start:]...)
 	s.open = kindNone
@@ -659,14 +681,19 @@ func (s *ChatToResponses) toolDelta(dst, tc []byte) []byte {
 	if rawjson.KindOf(t[2]) == rawjson.Object {
 		_ = rawjson.ScanTop(t[2], nameArgsKeys, f[:])
 	}
-	id, fname, args := t[1], f[0], f[1]
+	return s.toolCall(dst, t[0], t[1], f[0], f[1])
+}
+
+// toolCall handles one tool call from its raw index, id, function name and
+// arguments (each nil when absent).
+func (s *ChatToResponses) toolCall(dst, index, id, fname, args []byte) []byte {
 	if !nonEmptyStr(id) {
 		id = nil
 	}
 	if !nonEmptyStr(fname) {
 		fname = nil
 	}
-	idx, ok := rawjson.ParseInt(t[0])
+	idx, ok := rawjson.ParseInt(index)
 	if !ok {
 		// No index (some compatible backends): a new id starts a new call,
 		// anything else continues the latest one.
@@ -859,4 +886,16 @@ func (s *ChatToResponses) closeAll(dst []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// appendSmall appends n in decimal: event indexes and sequence numbers are
+// mostly below 100, which this writes without strconv's general path.
+func appendSmall(dst []byte, n int64) []byte {
+	switch {
+	case n >= 0 && n < 10:
+		return append(dst, byte('0'+n))
+	case n >= 10 && n < 100:
+		return append(dst, byte('0'+n/10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(dst, n, 10)
 }

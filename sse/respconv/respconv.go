@@ -389,12 +389,21 @@ func appendIDBase(dst, lit []byte) []byte {
 				body = body[len(strip):] // "chatcmpl-msg_…" loses both
 			}
 		}
-		for _, c := range body {
-			if len(dst)-orig >= 96 {
-				break
-			}
-			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
-				dst = append(dst, c)
+		safe := len(body) <= 96
+		for i := 0; safe && i < len(body); i++ {
+			safe = idSafe(body[i])
+		}
+		if safe {
+			// Fast path - the whole body is id-safe (every real id).
+			dst = append(dst, body...)
+		} else {
+			for _, c := range body {
+				if len(dst)-orig >= 96 {
+					break
+				}
+				if idSafe(c) {
+					dst = append(dst, c)
+				}
 			}
 		}
 	}
@@ -408,6 +417,10 @@ func appendIDBase(dst, lit []byte) []byte {
 }
 
 const hexDigits = "0123456789abcdef"
+
+func idSafe(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
 
 // noCopy makes `go vet` flag copies of the pooled streams.
 type noCopy struct{}
