@@ -598,6 +598,20 @@ func (c *call) rpcError(code int64, msg string) {
 	writeResponse(c.resp, fasthttp.StatusOK, &jsonrpc.Response{ID: c.req.ID, Error: &jsonrpc.Error{Code: code, Message: msg}})
 }
 
+// open routes the call to s and opens its upstream session under s's
+// timeout. A nil session means the call was answered with the failure;
+// cancel ends the timeout's context either way.
+func (c *call) open(ctx context.Context, s *resources.MCPServer) (context.Context, context.CancelFunc, *sdk.ClientSession) {
+	c.route(s)
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
+	cs, err := c.upstream(ctx, s)
+	if err != nil {
+		c.upstreamFailed(err)
+		return ctx, cancel, nil
+	}
+	return ctx, cancel, cs
+}
+
 // upstreamFailed answers an upstream failure: the upstream's own JSON-RPC
 // error is relayed as it is (HTTP 200); a transport failure or an answer
 // that cannot be read is 502.

@@ -145,12 +145,9 @@ func (h *Handler) promptsGet(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown prompt \""+p.Name+"\"")
 		return
 	}
-	c.route(s)
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
+	ctx, cancel, cs := c.open(ctx, s)
 	defer cancel()
-	cs, err := c.upstream(ctx, s)
-	if err != nil {
-		c.upstreamFailed(err)
+	if cs == nil {
 		return
 	}
 	p.Name = name
@@ -201,12 +198,9 @@ func (h *Handler) resourcesRead(ctx context.Context, c *call) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown resource \""+p.URI+"\"")
 		return
 	}
-	c.route(s)
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
+	ctx, cancel, cs := c.open(ctx, s)
 	defer cancel()
-	cs, err := c.upstream(ctx, s)
-	if err != nil {
-		c.upstreamFailed(err)
+	if cs == nil {
 		return
 	}
 	p.URI = uri

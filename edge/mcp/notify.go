@@ -78,18 +78,16 @@ func (h *Handler) subscribe(ctx context.Context, c *call, unsub bool) {
 		c.rpcError(jsonrpc.CodeInvalidParams, "unknown resource \""+p.URI+"\"")
 		return
 	}
-	c.route(s)
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
+	ctx, cancel, cs := c.open(ctx, s)
 	defer cancel()
-	cs, err := c.upstream(ctx, s)
-	if err != nil {
-		c.upstreamFailed(err)
+	if cs == nil {
 		return
 	}
 	if !subscribes(cs) {
 		c.rpcError(jsonrpc.CodeMethodNotFound, "resource \""+p.URI+"\" cannot be subscribed to: its server does not offer resource subscriptions")
 		return
 	}
+	var err error
 	if unsub {
 		err = cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{Meta: p.Meta, URI: uri})
 	} else {

@@ -138,6 +138,11 @@ func Ping(addr string) error {
 	if err != nil {
 		return err
 	}
+	return ping(c)
+}
+
+// ping sends PING on c, expects +PONG and closes c.
+func ping(c net.Conn) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {

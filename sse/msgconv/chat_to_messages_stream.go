@@ -465,7 +465,7 @@ func (s *ChatToMessagesStream) thinkingBlock(dst, b []byte) []byte {
 		dst = s.closeAll(dst)
 		n := len(dst)
 		dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-		dst = appendSmall(dst, int64(s.nextBlock))
+		dst = rawjson.AppendInt(dst, int64(s.nextBlock))
 		dst = append(dst, `,"content_block":{"type":"redacted_thinking","data":`...)
 		var ok bool
 		if dst, ok = appendStr(dst, s.bv[3], &s.tmp); !ok {
@@ -481,7 +481,7 @@ func (s *ChatToMessagesStream) thinkingBlock(dst, b []byte) []byte {
 
 func (s *ChatToMessagesStream) deltaHead(dst []byte) []byte {
 	dst = append(dst, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":"...)
-	dst = appendSmall(dst, int64(s.openIndex))
+	dst = rawjson.AppendInt(dst, int64(s.openIndex))
 	return append(dst, `,"delta":`...)
 }
 
@@ -492,7 +492,7 @@ func (s *ChatToMessagesStream) openBlock(dst []byte, kind uint8, id, name []byte
 	s.nextBlock++
 	s.started = true
 	dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
-	dst = appendSmall(dst, int64(s.openIndex))
+	dst = rawjson.AppendInt(dst, int64(s.openIndex))
 	switch kind {
 	case blockText:
 		dst = append(dst, `,"content_block":{"type":"text","text":""}}`...)
@@ -518,7 +518,7 @@ func (s *ChatToMessagesStream) closeOpen(dst []byte) []byte {
 	}
 	s.openKind = blockNone
 	dst = append(dst, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":"...)
-	dst = appendSmall(dst, int64(s.openIndex))
+	dst = rawjson.AppendInt(dst, int64(s.openIndex))
 	return append(dst, "}\n\n"...)
 }
 
@@ -900,15 +900,3 @@ func (t *jsonTrack) feed(b []byte) {
 
 // complete reports whether an object or array was opened and closed again.
 func (t *jsonTrack) complete() bool { return t.opened && t.depth <= 0 && !t.inStr }
-
-// appendSmall appends n in decimal: event indexes and sequence numbers are
-// mostly below 100, which this writes without strconv's general path.
-func appendSmall(dst []byte, n int64) []byte {
-	switch {
-	case n >= 0 && n < 10:
-		return append(dst, byte('0'+n))
-	case n >= 10 && n < 100:
-		return append(dst, byte('0'+n/10), byte('0'+n%10))
-	}
-	return strconv.AppendInt(dst, n, 10)
-}

@@ -55,6 +55,18 @@ func ParseInt(raw []byte) (int64, bool) {
 	return int64(u), true
 }
 
+// AppendInt appends n in decimal. Event indexes and sequence numbers are
+// mostly below 100, which it writes without strconv's general path.
+func AppendInt(dst []byte, n int64) []byte {
+	switch {
+	case n >= 0 && n < 10:
+		return append(dst, byte('0'+n))
+	case n >= 10 && n < 100:
+		return append(dst, byte('0'+n/10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(dst, n, 10)
+}
+
 // AppendFloat appends f to dst as encoding/json formats a float64: the
 // shortest representation that round-trips, in exponent form only below 1e-6
 // or from 1e21 on. NaN and infinities have no JSON form and are written as

@@ -503,7 +503,7 @@ func (s *ChatToResponses) ev(dst []byte, typ string) []byte {
 	dst = append(dst, "\ndata: {\"type\":\""...)
 	dst = append(dst, typ...)
 	dst = append(dst, `","sequence_number":`...)
-	dst = appendSmall(dst, s.seq)
+	dst = rawjson.AppendInt(dst, s.seq)
 	s.seq++
 	return dst
 }
@@ -514,14 +514,14 @@ func (s *ChatToResponses) itemEv(dst []byte, typ string) []byte {
 	dst = append(dst, `,"item_id":"`...)
 	dst = append(dst, s.itemID...)
 	dst = append(dst, `","output_index":`...)
-	return appendSmall(dst, int64(s.openIdx))
+	return rawjson.AppendInt(dst, int64(s.openIdx))
 }
 
 // partEv opens an event about the open message part.
 func (s *ChatToResponses) partEv(dst []byte, typ string) []byte {
 	dst = s.itemEv(dst, typ)
 	dst = append(dst, `,"content_index":`...)
-	return appendSmall(dst, int64(s.partIdx))
+	return rawjson.AppendInt(dst, int64(s.partIdx))
 }
 
 // openItem starts output item kind: it assigns the output_index and id and
@@ -533,10 +533,10 @@ func (s *ChatToResponses) openItem(dst []byte, kind uint8, prefix string) []byte
 	s.itemID = append(s.itemID[:0], prefix...)
 	s.itemID = append(s.itemID, s.base...)
 	s.itemID = append(s.itemID, '_')
-	s.itemID = appendSmall(s.itemID, int64(s.openIdx))
+	s.itemID = rawjson.AppendInt(s.itemID, int64(s.openIdx))
 	dst = s.ev(dst, evItemAdded)
 	dst = append(dst, `,"output_index":`...)
-	dst = appendSmall(dst, int64(s.openIdx))
+	dst = rawjson.AppendInt(dst, int64(s.openIdx))
 	dst = append(dst, `,"item":{"id":"`...)
 	return append(dst, s.itemID...)
 }
@@ -555,7 +555,7 @@ func (s *ChatToResponses) beginOutput() int {
 func (s *ChatToResponses) itemDone(dst []byte, start int) []byte {
 	dst = s.ev(dst, evItemDone)
 	dst = append(dst, `,"output_index":`...)
-	dst = appendSmall(dst, int64(s.openIdx))
+	dst = rawjson.AppendInt(dst, int64(s.openIdx))
 	dst = append(dst, `,"item":`...)
 	dst = append(dst, s.output[start:]...)
 	s.open = kindNone
@@ -886,16 +886,4 @@ func (s *ChatToResponses) closeAll(dst []byte) []byte {
 		}
 	}
 	return dst
-}
-
-// appendSmall appends n in decimal: event indexes and sequence numbers are
-// mostly below 100, which this writes without strconv's general path.
-func appendSmall(dst []byte, n int64) []byte {
-	switch {
-	case n >= 0 && n < 10:
-		return append(dst, byte('0'+n))
-	case n >= 10 && n < 100:
-		return append(dst, byte('0'+n/10), byte('0'+n%10))
-	}
-	return strconv.AppendInt(dst, n, 10)
 }
