@@ -99,13 +99,8 @@ type Conn struct {
 	created time.Time
 	read    bool // a byte was read since the last write
 
-	// onRead is rawsock's WriteOnRead on a raw socket (else nil); writing:
-	// a request is being written (no read since its first write); left:
-	// how many of its bytes are still to come, -1 unknown (RequestLeft).
-	onRead  func([]byte) (int, error)
-	writing bool
-	left    int
-	eof     bool // the peer closed the connection (a read returned io.EOF)
+	req RequestWriter // whole requests leave with the read of their answer
+	eof bool          // the peer closed the connection (a read returned io.EOF)
 
 	// onIdle is the idle hook of the stream being read (SetIdleHook), gap
 	// its read timeout; raw and the fields below serve the reads made while
@@ -139,7 +134,6 @@ func newConn(c net.Conn) *Conn {
 	// RawConn on the same socket would wait under a stale one.
 	if rc, ok := w.Conn.(*rawsock.Conn); ok {
 		w.raw = rc.RawRead
-		w.onRead = rc.WriteOnRead
 	} else if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			w.raw = raw.Read
@@ -148,6 +142,7 @@ func newConn(c net.Conn) *Conn {
 	if w.raw != nil {
 		w.rawFn = w.rawRead
 	}
+	w.req = NewRequestWriter(w.Conn)
 	return w
 }
 
@@ -157,26 +152,7 @@ func (c *Conn) RemoteAddr() net.Addr { return &c.addr }
 func (c *Conn) Write(p []byte) (int, error) {
 	c.read = false
 	c.onIdle, c.gap = nil, 0 // a new request: the hook of an earlier stream never outlives it
-	if c.onRead != nil {
-		// The write that completes a request goes out from inside the read
-		// of its answer (rawsock.WriteOnRead), saving the read that would
-		// find the socket empty. Only a request known complete: a body
-		// still streaming in must leave as it comes.
-		if !c.writing {
-			c.writing, c.left = true, RequestLeft(p)
-		} else if c.left > 0 {
-			if c.left -= len(p); c.left < 0 {
-				c.left = -1
-			}
-		}
-		if c.left == 0 {
-			c.left = -1
-			if len(p) <= maxOnRead {
-				return c.onRead(p)
-			}
-		}
-	}
-	return c.Conn.Write(p)
+	return c.req.Write(c.Conn, p)
 }
 
 // SetReadDeadline records t (see readIdle) and sets it.
@@ -192,7 +168,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 }
 
 func (c *Conn) Read(p []byte) (int, error) {
-	c.writing = false // the next write starts a request
+	c.req.Read() // the next write starts a request
 	var n int
 	var err error
 	if c.onIdle != nil {

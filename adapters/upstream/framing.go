@@ -1,6 +1,56 @@
 package upstream
 
-import "bytes"
+import (
+	"bytes"
+	"net"
+
+	"gw/edge/rawsock"
+)
+
+// RequestWriter sends the write that completes an HTTP/1.1 request with
+// rawsock's WriteOnRead, so the request leaves from inside the read of its
+// answer and that read skips the attempt that would find the socket empty.
+// Only a request known complete (RequestLeft) is held: a body still
+// streaming in leaves as it comes. A connection's owner calls Write for
+// every write and Read before every read; the zero value (or one for a
+// connection that is not a raw socket) writes straight through.
+type RequestWriter struct {
+	onRead  func([]byte) (int, error) // rawsock's WriteOnRead, nil if none
+	writing bool                      // a request is being written (no read since its first write)
+	left    int                       // its bytes still to come, -1 unknown
+}
+
+// NewRequestWriter returns the RequestWriter of c.
+func NewRequestWriter(c net.Conn) RequestWriter {
+	if rc, ok := c.(*rawsock.Conn); ok {
+		return RequestWriter{onRead: rc.WriteOnRead}
+	}
+	return RequestWriter{}
+}
+
+// Write writes p to c, holding it for the next read when it completes a
+// request.
+func (w *RequestWriter) Write(c net.Conn, p []byte) (int, error) {
+	if w.onRead != nil {
+		if !w.writing {
+			w.writing, w.left = true, RequestLeft(p)
+		} else if w.left > 0 {
+			if w.left -= len(p); w.left < 0 {
+				w.left = -1
+			}
+		}
+		if w.left == 0 {
+			w.left = -1
+			if len(p) <= maxOnRead {
+				return w.onRead(p)
+			}
+		}
+	}
+	return c.Write(p)
+}
+
+// Read records that a read starts: the next write begins a request.
+func (w *RequestWriter) Read() { w.writing = false }
 
 // maxOnRead bounds a request sent by rawsock's WriteOnRead: the bytes are
 // copied and the copy's buffer stays with the connection.

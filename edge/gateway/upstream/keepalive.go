@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	aiup "gw/adapters/upstream"
 )
 
 // keepalive_pool as OpenResty's balancer keepalive (ngx.balancer
@@ -61,6 +63,18 @@ func parseKeepalive(raw json.RawMessage) (keepaliveSpec, error) {
 type keptConn struct {
 	net.Conn
 	served int
+	req    aiup.RequestWriter // whole requests leave with the read of their answer
+}
+
+func newKeptConn(c net.Conn) *keptConn {
+	return &keptConn{Conn: c, req: aiup.NewRequestWriter(c)}
+}
+
+func (k *keptConn) Write(p []byte) (int, error) { return k.req.Write(k.Conn, p) }
+
+func (k *keptConn) Read(p []byte) (int, error) {
+	k.req.Read()
+	return k.Conn.Read(p)
 }
 
 // keptOf finds the counter under a connection the HostClient may have

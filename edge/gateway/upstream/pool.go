@@ -183,7 +183,7 @@ func New(u *gateway.Upstream, routeTimeout *gateway.Timeout, snap *gateway.Snaps
 				}
 				// rawsock: no scheduler hand-off per write; keptConn:
 				// keepalive_pool.requests counts per connection.
-				return &keptConn{Conn: rawsock.Wrap(c)}, nil
+				return newKeptConn(rawsock.Wrap(c)), nil
 			},
 			Transport:                &keepalive{size: idleMax, requests: kp.Requests},
 			ReadTimeout:              read,
