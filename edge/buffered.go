@@ -141,7 +141,9 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		*cb = out
 		body = out
 	}
+	usageRead := false
 	if c.outputOn() { // output policy, on the chat form of the answer
+		usageRead = true
 		if u, ok := openai.ExtractUsage(body); ok {
 			c.usage, c.haveUsage = u, true // billed even when blocked
 		}
@@ -171,9 +173,13 @@ func (p *Proxy) writeBuffered(ctx *fasthttp.RequestCtx, c *call, resp *fasthttp.
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.SetContentType("application/json")
 	} else {
-		out, u, ok := openai.RewriteModelUsage((*bb)[:0], body, c.plan.AliasJSON)
-		if *bb = out; ok {
-			c.usage, c.haveUsage = u, true
+		if usageRead || panel { // the usage is known: only model changes
+			*bb = openai.RewriteModel((*bb)[:0], body, c.plan.AliasJSON)
+		} else {
+			out, u, ok := openai.RewriteModelUsage((*bb)[:0], body, c.plan.AliasJSON)
+			if *bb = out; ok {
+				c.usage, c.haveUsage = u, true
+			}
 		}
 		ctx.SetStatusCode(resp.StatusCode())
 		ctx.Response.Header.SetContentTypeBytes(resp.Header.ContentType())
