@@ -1,7 +1,6 @@
 package fuzz
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,12 +23,16 @@ func FuzzMCPCancelled(f *testing.F) {
 		`{"requestId":null}`,
 		`{"reason":"x"}`,
 		`[]`, `{"requestId":{}}`,
+		"{\"requestId\":\"\xff\"}", // CI crasher: json.Valid accepts it, DecodeMessage does not
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
-		if !json.Valid(params) {
-			return // DecodeMessage hands over validated JSON only
+		// DecodeMessage hands over params only from a message that
+		// passed rawjson.Valid, which (unlike encoding/json) refuses
+		// invalid UTF-8.
+		if !rawjson.Valid(params) {
+			return
 		}
 		id, err := mcp.CancelledRequestID(params)
 		if err != nil {
