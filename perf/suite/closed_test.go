@@ -36,3 +36,22 @@ func TestMedian(t *testing.T) {
 	f([]float64{5, 1, 3}, 3)
 	f([]float64{4, 1, 3, 2}, 2.5)
 }
+
+func TestRoundRatios(t *testing.T) {
+	f := func(a, b, want []float64) {
+		t.Helper()
+		got := roundRatios(a, b)
+		if len(got) != len(want) {
+			t.Fatalf("roundRatios(%v, %v) = %v; want %v", a, b, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("roundRatios(%v, %v) = %v; want %v", a, b, got, want)
+			}
+		}
+	}
+	f([]float64{90, 50, 30}, []float64{100, 50, 60}, []float64{0.9, 1, 0.5})
+	f([]float64{10, 20}, []float64{10}, []float64{1}) // a round one side lacks
+	f([]float64{5}, []float64{0}, []float64{5})       // a dead round divides by 1, not 0
+	f(nil, nil, []float64{})
+}
