@@ -174,13 +174,16 @@ const benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name
 // its upstream session; BenchmarkToolsCallDirect is the same call from an
 // SDK client straight to the server. gw's relay overhead is the difference.
 func BenchmarkToolsCallViaGW(b *testing.B) {
-	for _, accept := range []string{"application/json", sdkAccept} {
-		b.Run("accept="+accept, func(b *testing.B) { benchViaGW(b, accept) })
+	for _, path := range []string{"lean", "sdk"} {
+		for _, accept := range []string{"application/json", sdkAccept} {
+			b.Run("path="+path+"/accept="+accept, func(b *testing.B) { benchViaGW(b, accept, path == "sdk") })
+		}
 	}
 }
 
-func benchViaGW(b *testing.B, accept string) {
+func benchViaGW(b *testing.B, accept string, sdkPath bool) {
 	h, sid := benchHandler(b)
+	h.noLean = sdkPath
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

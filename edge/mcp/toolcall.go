@@ -51,6 +51,18 @@ type toolCall struct {
 	gOn      bool
 	setters  []func(string)
 	reqBytes int
+	// The lean path's answer (lean.go): the raw result, in buf.
+	raw []byte
+	buf *leanBuf
+}
+
+// release gives back the lean path's buffer once the answer is written.
+func (tc *toolCall) release() {
+	if tc.buf != nil {
+		tc.raw = nil
+		leanBufs.Put(tc.buf)
+		tc.buf = nil
+	}
 }
 
 func (h *Handler) toolsCall(ctx context.Context, c *call) {
@@ -58,10 +70,11 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	// decode when needed, numbers kept as written).
 	var raw struct {
 		Meta      sdk.Meta
+		RawMeta   []byte
 		Name      string
 		Arguments json.RawMessage
 	}
-	if err := readCallParams(c.req.Params, &raw.Name, &raw.Arguments, &raw.Meta); err != nil {
+	if err := readCallParams(c.req.Params, &raw.Name, &raw.Arguments, &raw.RawMeta, &raw.Meta); err != nil {
 		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
 		return
 	}
@@ -75,6 +88,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	c.route(s)
 	tc := &toolCall{srv: s, tool: tool, reqBytes: c.reqBytes}
 	defer h.finishCall(c, tc)
+	defer tc.release()
 
 	// The arguments are decoded only when something reads them (input
 	// guardrails, an OpenAPI call); otherwise they are relayed as sent.
@@ -125,7 +139,21 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if s.Type == resources.MCPTypeOpenAPI {
 		res, err = h.openAPICall(ctx, c, tc, args)
 	} else {
-		res, err = h.upstreamCall(ctx, c, tc, &p, args)
+		res, err = h.upstreamCall(ctx, c, tc, &p, args, raw.RawMeta)
+	}
+	outGuard := tc.gOn && len(tc.g.Chain.Output) > 0
+	if err == nil && tc.raw != nil {
+		// The lean path's raw result: checked, and relayed as it is
+		// unless a guardrail reads it.
+		var isErr bool
+		if res, isErr, err = readResult(tc.raw, outGuard); err == nil && res == nil {
+			tc.outcome = outcomeOK
+			if isErr {
+				tc.outcome = outcomeToolError
+			}
+			c.rawToolResult(tc.raw)
+			return
+		}
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -155,7 +183,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 
 	// Guardrails on the result (output phase): every text content value
 	// and every structuredContent value, each judged on its own.
-	if tc.gOn && len(tc.g.Chain.Output) > 0 {
+	if outGuard {
 		tc.g.Reset()
 		h.chain(c, tc)
 		tc.setters = tc.setters[:0]
@@ -183,8 +211,9 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 var callParamKeys = []string{"name", "arguments", "_meta"}
 
 // readCallParams reads tools/call params (validated JSON: DecodeMessage
-// checked the whole message) without reflection unless _meta is present.
-func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sdk.Meta) error {
+// checked the whole message) without reflection unless _meta is present;
+// rawMeta is _meta as sent.
+func readCallParams(params []byte, name *string, args *json.RawMessage, rawMeta *[]byte, meta *sdk.Meta) error {
 	if rawjson.KindOf(params) != rawjson.Object {
 		return errors.New("params must be an object")
 	}
@@ -204,6 +233,7 @@ func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sd
 		return errors.New("name must be a string")
 	}
 	*args = vals[1]
+	*rawMeta = vals[2]
 	if m := vals[2]; len(m) > 0 && rawjson.KindOf(m) != rawjson.Null {
 		if err := json.Unmarshal(m, meta); err != nil {
 			return err
@@ -212,11 +242,25 @@ func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sd
 	return nil
 }
 
-// upstreamCall relays the call to the server's upstream MCP session.
-func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sdk.CallToolParams, args any) (*sdk.CallToolResult, error) {
+// upstreamCall relays the call to the server's upstream MCP session: on
+// the lean path (lean.go; the raw result in tc.raw) when it can, else with
+// the SDK's client.
+func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sdk.CallToolParams, args any, rawMeta []byte) (*sdk.CallToolResult, error) {
 	cs, err := c.upstream(ctx, tc.srv)
 	if err != nil {
 		return nil, err
+	}
+	if lc := h.lean(tc.srv); lc != nil && leanSession(cs) {
+		up := time.Now()
+		err := h.leanCall(ctx, c, tc, lc, cs, args, rawMeta)
+		tc.upDur = time.Since(up)
+		if !errors.Is(err, errLeanUnavailable) {
+			return nil, err
+		}
+		leanFallbacks.Inc()
+		if cs, err = c.upstream(ctx, tc.srv); err != nil { // a retry may have replaced it
+			return nil, err
+		}
 	}
 	p.Name = tc.tool
 	p.Arguments = args
@@ -435,6 +479,21 @@ func (c *call) toolResult(res *sdk.CallToolResult) {
 	b = appendID(b, c.req.ID)
 	b = append(b, `,"result":`...)
 	b = appendToolResult(b, res)
+	r.SwapBody(append(b, '}'))
+}
+
+// rawToolResult answers a tools/call with the upstream's raw result
+// (valid JSON, checked by readResult).
+func (c *call) rawToolResult(raw []byte) {
+	c.status = fasthttp.StatusOK
+	r := c.resp
+	r.SetStatusCode(fasthttp.StatusOK)
+	r.Header.SetContentType("application/json")
+	b := r.SwapBody(nil)
+	b = append(b[:0], `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, c.req.ID)
+	b = append(b, `,"result":`...)
+	b = append(b, raw...)
 	r.SwapBody(append(b, '}'))
 }
 
