@@ -69,13 +69,13 @@ var leanBufs = sync.Pool{New: func() any { return &leanBuf{b: make([]byte, 0, 4<
 // leanCall makes tc's call on the lean path. The raw result goes to tc.raw
 // (in tc.buf, released by tc.release). errLeanUnavailable: take the SDK
 // path.
-func (h *Handler) leanCall(ctx context.Context, c *call, tc *toolCall, lc *leanClient, cs *sdk.ClientSession, args any, meta []byte) error {
+func (h *Handler) leanCall(ctx context.Context, c *call, tc *toolCall, lc *leanClient, cs *sdk.ClientSession, args any, rawArgs, meta []byte) error {
 	var idb [32]byte
 	id := strconv.AppendUint(append(idb[:0], callIDPrefix...), h.callSeq.Add(1), 10)
 	body := leanBufs.Get().(*leanBuf)
 	defer leanBufs.Put(body)
 	var err error
-	if body.b, err = appendCallRequest(body.b[:0], id, tc.tool, args, meta); err != nil {
+	if body.b, err = appendCallRequest(body.b[:0], id, tc.tool, args, rawArgs, meta); err != nil {
 		return err
 	}
 	for try := 0; ; try++ {
@@ -100,25 +100,26 @@ func (h *Handler) leanCall(ctx context.Context, c *call, tc *toolCall, lc *leanC
 }
 
 // appendCallRequest appends the JSON-RPC tools/call: the arguments raw as
-// the caller sent them (or encoded after a guardrail masked them), the
-// caller's _meta as sent (its progressToken comes back on progress).
-func appendCallRequest(b, id []byte, tool string, args any, meta []byte) ([]byte, error) {
+// the caller sent them (rawArgs), or args encoded when they were decoded
+// (a guardrail read or masked them), {} for none; the caller's _meta as
+// sent (its progressToken comes back on progress).
+func appendCallRequest(b, id []byte, tool string, args any, rawArgs, meta []byte) ([]byte, error) {
 	b = append(b, `{"jsonrpc":"2.0","id":"`...)
 	b = append(b, id...)
 	b = append(b, `","method":"tools/call","params":{"name":`...)
 	b = rawjson.AppendQuote(b, tool)
 	b = append(b, `,"arguments":`...)
-	switch a := args.(type) {
-	case nil:
-		b = append(b, "{}"...)
-	case json.RawMessage:
-		b = append(b, a...)
-	default:
-		ab, err := json.Marshal(a)
+	switch {
+	case args != nil:
+		ab, err := json.Marshal(args)
 		if err != nil {
 			return b, errors.New("cannot encode the tool arguments: " + err.Error())
 		}
 		b = append(b, ab...)
+	case len(rawArgs) > 0:
+		b = append(b, rawArgs...)
+	default:
+		b = append(b, "{}"...)
 	}
 	if len(meta) > 0 && rawjson.KindOf(meta) != rawjson.Null {
 		b = append(b, `,"_meta":`...)
@@ -171,7 +172,7 @@ func (x *exchange) send(ctx context.Context, lc *leanClient, req []byte) error {
 			return ctx.Err()
 		}
 		if !reused || try > 0 {
-			return err
+			return errors.New("the upstream connection failed: " + err.Error())
 		}
 		leanStaleRetries.Inc()
 		x.written = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,21 +69,16 @@ func (tc *toolCall) release() {
 func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	// Arguments stay raw until policy needs them (read in one pass; one
 	// decode when needed, numbers kept as written).
-	var raw struct {
-		Meta      sdk.Meta
-		RawMeta   []byte
-		Name      string
-		Arguments json.RawMessage
-	}
-	if err := readCallParams(c.req.Params, &raw.Name, &raw.Arguments, &raw.RawMeta, &raw.Meta); err != nil {
+	var name string
+	var rawArgs, rawMeta []byte
+	if err := readCallParams(c.req.Params, &name, &rawArgs, &rawMeta); err != nil {
 		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
 		return
 	}
-	p := sdk.CallToolParams{Meta: raw.Meta, Name: raw.Name}
-	s, tool, ok := c.owner(p.Name)
+	s, tool, ok := c.owner(name)
 	if !ok || !c.p.toolAllowed(s, tool) {
 		// Unknown and forbidden tools answer alike: no tool name leaks.
-		c.rpcError(jsonrpc.CodeInvalidParams, "unknown tool \""+p.Name+"\"")
+		c.rpcError(jsonrpc.CodeInvalidParams, "unknown tool \""+name+"\"")
 		return
 	}
 	c.route(s)
@@ -93,16 +89,16 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	// The arguments are decoded only when something reads them (input
 	// guardrails, an OpenAPI call); otherwise they are relayed as sent.
 	h.chain(c, tc)
-	var args any
-	if len(raw.Arguments) > 0 && string(raw.Arguments) != "null" {
+	var args any // decoded; nil: relayed raw (rawArgs)
+	if len(rawArgs) > 0 && string(rawArgs) != "null" {
 		if (tc.gOn && len(tc.g.Chain.Input) > 0) || s.Type == resources.MCPTypeOpenAPI {
-			if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
+			if err := unmarshalNumbers(rawArgs, &args); err != nil {
 				c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
 				return
 			}
-		} else {
-			args = raw.Arguments
 		}
+	} else {
+		rawArgs = nil
 	}
 	release, ok := h.admit(c, tc)
 	if !ok {
@@ -114,7 +110,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if tc.gOn && len(tc.g.Chain.Input) > 0 && args != nil {
 		tc.setters = tc.setters[:0]
 		tc.walkArgs(&args, guard.RoleUser, guard.PartToolArguments)
-		switch tc.g.Judge(ctx, guard.Input, p.Name, tc.g.Chain.Input) {
+		switch tc.g.Judge(ctx, guard.Input, name, tc.g.Chain.Input) {
 		case guard.Blocked:
 			tc.outcome = outcomeBlocked
 			c.result(rejection(blockMessage(&tc.g, msgBlockedArgs)))
@@ -139,7 +135,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if s.Type == resources.MCPTypeOpenAPI {
 		res, err = h.openAPICall(ctx, c, tc, args)
 	} else {
-		res, err = h.upstreamCall(ctx, c, tc, &p, args, raw.RawMeta)
+		res, err = h.upstreamCall(ctx, c, tc, args, rawArgs, rawMeta)
 	}
 	outGuard := tc.gOn && len(tc.g.Chain.Output) > 0
 	if err == nil && tc.raw != nil {
@@ -188,7 +184,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		h.chain(c, tc)
 		tc.setters = tc.setters[:0]
 		tc.resultTexts(res)
-		switch tc.g.Judge(ctx, guard.Output, p.Name, tc.g.Chain.Output) {
+		switch tc.g.Judge(ctx, guard.Output, name, tc.g.Chain.Output) {
 		case guard.Blocked:
 			tc.outcome = outcomeBlocked
 			c.result(rejection(blockMessage(&tc.g, msgBlockedResult)))
@@ -211,9 +207,9 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 var callParamKeys = []string{"name", "arguments", "_meta"}
 
 // readCallParams reads tools/call params (validated JSON: DecodeMessage
-// checked the whole message) without reflection unless _meta is present;
-// rawMeta is _meta as sent.
-func readCallParams(params []byte, name *string, args *json.RawMessage, rawMeta *[]byte, meta *sdk.Meta) error {
+// checked the whole message) without reflection: the arguments and _meta
+// (an object or null) stay raw.
+func readCallParams(params []byte, name *string, args, meta *[]byte) error {
 	if rawjson.KindOf(params) != rawjson.Object {
 		return errors.New("params must be an object")
 	}
@@ -233,11 +229,12 @@ func readCallParams(params []byte, name *string, args *json.RawMessage, rawMeta 
 		return errors.New("name must be a string")
 	}
 	*args = vals[1]
-	*rawMeta = vals[2]
-	if m := vals[2]; len(m) > 0 && rawjson.KindOf(m) != rawjson.Null {
-		if err := json.Unmarshal(m, meta); err != nil {
-			return err
-		}
+	switch rawjson.KindOf(vals[2]) {
+	case rawjson.Object:
+		*meta = vals[2]
+	case rawjson.Invalid, rawjson.Null:
+	default:
+		return errors.New("_meta must be an object")
 	}
 	return nil
 }
@@ -245,14 +242,14 @@ func readCallParams(params []byte, name *string, args *json.RawMessage, rawMeta 
 // upstreamCall relays the call to the server's upstream MCP session: on
 // the lean path (lean.go; the raw result in tc.raw) when it can, else with
 // the SDK's client.
-func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sdk.CallToolParams, args any, rawMeta []byte) (*sdk.CallToolResult, error) {
+func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, args any, rawArgs, rawMeta []byte) (*sdk.CallToolResult, error) {
 	cs, err := c.upstream(ctx, tc.srv)
 	if err != nil {
 		return nil, err
 	}
 	if lc := h.lean(tc.srv); lc != nil && leanSession(cs) {
 		up := time.Now()
-		err := h.leanCall(ctx, c, tc, lc, cs, args, rawMeta)
+		err := h.leanCall(ctx, c, tc, lc, cs, args, rawArgs, rawMeta)
 		tc.upDur = time.Since(up)
 		if !errors.Is(err, errLeanUnavailable) {
 			return nil, err
@@ -262,8 +259,15 @@ func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sd
 			return nil, err
 		}
 	}
-	p.Name = tc.tool
-	p.Arguments = args
+	p := &sdk.CallToolParams{Name: tc.tool, Arguments: args}
+	if args == nil && rawArgs != nil {
+		p.Arguments = json.RawMessage(rawArgs)
+	}
+	if rawMeta != nil {
+		if err := json.Unmarshal(rawMeta, &p.Meta); err != nil {
+			return nil, errors.New("cannot read _meta: " + err.Error())
+		}
+	}
 	up := time.Now()
 	res, err := cs.CallTool(ctx, p)
 	tc.upDur = time.Since(up)
@@ -489,8 +493,8 @@ func (c *call) rawToolResult(raw []byte) {
 	r := c.resp
 	r.SetStatusCode(fasthttp.StatusOK)
 	r.Header.SetContentType("application/json")
-	b := r.SwapBody(nil)
-	b = append(b[:0], `{"jsonrpc":"2.0","id":`...)
+	b := slices.Grow(r.SwapBody(nil)[:0], len(raw)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, c.req.ID)
 	b = append(b, `,"result":`...)
 	b = append(b, raw...)
