@@ -41,33 +41,47 @@ func (s *session) client(srv *resources.MCPServer) *sdk.Client {
 func (s *session) forward(srv *resources.MCPServer) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			switch method {
-			case "notifications/progress", "notifications/message",
-				"notifications/tools/list_changed", "notifications/prompts/list_changed",
-				"notifications/resources/list_changed", "notifications/resources/updated":
-				s.notify(srv, method, req.GetParams())
-			case "sampling/createMessage":
-				if s.caps.Sampling == nil {
-					return nil, notDeclared(method, "sampling")
-				}
-				r := &sdk.CreateMessageWithToolsResult{}
-				return r, s.ask(ctx, srv, method, req.GetParams(), r)
-			case "elicitation/create":
-				if s.caps.Elicitation == nil {
-					return nil, notDeclared(method, "elicitation")
-				}
-				r := &sdk.ElicitResult{}
-				return r, s.ask(ctx, srv, method, req.GetParams(), r)
-			case "roots/list":
-				if s.caps.Roots == nil {
-					return nil, notDeclared(method, "roots")
-				}
-				r := &sdk.ListRootsResult{}
-				return r, s.ask(ctx, srv, method, req.GetParams(), r)
+			if res, handled, err := s.fromServer(ctx, srv, method, req.GetParams()); handled {
+				return res, err
 			}
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// fromServer relays a server message of srv to the caller: notifications
+// (handled, no result), and the requests the caller declared a capability
+// for (the caller's answer, or an error). handled is false for the
+// messages gw leaves to the SDK's client (ping, cancellations, ...). The
+// SDK path's middleware and the lean path's SSE answers (lean.go) both
+// come here.
+func (s *session) fromServer(ctx context.Context, srv *resources.MCPServer, method string, params sdk.Params) (res sdk.Result, handled bool, err error) {
+	switch method {
+	case "notifications/progress", "notifications/message",
+		"notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated":
+		s.notify(srv, method, params)
+		return nil, true, nil
+	case "sampling/createMessage":
+		if s.caps.Sampling == nil {
+			return nil, true, notDeclared(method, "sampling")
+		}
+		r := &sdk.CreateMessageWithToolsResult{}
+		return r, true, s.ask(ctx, srv, method, params, r)
+	case "elicitation/create":
+		if s.caps.Elicitation == nil {
+			return nil, true, notDeclared(method, "elicitation")
+		}
+		r := &sdk.ElicitResult{}
+		return r, true, s.ask(ctx, srv, method, params, r)
+	case "roots/list":
+		if s.caps.Roots == nil {
+			return nil, true, notDeclared(method, "roots")
+		}
+		r := &sdk.ListRootsResult{}
+		return r, true, s.ask(ctx, srv, method, params, r)
+	}
+	return nil, false, nil
 }
 
 // notDeclared answers a server request the caller cannot take: JSON-RPC

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -50,7 +51,10 @@ type Handler struct {
 	SessionIdle time.Duration
 
 	sess     sessions
-	subCaps  sync.Map // server name → subCap: whether it offers resources.subscribe
+	subCaps  sync.Map      // server name → subCap: whether it offers resources.subscribe
+	leans    leanClients   // the lean path's HTTP clients (lean.go)
+	callSeq  atomic.Uint64 // the lean path's request IDs: "gw-call-<n>"
+	noLean   bool          // tests and benchmarks: every tools/call takes the SDK path
 	once     sync.Once
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -88,6 +92,7 @@ func (h *Handler) Close() {
 	h.start()
 	h.stopOnce.Do(func() { close(h.stop) })
 	h.sess.sweep(time.Now().Add(100 * 365 * 24 * time.Hour))
+	h.leans.close()
 }
 
 // EndStreams ends the callers' standalone event streams, which never end

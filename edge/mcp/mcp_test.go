@@ -174,13 +174,16 @@ const benchCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name
 // its upstream session; BenchmarkToolsCallDirect is the same call from an
 // SDK client straight to the server. gw's relay overhead is the difference.
 func BenchmarkToolsCallViaGW(b *testing.B) {
-	for _, accept := range []string{"application/json", sdkAccept} {
-		b.Run("accept="+accept, func(b *testing.B) { benchViaGW(b, accept) })
+	for _, path := range []string{"lean", "sdk"} {
+		for _, accept := range []string{"application/json", sdkAccept} {
+			b.Run("path="+path+"/accept="+accept, func(b *testing.B) { benchViaGW(b, accept, path == "sdk") })
+		}
 	}
 }
 
-func benchViaGW(b *testing.B, accept string) {
+func benchViaGW(b *testing.B, accept string, sdkPath bool) {
 	h, sid := benchHandler(b)
+	h.noLean = sdkPath
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -218,14 +221,21 @@ func BenchmarkToolsCallDirect(b *testing.B) {
 // the times are noisy, the median less so; for A/B of CPU work compare
 // instruction counts of BenchmarkToolsCallViaGW and BenchmarkToolsCallDirect
 // under cachegrind.
+//
+// The lean path (lean.go) is measured, and with "sdk-path/" the SDK's
+// client carrying the call (the code before the lean path), for a
+// before/after in one run.
 func BenchmarkToolsCallRelay(b *testing.B) {
-	b.Run("accept=json", func(b *testing.B) { benchRelay(b, "application/json") })
+	b.Run("accept=json", func(b *testing.B) { benchRelay(b, "application/json", false) })
 	// What SDK clients send: the call may turn into an SSE answer.
-	b.Run("accept=json+sse", func(b *testing.B) { benchRelay(b, sdkAccept) })
+	b.Run("accept=json+sse", func(b *testing.B) { benchRelay(b, sdkAccept, false) })
+	b.Run("sdk-path/accept=json", func(b *testing.B) { benchRelay(b, "application/json", true) })
+	b.Run("sdk-path/accept=json+sse", func(b *testing.B) { benchRelay(b, sdkAccept, true) })
 }
 
-func benchRelay(b *testing.B, accept string) {
+func benchRelay(b *testing.B, accept string, sdkPath bool) {
 	h, sid := benchHandler(b)
+	h.noLean = sdkPath
 	srv := h.Holder.Load().Resources.MCPServers[0]
 	// Direct is what a client without gw does: the SDK's transport with
 	// Go's HTTP client, nothing of gw's.

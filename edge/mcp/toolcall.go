@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,44 +52,53 @@ type toolCall struct {
 	gOn      bool
 	setters  []func(string)
 	reqBytes int
+	// The lean path's answer (lean.go): the raw result, in buf.
+	raw []byte
+	buf *leanBuf
+}
+
+// release gives back the lean path's buffer once the answer is written.
+func (tc *toolCall) release() {
+	if tc.buf != nil {
+		tc.raw = nil
+		leanBufs.Put(tc.buf)
+		tc.buf = nil
+	}
 }
 
 func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	// Arguments stay raw until policy needs them (read in one pass; one
 	// decode when needed, numbers kept as written).
-	var raw struct {
-		Meta      sdk.Meta
-		Name      string
-		Arguments json.RawMessage
-	}
-	if err := readCallParams(c.req.Params, &raw.Name, &raw.Arguments, &raw.Meta); err != nil {
+	var name string
+	var rawArgs, rawMeta []byte
+	if err := readCallParams(c.req.Params, &name, &rawArgs, &rawMeta); err != nil {
 		c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tools/call params: "+err.Error())
 		return
 	}
-	p := sdk.CallToolParams{Meta: raw.Meta, Name: raw.Name}
-	s, tool, ok := c.owner(p.Name)
+	s, tool, ok := c.owner(name)
 	if !ok || !c.p.toolAllowed(s, tool) {
 		// Unknown and forbidden tools answer alike: no tool name leaks.
-		c.rpcError(jsonrpc.CodeInvalidParams, "unknown tool \""+p.Name+"\"")
+		c.rpcError(jsonrpc.CodeInvalidParams, "unknown tool \""+name+"\"")
 		return
 	}
 	c.route(s)
 	tc := &toolCall{srv: s, tool: tool, reqBytes: c.reqBytes}
 	defer h.finishCall(c, tc)
+	defer tc.release()
 
 	// The arguments are decoded only when something reads them (input
 	// guardrails, an OpenAPI call); otherwise they are relayed as sent.
 	h.chain(c, tc)
-	var args any
-	if len(raw.Arguments) > 0 && string(raw.Arguments) != "null" {
+	var args any // decoded; nil: relayed raw (rawArgs)
+	if len(rawArgs) > 0 && string(rawArgs) != "null" {
 		if (tc.gOn && len(tc.g.Chain.Input) > 0) || s.Type == resources.MCPTypeOpenAPI {
-			if err := unmarshalNumbers(raw.Arguments, &args); err != nil {
+			if err := unmarshalNumbers(rawArgs, &args); err != nil {
 				c.rpcError(jsonrpc.CodeInvalidParams, "cannot read tool arguments: "+err.Error())
 				return
 			}
-		} else {
-			args = raw.Arguments
 		}
+	} else {
+		rawArgs = nil
 	}
 	release, ok := h.admit(c, tc)
 	if !ok {
@@ -100,7 +110,7 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if tc.gOn && len(tc.g.Chain.Input) > 0 && args != nil {
 		tc.setters = tc.setters[:0]
 		tc.walkArgs(&args, guard.RoleUser, guard.PartToolArguments)
-		switch tc.g.Judge(ctx, guard.Input, p.Name, tc.g.Chain.Input) {
+		switch tc.g.Judge(ctx, guard.Input, name, tc.g.Chain.Input) {
 		case guard.Blocked:
 			tc.outcome = outcomeBlocked
 			c.result(rejection(blockMessage(&tc.g, msgBlockedArgs)))
@@ -125,7 +135,21 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if s.Type == resources.MCPTypeOpenAPI {
 		res, err = h.openAPICall(ctx, c, tc, args)
 	} else {
-		res, err = h.upstreamCall(ctx, c, tc, &p, args)
+		res, err = h.upstreamCall(ctx, c, tc, args, rawArgs, rawMeta)
+	}
+	outGuard := tc.gOn && len(tc.g.Chain.Output) > 0
+	if err == nil && tc.raw != nil {
+		// The lean path's raw result: checked, and relayed as it is
+		// unless a guardrail reads it.
+		var isErr bool
+		if res, isErr, err = readResult(tc.raw, outGuard); err == nil && res == nil {
+			tc.outcome = outcomeOK
+			if isErr {
+				tc.outcome = outcomeToolError
+			}
+			c.rawToolResult(tc.raw)
+			return
+		}
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -155,12 +179,12 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 
 	// Guardrails on the result (output phase): every text content value
 	// and every structuredContent value, each judged on its own.
-	if tc.gOn && len(tc.g.Chain.Output) > 0 {
+	if outGuard {
 		tc.g.Reset()
 		h.chain(c, tc)
 		tc.setters = tc.setters[:0]
 		tc.resultTexts(res)
-		switch tc.g.Judge(ctx, guard.Output, p.Name, tc.g.Chain.Output) {
+		switch tc.g.Judge(ctx, guard.Output, name, tc.g.Chain.Output) {
 		case guard.Blocked:
 			tc.outcome = outcomeBlocked
 			c.result(rejection(blockMessage(&tc.g, msgBlockedResult)))
@@ -183,8 +207,9 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 var callParamKeys = []string{"name", "arguments", "_meta"}
 
 // readCallParams reads tools/call params (validated JSON: DecodeMessage
-// checked the whole message) without reflection unless _meta is present.
-func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sdk.Meta) error {
+// checked the whole message) without reflection: the arguments and _meta
+// (an object or null) stay raw.
+func readCallParams(params []byte, name *string, args, meta *[]byte) error {
 	if rawjson.KindOf(params) != rawjson.Object {
 		return errors.New("params must be an object")
 	}
@@ -204,22 +229,45 @@ func readCallParams(params []byte, name *string, args *json.RawMessage, meta *sd
 		return errors.New("name must be a string")
 	}
 	*args = vals[1]
-	if m := vals[2]; len(m) > 0 && rawjson.KindOf(m) != rawjson.Null {
-		if err := json.Unmarshal(m, meta); err != nil {
-			return err
-		}
+	switch rawjson.KindOf(vals[2]) {
+	case rawjson.Object:
+		*meta = vals[2]
+	case rawjson.Invalid, rawjson.Null:
+	default:
+		return errors.New("_meta must be an object")
 	}
 	return nil
 }
 
-// upstreamCall relays the call to the server's upstream MCP session.
-func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, p *sdk.CallToolParams, args any) (*sdk.CallToolResult, error) {
+// upstreamCall relays the call to the server's upstream MCP session: on
+// the lean path (lean.go; the raw result in tc.raw) when it can, else with
+// the SDK's client.
+func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, args any, rawArgs, rawMeta []byte) (*sdk.CallToolResult, error) {
 	cs, err := c.upstream(ctx, tc.srv)
 	if err != nil {
 		return nil, err
 	}
-	p.Name = tc.tool
-	p.Arguments = args
+	if lc := h.lean(tc.srv); lc != nil && leanSession(cs) {
+		up := time.Now()
+		err := h.leanCall(ctx, c, tc, lc, cs, args, rawArgs, rawMeta)
+		tc.upDur = time.Since(up)
+		if !errors.Is(err, errLeanUnavailable) {
+			return nil, err
+		}
+		leanFallbacks.Inc()
+		if cs, err = c.upstream(ctx, tc.srv); err != nil { // a retry may have replaced it
+			return nil, err
+		}
+	}
+	p := &sdk.CallToolParams{Name: tc.tool, Arguments: args}
+	if args == nil && rawArgs != nil {
+		p.Arguments = json.RawMessage(rawArgs)
+	}
+	if rawMeta != nil {
+		if err := json.Unmarshal(rawMeta, &p.Meta); err != nil {
+			return nil, errors.New("cannot read _meta: " + err.Error())
+		}
+	}
 	up := time.Now()
 	res, err := cs.CallTool(ctx, p)
 	tc.upDur = time.Since(up)
@@ -435,6 +483,21 @@ func (c *call) toolResult(res *sdk.CallToolResult) {
 	b = appendID(b, c.req.ID)
 	b = append(b, `,"result":`...)
 	b = appendToolResult(b, res)
+	r.SwapBody(append(b, '}'))
+}
+
+// rawToolResult answers a tools/call with the upstream's raw result
+// (valid JSON, checked by readResult).
+func (c *call) rawToolResult(raw []byte) {
+	c.status = fasthttp.StatusOK
+	r := c.resp
+	r.SetStatusCode(fasthttp.StatusOK)
+	r.Header.SetContentType("application/json")
+	b := slices.Grow(r.SwapBody(nil)[:0], len(raw)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, c.req.ID)
+	b = append(b, `,"result":`...)
+	b = append(b, raw...)
 	r.SwapBody(append(b, '}'))
 }
 

@@ -159,6 +159,24 @@ func (s *session) drop(name string, u *upConn) {
 	}
 }
 
+// dropSession forgets the upstream session cs to server name (one the
+// server ended), unless it was replaced meanwhile.
+func (s *session) dropSession(name string, cs *sdk.ClientSession) {
+	s.mu.Lock()
+	u := s.up[name]
+	s.mu.Unlock()
+	if u == nil {
+		return
+	}
+	select {
+	case <-u.ready:
+		if u.cs == cs {
+			s.drop(name, u)
+		}
+	default:
+	}
+}
+
 func (s *session) close() {
 	s.mu.Lock()
 	s.closed = true
