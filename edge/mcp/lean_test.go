@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -462,5 +463,77 @@ func TestLeanBadAnswers(t *testing.T) {
 				t.Fatalf("%d %s; want %d with %s", ctx.Response.StatusCode(), ctx.Response.Body(), tc.status, tc.want)
 			}
 		})
+	}
+}
+
+// TestLeanFraming: answer heads and bodies as servers frame them; whether
+// the connection can carry the next request.
+func TestLeanFraming(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		status   int
+		media    int
+		body     string
+		close    bool
+		err      string
+	}{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", 200, mediaJSON, "{}", false, ""},
+		{"chunked", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: t\r\n\r\n", 200, mediaSSE, "abcde", false, ""},
+		{"interim answer first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", 202, mediaOther, "", false, ""},
+		{"to the end", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"a\":1}", 200, mediaJSON, `{"a":1}`, true, ""},
+		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx", 200, mediaOther, "x", true, ""},
+		{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx", 200, mediaOther, "x", false, ""},
+		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", 200, mediaOther, "", false, "unexpected EOF"},
+		{"gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n", 0, 0, "", false, "Content-Encoding"},
+		{"bad status", "HTTP/2 200\r\n\r\n", 0, 0, "", false, "status line"},
+		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 200, mediaOther, "", false, "chunk size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := bufio.NewReader(strings.NewReader(tc.in))
+			var h respHead
+			err := readHead(br, &h)
+			var body []byte
+			if err == nil {
+				var b bodyReader
+				b.init(br, &h)
+				body, err = b.readAll(nil, 1<<20)
+				if err == nil && !b.done {
+					t.Fatal("body read whole but not done")
+				}
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v; want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || h.status != tc.status || h.media != tc.media || string(body) != tc.body || h.close != tc.close {
+				t.Fatalf("err %v, status %d, media %d, body %q, close %v", err, h.status, h.media, body, h.close)
+			}
+		})
+	}
+}
+
+// TestEventScanner: SSE line ends, multi-line data, comments, named
+// events and data-less events, fed byte by byte.
+func TestEventScanner(t *testing.T) {
+	in := ": hi\r\n\r\nid: 1\nevent: message\ndata: a\ndata:b\n\nevent: ping\ndata: skip\n\nretry: 5\n\ndata: c\r\rdata: d\r\n\r\n"
+	var s EventScanner
+	var got []string
+	for i := 0; i < len(in); i++ {
+		s.Feed([]byte{in[i]})
+		for {
+			data, ok, err := s.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			got = append(got, string(data))
+		}
+	}
+	if want := []string{"a\nb", "c", "d"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("events %q; want %q", got, want)
 	}
 }

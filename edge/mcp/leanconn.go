@@ -388,6 +388,8 @@ func readHead(br *bufio.Reader, h *respHead) error {
 		}
 		if h.chunked {
 			h.length = -1
+		} else if h.length < 0 && h.status != http.StatusNoContent && h.status != http.StatusNotModified {
+			h.close = true // the body ends with the connection
 		}
 		return nil
 	}
@@ -501,13 +503,10 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	}
 	if err == io.EOF {
 		if b.left < 0 {
-			b.done = true
+			b.done = true // the body ended with the connection
 			return n, io.EOF
 		}
 		err = io.ErrUnexpectedEOF
-	}
-	if err == nil && b.done && !b.chunked {
-		return n, nil
 	}
 	return n, err
 }

@@ -127,7 +127,8 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout())
 	defer cancel()
 	// The caller may cancel the call (notifications/cancelled): the
-	// upstream call's context ends, and the SDK client tells the server.
+	// upstream call's context ends, and the SDK client (or, on the lean
+	// path, gw itself) tells the server.
 	c.sess.track(c.req.ID, cancel)
 	defer c.sess.untrack(c.req.ID)
 	var res *sdk.CallToolResult
