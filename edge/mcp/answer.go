@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"slices"
+	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"gw/sse"
 	"gw/sse/rawjson"
 )
 
@@ -28,158 +29,33 @@ var (
 	errNoAnswer       = errors.New("the answer stream ended without the answer")
 )
 
-// EventScanner splits an SSE body into its message events as the body
-// arrives (https://html.spec.whatwg.org/multipage/server-sent-events.html):
-// lines end with CRLF, LF or CR; data lines are joined with LF; comments,
-// id and retry fields are skipped, as are events without data and named
-// events other than "message" (what the SDK's client reads). Partial lines
-// stay in its buffer between reads. The zero value is ready to use.
-type EventScanner struct {
-	buf     []byte
-	pos     int  // next unread byte of buf
-	evStart int  // first byte of the event being read
-	skipLF  bool // the last line ended with CR at the end of buf: a LF next is part of it
-	other   bool // the event is named, and not "message"
-	hasData bool // the event has a data line
-	ds, de  int  // the span of its first data line
-	multi   bool // several data lines: joined in join
-	join    []byte
-}
-
-// Feed appends body bytes.
-func (s *EventScanner) Feed(p []byte) {
-	s.compact()
-	s.buf = append(s.buf, p...)
-}
-
-// space returns free room at the end of the buffer (at least 4 KiB) to
-// read into; wrote(n) takes n bytes of it.
-func (s *EventScanner) space() []byte {
-	s.compact()
-	if cap(s.buf)-len(s.buf) < 4<<10 {
-		s.buf = slices.Grow(s.buf, max(4<<10, len(s.buf)))
-	}
-	return s.buf[len(s.buf):cap(s.buf)]
-}
-
-func (s *EventScanner) wrote(n int) { s.buf = s.buf[:len(s.buf)+n] }
-
-// compact drops the events already read from the buffer.
-func (s *EventScanner) compact() {
-	if s.evStart == 0 {
-		return
-	}
-	n := copy(s.buf, s.buf[s.evStart:])
-	d := s.evStart
-	s.buf = s.buf[:n]
-	s.pos -= d
-	if s.hasData && !s.multi {
-		s.ds -= d
-		s.de -= d
-	}
-	s.evStart = 0
-}
-
-// reset starts a new event at s.pos.
-func (s *EventScanner) reset() {
-	s.evStart = s.pos
-	s.other, s.multi, s.hasData = false, false, false
-	s.join = s.join[:0]
-}
-
-// Next returns the data of the next complete message event; ok is false
-// when more bytes are needed. data is valid until the next call of a
-// method of s. An event larger than MaxAnswerBytes is an error.
-func (s *EventScanner) Next() (data []byte, ok bool, err error) {
-	s.compact()
+// nextMessage returns the data of r's next message event: comments, id and
+// retry fields, events without data, named events other than "message" and
+// a last event the stream ends without a blank line after are skipped
+// (what the SDK's client reads). io.EOF at the stream's end.
+func nextMessage(r *sse.Reader) ([]byte, error) {
 	for {
-		if s.skipLF {
-			if s.pos == len(s.buf) {
-				return nil, false, nil
+		ev, err := r.Next()
+		if err != nil {
+			if err == sse.ErrEventTooLarge {
+				err = errAnswerTooLarge
 			}
-			if s.buf[s.pos] == '\n' {
-				s.pos++
-			}
-			s.skipLF = false
+			return nil, err
 		}
-		rest := s.buf[s.pos:]
-		i := bytes.IndexByte(rest, '\n')
-		lim := rest
-		if i >= 0 {
-			lim = rest[:i]
-		}
-		if j := bytes.IndexByte(lim, '\r'); j >= 0 {
-			i = j
-		}
-		if i < 0 {
-			if len(s.buf)-s.evStart > MaxAnswerBytes {
-				return nil, false, errAnswerTooLarge
-			}
-			return nil, false, nil
-		}
-		start := s.pos
-		line := rest[:i]
-		s.pos += i + 1
-		if rest[i] == '\r' {
-			if s.pos < len(s.buf) {
-				if s.buf[s.pos] == '\n' {
-					s.pos++
-				}
-			} else {
-				s.skipLF = true
-			}
-		}
-		if len(line) == 0 {
-			// The end of an event: dispatch it.
-			data, ok := s.data()
-			s.reset()
-			if ok {
-				return data, true, nil
-			}
+		if ev.Unterminated || len(ev.Data) == 0 || (len(ev.Name) > 0 && string(ev.Name) != "message") {
 			continue
 		}
-		if s.pos-s.evStart > MaxAnswerBytes {
-			return nil, false, errAnswerTooLarge
-		}
-		if line[0] == ':' {
-			continue // a comment
-		}
-		name, value := line, line[len(line):]
-		if c := bytes.IndexByte(line, ':'); c >= 0 {
-			name, value = line[:c], line[c+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		switch string(name) {
-		case "data":
-			vs := start + (len(line) - len(value))
-			switch {
-			case !s.hasData:
-				s.hasData, s.ds, s.de = true, vs, vs+len(value)
-			case !s.multi:
-				s.multi = true
-				s.join = append(append(append(s.join[:0], s.buf[s.ds:s.de]...), '\n'), value...)
-			default:
-				s.join = append(append(s.join, '\n'), value...)
-			}
-		case "event":
-			v := bytes.TrimSpace(value)
-			s.other = len(v) > 0 && string(v) != "message"
-		}
+		return ev.Data, nil
 	}
 }
 
-// data is the current event's data, if it is a message event with some.
-func (s *EventScanner) data() ([]byte, bool) {
-	if s.other || !s.hasData {
-		return nil, false
-	}
-	d := s.buf[s.ds:s.de:s.de]
-	if s.multi {
-		d = s.join
-	}
-	return d, len(d) > 0
+// acquireEvents returns a pooled SSE reader of src for one answer stream
+// (release with sse.ReleaseReader), bounded like the SDK's client bounds an
+// event.
+func acquireEvents(src io.Reader) *sse.Reader {
+	r := sse.AcquireReader(src)
+	r.MaxEventSize = MaxAnswerBytes
+	return r
 }
 
 // Kinds of upstream messages met while waiting for an answer.
@@ -349,23 +225,19 @@ func ParseCallAnswer(contentType string, body []byte, id string, chunk int) (Cal
 		}
 		return a, finishAnswer(&a, &m)
 	}
-	var s EventScanner
+	var src io.Reader = bytes.NewReader(body)
+	if chunk > 0 {
+		src = &pieces{b: body, n: chunk}
+	}
+	r := acquireEvents(src)
+	defer sse.ReleaseReader(r)
 	for {
-		data, ok, err := s.Next()
+		data, err := nextMessage(r)
+		if err == io.EOF {
+			return a, errNoAnswer
+		}
 		if err != nil {
 			return a, err
-		}
-		if !ok {
-			if len(body) == 0 {
-				return a, errNoAnswer
-			}
-			n := len(body)
-			if chunk > 0 {
-				n = min(n, chunk)
-			}
-			s.Feed(body[:n])
-			body = body[n:]
-			continue
 		}
 		if err := readMessage(data, idb, &m); err != nil {
 			return a, err
@@ -378,11 +250,26 @@ func ParseCallAnswer(contentType string, body []byte, id string, chunk int) (Cal
 			a.Messages++
 		case msgAnswer:
 			if m.result != nil {
-				m.result = bytes.Clone(m.result) // data dies with the scanner's next read
+				m.result = bytes.Clone(m.result) // data dies with the reader's next read
 			}
 			return a, finishAnswer(&a, &m)
 		}
 	}
+}
+
+// pieces reads b n bytes at a time, as a body arriving in pieces.
+type pieces struct {
+	b []byte
+	n int
+}
+
+func (p *pieces) Read(dst []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(dst, p.b[:min(len(p.b), p.n)])
+	p.b = p.b[k:]
+	return k, nil
 }
 
 func finishAnswer(a *CallAnswer, m *upMessage) error {

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"gw/admin/resources"
+	"gw/sse"
 	"gw/sse/rawjson"
 )
 
@@ -295,31 +296,23 @@ func (x *exchange) readError(ctx context.Context, err error) error {
 // answer), until the answer to the call. The stream's rest is read for a
 // short while so the connection can be reused.
 func (h *Handler) leanStream(ctx context.Context, c *call, tc *toolCall, x *exchange, sid, pv string, id []byte) error {
-	var s EventScanner
+	r := acquireEvents(&x.body)
+	defer sse.ReleaseReader(r)
 	var m upMessage
 	var answer *jsonrpc.Error
 	answered := false
 	for {
-		data, ok, err := s.Next()
+		data, err := nextMessage(r)
 		if err != nil {
-			return err
-		}
-		if !ok {
-			if x.body.done {
-				if answered {
-					return errOf(answer)
-				}
+			switch {
+			case answered:
+				return errOf(answer) // a stream kept open closes its connection (release)
+			case err == io.EOF:
 				return errNoAnswer
+			case err == errAnswerTooLarge:
+				return err
 			}
-			n, err := x.body.Read(s.space())
-			s.wrote(n)
-			if err != nil && err != io.EOF {
-				if answered {
-					return errOf(answer) // the connection closes (release)
-				}
-				return x.readError(ctx, err)
-			}
-			continue
+			return x.readError(ctx, err)
 		}
 		if err := readMessage(data, id, &m); err != nil {
 			if answered {

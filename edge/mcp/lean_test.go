@@ -13,9 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"gw/sse"
 )
 
 // upRecorder watches what gw sends an upstream MCP server (a real one of
@@ -514,24 +517,23 @@ func TestLeanFraming(t *testing.T) {
 	}
 }
 
-// TestEventScanner: SSE line ends, multi-line data, comments, named
-// events and data-less events, fed byte by byte.
-func TestEventScanner(t *testing.T) {
-	in := ": hi\r\n\r\nid: 1\nevent: message\ndata: a\ndata:b\n\nevent: ping\ndata: skip\n\nretry: 5\n\ndata: c\r\rdata: d\r\n\r\n"
-	var s EventScanner
+// TestNextMessage: SSE line ends, multi-line data, comments, named
+// events, data-less events and a last event without its blank line, read
+// byte by byte.
+func TestNextMessage(t *testing.T) {
+	in := ": hi\r\n\r\nid: 1\nevent: message\ndata: a\ndata:b\n\nevent: ping\ndata: skip\n\nretry: 5\n\ndata: c\r\rdata: d\r\n\r\ndata: cut"
+	r := acquireEvents(iotest.OneByteReader(strings.NewReader(in)))
+	defer sse.ReleaseReader(r)
 	var got []string
-	for i := 0; i < len(in); i++ {
-		s.Feed([]byte{in[i]})
-		for {
-			data, ok, err := s.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				break
-			}
-			got = append(got, string(data))
+	for {
+		data, err := nextMessage(r)
+		if err == io.EOF {
+			break
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(data))
 	}
 	if want := []string{"a\nb", "c", "d"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("events %q; want %q", got, want)
