@@ -365,7 +365,7 @@ func (h *Handler) leanServerMessage(sess *session, srv *resources.MCPServer, lc 
 		}
 		return
 	}
-	req.Params = bytes.Clone(req.Params) // data is the scanner's, reused by the next read
+	req.Params = bytes.Clone(req.Params) // data is the SSE reader's, reused by its next read
 	go func() {
 		var res any
 		p, err := serverParams(req.Method, req.Params)
