@@ -3,9 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"slices"
 	"testing"
-	"time"
 )
 
 // upstreamLeg returns a function making the upstream leg of the bench
@@ -74,34 +72,7 @@ func BenchmarkToolsCallOwnWork(b *testing.B) {
 					b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 				}
 			}
-			b.ReportAllocs()
-			var diffs []time.Duration
-			var sum time.Duration
-			i := 0
-			for b.Loop() {
-				var dv, dl time.Duration
-				if i++; i%2 == 0 {
-					t0 := time.Now()
-					via()
-					t1 := time.Now()
-					leg()
-					dv, dl = t1.Sub(t0), time.Since(t1)
-				} else {
-					t0 := time.Now()
-					leg()
-					t1 := time.Now()
-					via()
-					dl, dv = t1.Sub(t0), time.Since(t1)
-				}
-				diffs = append(diffs, dv-dl)
-				sum += dv - dl
-			}
-			b.StopTimer()
-			slices.Sort(diffs)
-			b.ReportMetric(float64(diffs[len(diffs)/2].Nanoseconds())/1e3, "own-median-µs")
-			b.ReportMetric(float64(sum.Nanoseconds())/float64(len(diffs))/1e3, "own-mean-µs")
-			const n = 200
-			b.ReportMetric(mallocsPer(n, via)-mallocsPer(n, leg), "added-allocs/call")
+			reportPaired(b, "own", via, leg)
 		})
 	}
 }

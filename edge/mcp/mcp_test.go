@@ -262,34 +262,42 @@ func benchRelay(b *testing.B, accept string, sdkPath bool) {
 			b.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}
+	reportPaired(b, "overhead", via, direct)
+}
+
+// reportPaired runs via and base by turns, the order alternating so that
+// neither always runs on a warm path, and reports the median and mean of
+// via − base per call (<name>-median-µs, <name>-mean-µs) and the heap
+// allocations via adds.
+func reportPaired(b *testing.B, name string, via, base func()) {
 	b.ReportAllocs()
 	var diffs []time.Duration
 	var sum time.Duration
 	i := 0
 	for b.Loop() {
-		var dv, dd time.Duration
+		var dv, db time.Duration
 		if i++; i%2 == 0 {
 			t0 := time.Now()
 			via()
 			t1 := time.Now()
-			direct()
-			dv, dd = t1.Sub(t0), time.Since(t1)
+			base()
+			dv, db = t1.Sub(t0), time.Since(t1)
 		} else {
 			t0 := time.Now()
-			direct()
+			base()
 			t1 := time.Now()
 			via()
-			dd, dv = t1.Sub(t0), time.Since(t1)
+			db, dv = t1.Sub(t0), time.Since(t1)
 		}
-		diffs = append(diffs, dv-dd)
-		sum += dv - dd
+		diffs = append(diffs, dv-db)
+		sum += dv - db
 	}
 	b.StopTimer()
 	slices.Sort(diffs)
-	b.ReportMetric(float64(diffs[len(diffs)/2].Nanoseconds())/1e3, "overhead-median-µs")
-	b.ReportMetric(float64(sum.Nanoseconds())/float64(len(diffs))/1e3, "overhead-mean-µs")
+	b.ReportMetric(float64(diffs[len(diffs)/2].Nanoseconds())/1e3, name+"-median-µs")
+	b.ReportMetric(float64(sum.Nanoseconds())/float64(len(diffs))/1e3, name+"-mean-µs")
 	const n = 200
-	b.ReportMetric(mallocsPer(n, via)-mallocsPer(n, direct), "added-allocs/call")
+	b.ReportMetric(mallocsPer(n, via)-mallocsPer(n, base), "added-allocs/call")
 }
 
 // mallocsPer is the heap allocations per call of f over n calls (the whole
