@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -572,18 +573,26 @@ func (c *call) result(v any) {
 		c.rpcError(jsonrpc.CodeInternalError, "cannot encode the result: "+err.Error())
 		return
 	}
+	c.endResult(append(c.resultHead(len(b)), b...))
+}
+
+// resultHead starts a JSON-RPC result answer in the response body's own
+// buffer (SwapBody hands it over and takes it back: no copy, no allocation
+// once grown), with room for n more bytes: the caller appends the result
+// and hands the buffer to endResult.
+func (c *call) resultHead(n int) []byte {
 	c.status = fasthttp.StatusOK
 	r := c.resp
 	r.SetStatusCode(fasthttp.StatusOK)
 	r.Header.SetContentType("application/json")
-	r.ResetBody()
-	r.AppendBodyString(`{"jsonrpc":"2.0","id":`)
-	var idb [24]byte
-	r.AppendBody(appendID(idb[:0], c.req.ID))
-	r.AppendBodyString(`,"result":`)
-	r.AppendBody(b)
-	r.AppendBodyString("}")
+	b := slices.Grow(r.SwapBody(nil)[:0], n+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = appendID(b, c.req.ID)
+	return append(b, `,"result":`...)
 }
+
+// endResult closes the answer resultHead started.
+func (c *call) endResult(b []byte) { c.resp.SwapBody(append(b, '}')) }
 
 // appendID appends a request ID as JSON (a request always has one).
 func appendID(b []byte, id jsonrpc.ID) []byte {

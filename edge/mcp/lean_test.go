@@ -455,6 +455,10 @@ func TestLeanBadAnswers(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, ": hi\r\nid: 1\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\r\ndata: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"isError\":true}}\r\n\r\n")
 		}, 200, `"result":{"content":[{"type":"text","text":"ok"}],`},
+		// Not the plain shape: checked by the SDK's rules, still relayed
+		// as the server wrote it (its own member and order kept).
+		{"other shape relayed raw", jsonAnswer(`{"jsonrpc":"2.0","id":ID,"result":{"x-server":1,"structuredContent":{"b":2,"a":1},"content":[{"type":"text","text":"ok"}]}}`),
+			200, `"result":{"x-server":1,"structuredContent":{"b":2,"a":1},"content":[{"type":"text","text":"ok"}]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, rec, up, _, _ := leanUpstream(t, true)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -143,12 +142,12 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		// The lean path's raw result: checked, and relayed as it is
 		// unless a guardrail reads it.
 		var isErr bool
-		if res, isErr, err = readResult(tc.raw, outGuard); err == nil && res == nil {
+		if res, isErr, err = readResult(tc.raw, outGuard); err == nil && !outGuard {
 			tc.outcome = outcomeOK
 			if isErr {
 				tc.outcome = outcomeToolError
 			}
-			c.rawToolResult(tc.raw)
+			c.endResult(append(c.resultHead(len(tc.raw)), tc.raw...))
 			return
 		}
 	}
@@ -473,33 +472,7 @@ func (c *call) toolResult(res *sdk.CallToolResult) {
 		c.result(res)
 		return
 	}
-	c.status = fasthttp.StatusOK
-	r := c.resp
-	r.SetStatusCode(fasthttp.StatusOK)
-	r.Header.SetContentType("application/json")
-	// The body's own buffer, appended to in place (SwapBody hands it
-	// over and takes it back: no copy, no allocation once grown).
-	b := r.SwapBody(nil)
-	b = append(b[:0], `{"jsonrpc":"2.0","id":`...)
-	b = appendID(b, c.req.ID)
-	b = append(b, `,"result":`...)
-	b = appendToolResult(b, res)
-	r.SwapBody(append(b, '}'))
-}
-
-// rawToolResult answers a tools/call with the upstream's raw result
-// (valid JSON, checked by readResult).
-func (c *call) rawToolResult(raw []byte) {
-	c.status = fasthttp.StatusOK
-	r := c.resp
-	r.SetStatusCode(fasthttp.StatusOK)
-	r.Header.SetContentType("application/json")
-	b := slices.Grow(r.SwapBody(nil)[:0], len(raw)+64)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = appendID(b, c.req.ID)
-	b = append(b, `,"result":`...)
-	b = append(b, raw...)
-	r.SwapBody(append(b, '}'))
+	c.endResult(appendToolResult(c.resultHead(0), res))
 }
 
 // plainToolResult reports whether appendToolResult encodes res exactly as
