@@ -17,12 +17,14 @@ type collectSink struct {
 	evs []UsageEvent
 }
 
-func (s *collectSink) Encode(dst []byte, b []UsageEvent) ([]byte, error) {
+func (s *collectSink) AppendRecord(body []byte, r *UsageEvent) []byte {
 	s.mu.Lock()
-	s.evs = append(s.evs, b...)
+	s.evs = append(s.evs, *r)
 	s.mu.Unlock()
-	return dst, nil
+	return body
 }
+
+func (s *collectSink) Finish(dst, _ []byte, _ int) ([]byte, error) { return dst, nil }
 
 func (s *collectSink) Send(context.Context, *usage.Batch) error { return nil }
 

@@ -22,8 +22,8 @@ func FuzzOTLPGzip(f *testing.F) {
 	f.Add("gpt", "chat.completions", "Zoë", "upstream returned 503", int64(10), 503, uint8(3))
 	f.Add(strings.Repeat("m", 127), strings.Repeat("o", 128), "caf\xc3", "\xff\xfe", int64(-1), 200, uint8(0))
 	f.Add("g", "", "", strings.Repeat("e", 33000), int64(1)<<40, 499, uint8(7))
-	plain := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")
-	gz := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")
+	plain := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")}
+	gz := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")}
 	f.Fuzz(func(t *testing.T, model, op, user, msg string, tokens int64, status int, n uint8) {
 		var batch []usage.Record
 		for i := 0; i < int(n%9)+1; i++ {

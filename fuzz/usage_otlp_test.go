@@ -22,7 +22,7 @@ func FuzzOTLPWire(f *testing.F) {
 	f.Add("gpt", "chat.completions", "Zoë", "upstream returned 503", "pii", "mask", int64(10), int64(30), 503, 0.05)
 	f.Add(strings.Repeat("m", 127), strings.Repeat("o", 128), "caf\xc3", "\xff\xfe", "", "x", int64(-1), int64(0), 200, -1.5)
 	f.Add(strings.Repeat("é", 9000), "", "", strings.Repeat("e", 16384), "kw", "would_block", int64(1)<<40, int64(1), 499, 0.0)
-	s := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")
+	s := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")}
 	f.Fuzz(func(t *testing.T, model, op, user, msg, guard, action string, tokens, total int64, status int, cost float64) {
 		batch := []usage.Record{{OccurredAt: time.Unix(1700000000, 5), RequestID: usage.NewRequestID(), Attempt: 2, AttemptKind: usage.AttemptFinal,
 			StatusCode: status, ErrorClass: op, ErrorMessage: msg, UserName: user, Model: model, Operation: op, InboundProtocol: model,

@@ -25,12 +25,14 @@ type collectSink struct {
 	evs []usage.Record
 }
 
-func (s *collectSink) Encode(dst []byte, b []usage.Record) ([]byte, error) {
+func (s *collectSink) AppendRecord(body []byte, r *usage.Record) []byte {
 	s.mu.Lock()
-	s.evs = append(s.evs, b...)
+	s.evs = append(s.evs, *r)
 	s.mu.Unlock()
-	return dst, nil
+	return body
 }
+
+func (s *collectSink) Finish(dst, _ []byte, _ int) ([]byte, error) { return dst, nil }
 
 func (s *collectSink) Send(context.Context, *usage.Batch) error { return nil }
 

@@ -134,11 +134,28 @@ func AppendEventID(dst []byte, r *Record) []byte {
 
 // AppendNDJSON appends each record as one line.
 func AppendNDJSON(dst []byte, batch []Record) []byte {
+	var nd NDJSON
 	for i := range batch {
-		dst = AppendJSON(dst, &batch[i])
-		dst = append(dst, '\n')
+		dst = nd.AppendRecord(dst, &batch[i])
 	}
 	return dst
+}
+
+// NDJSON is the encoding of sinks whose payload is newline-delimited JSON
+// records (object store, control plane): embed it for their AppendRecord
+// and Finish.
+type NDJSON struct{}
+
+// AppendRecord appends r's line.
+func (NDJSON) AppendRecord(body []byte, r *Record) []byte { return append(AppendJSON(body, r), '\n') }
+
+// Finish returns the lines as they are: body itself when dst is empty,
+// sparing a copy of the whole batch.
+func (NDJSON) Finish(dst, body []byte, _ int) ([]byte, error) {
+	if len(dst) == 0 {
+		return body, nil
+	}
+	return append(dst, body...), nil
 }
 
 func appendOptStr(dst []byte, key, v string) []byte {

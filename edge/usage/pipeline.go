@@ -73,13 +73,42 @@ func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Sink is one destination of batches: an exporter or the control plane.
-// Encode and Send run on the sink's own goroutine, one batch at a time.
+// Its methods run on the sink's own goroutine, one batch at a time.
+//
+// A batch is encoded record by record as the records reach the sink's
+// goroutine, not when it is full: a record is read while it is still in
+// the CPU's caches (copying records into a batch and encoding them later
+// read each one cold, which cost more than encoding it), and a batch that
+// is retried for minutes holds its payload only, not the records and the
+// configuration strings they point at.
 type Sink interface {
-	// Encode appends the payload of batch to dst.
-	Encode(dst []byte, batch []Record) ([]byte, error)
+	// AppendRecord appends the encoding of r to body, the batch's records
+	// so far (empty for its first record).
+	AppendRecord(body []byte, r *Record) []byte
+	// Finish appends to dst the payload of the batch whose n records body
+	// holds (framing, compression). When dst is empty it may return body
+	// itself, or write past body's end.
+	Finish(dst, body []byte, n int) ([]byte, error)
 	// Send delivers one encoded batch. A *SendError says how it failed;
 	// any other error is a retryable failure without a response.
 	Send(ctx context.Context, b *Batch) error
+}
+
+// Encoder encodes whole batches with one sink, as its goroutine does
+// (tests, benchmarks, tools); it reuses its scratch between calls.
+type Encoder struct {
+	Sink Sink
+	body []byte
+}
+
+// Encode appends the payload of recs to dst.
+func (e *Encoder) Encode(dst []byte, recs []Record) ([]byte, error) {
+	body := e.body[:0]
+	for i := range recs {
+		body = e.Sink.AppendRecord(body, &recs[i])
+	}
+	e.body = body
+	return e.Sink.Finish(dst, body, len(recs))
 }
 
 // Batch is one encoded batch; a resend carries the same ID and payload.

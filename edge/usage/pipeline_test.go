@@ -3,6 +3,7 @@ package usage_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,15 +28,27 @@ type testSink struct {
 	ids      []string
 	accepted [][]usage.Record
 	pending  [][]usage.Record
+	open     []usage.Record // the batch being encoded
 	fail     func(try int) error
 	block    chan struct{} // when set, Send waits for it (or ctx)
 }
 
-func (s *testSink) Encode(dst []byte, b []usage.Record) ([]byte, error) {
+func (s *testSink) AppendRecord(body []byte, r *usage.Record) []byte {
 	s.mu.Lock()
-	s.pending = append(s.pending, append([]usage.Record(nil), b...))
+	s.open = append(s.open, *r)
 	s.mu.Unlock()
-	return usage.AppendNDJSON(dst, b), nil
+	return usage.NDJSON{}.AppendRecord(body, r)
+}
+
+func (s *testSink) Finish(dst, body []byte, n int) ([]byte, error) {
+	s.mu.Lock()
+	if len(s.open) != n {
+		panic("testSink: batch of " + strconv.Itoa(n) + " records, " + strconv.Itoa(len(s.open)) + " appended")
+	}
+	s.pending = append(s.pending, s.open)
+	s.open = nil
+	s.mu.Unlock()
+	return append(dst, body...), nil
 }
 
 func (s *testSink) Send(ctx context.Context, b *usage.Batch) error {

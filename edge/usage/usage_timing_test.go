@@ -42,8 +42,9 @@ func BenchmarkAppendJSON(b *testing.B) {
 // sink's cost is the pipeline's own (fan-out, queues, batching, wake-ups).
 type discardSink struct{ records atomic.Int64 }
 
-func (s *discardSink) Encode(dst []byte, b []usage.Record) ([]byte, error) {
-	s.records.Add(int64(len(b)))
+func (s *discardSink) AppendRecord(body []byte, _ *usage.Record) []byte { return body }
+func (s *discardSink) Finish(dst, _ []byte, n int) ([]byte, error) {
+	s.records.Add(int64(n))
 	return dst, nil
 }
 func (s *discardSink) Send(context.Context, *usage.Batch) error { return nil }

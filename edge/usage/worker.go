@@ -145,7 +145,7 @@ func (w *worker) finish(deadline time.Time) {
 func (w *worker) run() {
 	defer close(w.exit)
 	cfg := w.cfg.Load()
-	batch := make([]Record, 0, cfg.BatchSize)
+	var open openBatch
 	var timer *time.Timer
 	var timerC <-chan time.Time
 	flush := func() {
@@ -153,9 +153,9 @@ func (w *worker) run() {
 			timer.Stop()
 			timer, timerC = nil, nil
 		}
-		if len(batch) > 0 {
-			w.deliver(batch)
-			batch = batch[:0]
+		if open.n > 0 {
+			w.deliver(&open)
+			open.reset()
 		}
 	}
 	recycle := func(chunk []Record) {
@@ -165,16 +165,16 @@ func (w *worker) run() {
 		default:
 		}
 	}
-	// take moves a chunk's records into batches. A record leaves queued
-	// when it joins the batch, before a full batch is delivered, so the
-	// queue bound counts exactly what waits behind the batch in flight.
+	// take encodes a chunk's records into the open batch. A record leaves
+	// queued when it joins the batch, before a full batch is delivered, so
+	// the queue bound counts exactly what waits behind the batch in flight.
 	take := func(chunk []Record, timed bool) {
 		cfg = w.cfg.Load()
 		taken := 0
 		for i := range chunk {
-			batch = append(batch, chunk[i])
+			open.add(w, &chunk[i])
 			taken++
-			if len(batch) >= cfg.BatchSize {
+			if open.n >= cfg.BatchSize {
 				w.queued.Add(-int64(taken))
 				taken = 0
 				if i == len(chunk)-1 {
@@ -220,6 +220,41 @@ func (w *worker) run() {
 		}
 	}
 }
+
+// openBatch is the batch a worker is filling: its records encoded so far
+// by the sink that was current at its first record, which also encodes
+// the rest and sends it (a reloaded sink takes over at the next batch).
+type openBatch struct {
+	sink           Sink
+	body           []byte
+	n              int
+	oldest, newest time.Time
+}
+
+func (b *openBatch) add(w *worker, r *Record) {
+	if b.n == 0 {
+		b.sink = w.sink.Load().s
+		b.oldest, b.newest = r.OccurredAt, r.OccurredAt
+	} else if r.OccurredAt.Before(b.oldest) {
+		b.oldest = r.OccurredAt
+	} else if r.OccurredAt.After(b.newest) {
+		b.newest = r.OccurredAt
+	}
+	b.body = b.sink.AppendRecord(b.body, r)
+	b.n++
+}
+
+func (b *openBatch) reset() {
+	b.sink, b.body, b.n = nil, b.body[:0], 0
+	// A burst's big body is let go once batches are small again.
+	if cap(b.body) > maxKeptBody {
+		b.body = nil
+	}
+}
+
+// maxKeptBody bounds the encoded-batch buffer a worker keeps between
+// batches.
+const maxKeptBody = 4 << 20
 
 // add appends a copy of r to the dispatcher's chunk for this sink, or
 // counts a sink_full drop when the sink's queue is full. Dispatcher only.
@@ -303,30 +338,31 @@ func (w *worker) send() {
 	w.pend = nil
 }
 
-// deliver encodes batch and sends it until it is accepted or the retry
-// policy gives it up.
-func (w *worker) deliver(batch []Record) {
-	box, cfg := w.sink.Load(), w.cfg.Load()
-	n := len(batch)
+// deliver finishes the open batch and sends it until it is accepted or
+// the retry policy gives it up.
+func (w *worker) deliver(open *openBatch) {
+	cfg := w.cfg.Load()
+	n := open.n
 	if w.hard.Err() != nil {
 		w.drop(n, DropRetryExhausted)
 		return
 	}
-	payload, err := box.s.Encode(w.buf[:0], batch)
+	payload, err := open.sink.Finish(w.buf[:0], open.body, n)
 	if err != nil {
 		w.fail(&SendError{Msg: "cannot encode batch: " + err.Error()})
 		w.drop(n, DropSendFailed)
 		return
 	}
-	w.buf = payload[:0]
-	b := &Batch{ID: uuid.NewString(), Payload: payload, Count: n, Oldest: batch[0].OccurredAt, Newest: batch[0].OccurredAt}
-	for i := range batch {
-		if t := batch[i].OccurredAt; t.Before(b.Oldest) {
-			b.Oldest = t
-		} else if t.After(b.Newest) {
-			b.Newest = t
-		}
+	switch {
+	case len(payload) > 0 && len(open.body) > 0 && &payload[0] == &open.body[0]:
+		// The payload is the body itself (NDJSON): w.buf stays apart.
+	case cap(payload) > maxKeptBody:
+		w.buf = nil
+	default:
+		w.buf = payload[:0]
 	}
+	b := &Batch{ID: uuid.NewString(), Payload: payload, Count: n, Oldest: open.oldest, Newest: open.newest}
+	sink := open.sink
 	pol := cfg.Retry
 	backoff := pol.BackoffMin
 	if backoff <= 0 {
@@ -340,7 +376,7 @@ func (w *worker) deliver(batch []Record) {
 	start := clock.Now()
 	respFails := 0
 	for {
-		err := box.s.Send(w.hard, b)
+		err := sink.Send(w.hard, b)
 		if err == nil {
 			w.stats.sentBatches.Add(1)
 			w.stats.sentEvents.Add(int64(n))

@@ -25,7 +25,8 @@ func TestOTLPTraces(t *testing.T) {
 	}
 	for _, comp := range []string{resources.OTLPCompressionNone, resources.OTLPCompressionGzip} {
 		sk := otlp.New(&resources.OTLPHTTPExporter{Endpoint: base + "/v1/traces", TimeoutMS: 5000, Compression: comp}, "gw")
-		payload, err := sk.Encode(nil, recs)
+		enc := gwusage.Encoder{Sink: sk}
+		payload, err := enc.Encode(nil, recs)
 		if err != nil {
 			t.Fatal(err)
 		}

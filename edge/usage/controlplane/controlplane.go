@@ -46,6 +46,7 @@ type Config struct {
 
 // Sink posts batches to the control plane.
 type Sink struct {
+	usage.NDJSON
 	url string
 	hc  *http.Client
 }
@@ -79,11 +80,6 @@ func New(c Config) (*Sink, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc
 	return &Sink{url: strings.TrimSuffix(c.URL, "/") + Path, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
-}
-
-// Encode writes the batch as NDJSON.
-func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	return usage.AppendNDJSON(dst, batch), nil
 }
 
 // Send posts one batch.

@@ -26,7 +26,6 @@ type Sink struct {
 	URL  string // the intake URL; tests point it at a local receiver
 	host string
 	hc   *http.Client
-	raw  []byte
 	gz   usage.Gzipper
 }
 
@@ -41,18 +40,25 @@ func New(cfg *resources.DatadogExporter) *Sink {
 	return &Sink{cfg: cfg, URL: IntakeURL(cfg.Site), host: host, hc: &http.Client{Timeout: 30 * time.Second}}
 }
 
-// Encode writes a gzip-compressed JSON array of log entries.
-func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	raw := append(s.raw[:0], '[')
-	for i := range batch {
-		if i > 0 {
-			raw = append(raw, ',')
-		}
-		raw = s.appendEntry(raw, &batch[i])
+// AppendRecord appends r's log entry to body, the JSON array's elements
+// so far.
+func (s *Sink) AppendRecord(body []byte, r *usage.Record) []byte {
+	if len(body) == 0 {
+		body = append(body, '[')
+	} else {
+		body = append(body, ',')
 	}
-	raw = append(raw, ']')
-	s.raw = raw
-	return s.gz.Compress(dst, raw)
+	return s.appendEntry(body, r)
+}
+
+// Finish writes the gzip-compressed JSON array of log entries. The array's
+// end is written into body's spare capacity, which the batch no longer
+// needs.
+func (s *Sink) Finish(dst, body []byte, _ int) ([]byte, error) {
+	if len(body) == 0 {
+		body = append(body, '[')
+	}
+	return s.gz.Compress(dst, append(body, ']'))
 }
 
 // appendEntry writes the reserved attributes, then the record's own fields.

@@ -204,12 +204,13 @@ func BenchmarkExportEncode(b *testing.B) {
 		b.Fatal(err)
 	}
 	xs := r.Resources.ObservabilityExporters
-	plain := otlp.New(&resources.OTLPHTTPExporter{Endpoint: xs[0].OTLP.Endpoint, TimeoutMS: 1000}, exporters.ServiceName)
-	gz := otlp.New(xs[0].OTLP, exporters.ServiceName)
+	plain := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: xs[0].OTLP.Endpoint, TimeoutMS: 1000}, exporters.ServiceName)}
+	gz := &usage.Encoder{Sink: otlp.New(xs[0].OTLP, exporters.ServiceName)}
 	obj, err := objstore.New(xs[1].ObjectStore)
 	if err != nil {
 		b.Fatal(err)
 	}
+	objEnc := usage.Encoder{Sink: obj}
 	var buf []byte
 	run := func(name string, step func() int) {
 		b.Run(name, func(b *testing.B) {
@@ -224,8 +225,8 @@ func BenchmarkExportEncode(b *testing.B) {
 	}
 	run("otlp", func() int { buf, _ = plain.Encode(buf[:0], batch); return len(buf) })
 	run("otlp-gzip", func() int { buf, _ = gz.Encode(buf[:0], batch); return len(buf) })
-	run("ndjson", func() int { buf, _ = obj.Encode(buf[:0], batch); return len(buf) })
-	nd, _ := obj.Encode(nil, batch)
+	run("ndjson", func() int { buf, _ = objEnc.Encode(buf[:0], batch); return len(buf) })
+	nd, _ := objEnc.Encode(nil, batch)
 	run("md5", func() int { s := md5.Sum(nd); return len(nd) + int(s[0]&0) })
 	tab := crc32.MakeTable(crc32.Castagnoli)
 	run("crc32c", func() int { return len(nd) + int(crc32.Checksum(nd, tab)&0) })

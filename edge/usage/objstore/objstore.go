@@ -45,6 +45,7 @@ const (
 
 // Sink writes each batch as one object.
 type Sink struct {
+	usage.NDJSON
 	cfg *resources.ObjectStoreExporter
 	put func(ctx context.Context, name string, body []byte) error
 }
@@ -198,11 +199,6 @@ func classify(status int, code string) error {
 		se.Permanent = true
 	}
 	return se
-}
-
-// Encode writes the batch as NDJSON.
-func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	return usage.AppendNDJSON(dst, batch), nil
 }
 
 // Send writes the batch's object.

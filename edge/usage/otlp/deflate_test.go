@@ -91,7 +91,7 @@ func TestGzipInflatesToWire(t *testing.T) {
 // appended to what dst held.
 func TestGzipSinkEncode(t *testing.T) {
 	batch := []usage.Record{*usagetest.Record(0), *usagetest.Record(1)}
-	s := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")
+	s := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")}
 	out, err := s.Encode([]byte("keep"), batch)
 	if err != nil {
 		t.Fatal(err)

@@ -40,12 +40,20 @@ func New(cfg *resources.OTLPHTTPExporter, service string) *Sink {
 	return &Sink{cfg: cfg, client: &http.Client{Timeout: time.Duration(cfg.TimeoutMS) * time.Millisecond}, service: service}
 }
 
-// Encode marshals the batch as an ExportTraceServiceRequest.
-func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	if s.cfg.Compression == resources.OTLPCompressionGzip {
-		return appendRequestGzip(dst, batch, s.service, &s.sc), nil
+// AppendRecord appends r's span to body, the batch's ScopeSpans body.
+func (s *Sink) AppendRecord(body []byte, r *usage.Record) []byte {
+	return s.sc.appendScopeSpan(body, r)
+}
+
+// Finish marshals the ExportTraceServiceRequest around the batch's spans.
+func (s *Sink) Finish(dst, body []byte, _ int) ([]byte, error) {
+	if len(body) == 0 {
+		body = s.sc.startScope(body)
 	}
-	return appendRequest(dst, batch, s.service, &s.sc), nil
+	if s.cfg.Compression == resources.OTLPCompressionGzip {
+		return s.sc.gzipSpans(dst, body, s.service), nil
+	}
+	return append(appendHead(dst, s.service, len(body)), body...), nil
 }
 
 // Send posts one batch. Per the OTLP/HTTP spec only 429, 502, 503 and 504

@@ -16,7 +16,7 @@ func BenchmarkEncode(b *testing.B) {
 	for i := range batch {
 		batch[i] = *usagetest.Record(i)
 	}
-	s := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")
+	s := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")}
 	var buf []byte
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -38,8 +38,8 @@ func BenchmarkEncodeGzip(b *testing.B) {
 	for i := range batch {
 		batch[i] = *usagetest.Record(i)
 	}
-	plain := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")
-	gz := otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")
+	plain := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")}
+	gz := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")}
 	run := func(name string, step func(dst []byte) []byte) {
 		b.Run(name, func(b *testing.B) {
 			var buf []byte

@@ -24,30 +24,45 @@ import (
 // length-prefixed encoding allows without a size pass over each span.
 func appendRequest(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	ss := sc.encodeSpans(batch)
-	dst = appendHead(dst, service, len(ss))
-	return append(dst, ss...)
+	return append(appendHead(dst, service, len(ss)), ss...)
 }
 
 // encodeSpans writes ScopeSpans' body (scope, then every span) to
-// sc.scopeSpans, noting where each span and each of its attributes is.
+// sc.scopeSpans.
 func (sc *scratch) encodeSpans(batch []usage.Record) []byte {
+	ss := sc.startScope(sc.scopeSpans[:0])
+	for i := range batch {
+		ss = sc.appendScopeSpan(ss, &batch[i])
+	}
+	sc.scopeSpans = ss
+	return ss
+}
+
+// startScope begins a ScopeSpans body in ss (empty) and forgets the spans
+// of the previous one.
+func (sc *scratch) startScope(ss []byte) []byte {
 	// ResourceSpans (1) { resource (1) { attributes (1) }, scope_spans (2) { scope (1) { name (1) }, spans (2)... } }
-	ss := sc.scopeSpans[:0]
 	ss = protowire.AppendTag(ss, 1, protowire.BytesType)
 	ss = protowire.AppendVarint(ss, uint64(strSize(ScopeName)))
 	ss = appendStr(ss, 1, ScopeName)
 	sc.units, sc.spans = sc.units[:0], sc.spans[:0]
-	for i := range batch {
-		u0 := len(sc.units)
-		sc.span = sc.appendSpan(sc.span[:0], &batch[i])
-		tag := len(ss)
-		ss = protowire.AppendTag(ss, 2, protowire.BytesType)
-		ss = protowire.AppendVarint(ss, uint64(len(sc.span)))
-		sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss)), u0: int32(u0), u1: int32(len(sc.units))})
-		ss = append(ss, sc.span...)
-	}
-	sc.scopeSpans = ss
 	return ss
+}
+
+// appendScopeSpan appends r's span to the ScopeSpans body ss (starting it
+// when empty), noting where the span and each of its attributes is for
+// gzipSpans.
+func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
+	if len(ss) == 0 {
+		ss = sc.startScope(ss)
+	}
+	u0 := len(sc.units)
+	sc.span = sc.appendSpan(sc.span[:0], r)
+	tag := len(ss)
+	ss = protowire.AppendTag(ss, 2, protowire.BytesType)
+	ss = protowire.AppendVarint(ss, uint64(len(sc.span)))
+	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss)), u0: int32(u0), u1: int32(len(sc.units))})
+	return append(ss, sc.span...)
 }
 
 // appendHead appends what precedes a ScopeSpans body of n bytes.
@@ -70,13 +85,12 @@ func appendHead(dst []byte, service string, n int) []byte {
 // deflate.go): each attribute of a span is written against the same
 // attribute of the span before it.
 func appendRequestGzip(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
-	sc.encodeSpans(batch)
-	return sc.gzipSpans(dst, service)
+	return sc.gzipSpans(dst, sc.encodeSpans(batch), service)
 }
 
-// gzipSpans compresses the request of the spans encodeSpans wrote.
-func (sc *scratch) gzipSpans(dst []byte, service string) []byte {
-	ss := sc.scopeSpans
+// gzipSpans compresses the request around ss, the ScopeSpans body whose
+// spans sc noted.
+func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	sc.head = appendHead(sc.head[:0], service, len(ss))
 	crc := crc32.Update(crc32.ChecksumIEEE(sc.head), crc32.IEEETable, ss)
 	z := &sc.z

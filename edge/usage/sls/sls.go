@@ -39,8 +39,7 @@ type Sink struct {
 	base *url.URL
 	hc   *http.Client
 	now  func() time.Time
-	pb   []byte
-	rec  []byte
+	lg   logScratch
 	lz   lz4.Compressor // its hash table is reused between batches
 }
 
@@ -55,14 +54,13 @@ func New(cfg *resources.SLSExporter) (*Sink, error) {
 	return &Sink{cfg: cfg, base: u, hc: &http.Client{Timeout: 30 * time.Second}, now: time.Now}, nil
 }
 
-// Encode writes the LogGroup as one raw LZ4 block (not the LZ4 frame
+// Finish writes the LogGroup as one raw LZ4 block (not the LZ4 frame
 // format: what the PutLogs API and the official SDKs use for
 // x-log-compresstype: lz4); the raw size travels in the payload's first 8
 // bytes (x-log-bodyrawsize). LZ4 rather than deflate: it encodes several
 // times faster (deflate dominated the sink's cost) and is the SDK default.
-func (s *Sink) Encode(dst []byte, batch []usage.Record) ([]byte, error) {
-	pb := LogGroup(s.pb[:0], batch, &s.rec)
-	s.pb = pb
+func (s *Sink) Finish(dst, body []byte, _ int) ([]byte, error) {
+	pb := appendTopic(body) // into body's spare capacity, which the batch no longer needs
 	var size [8]byte
 	for i := range 8 {
 		size[i] = byte(uint64(len(pb)) >> (8 * i))
@@ -109,41 +107,59 @@ func appendLiterals(dst, src []byte) int {
 // Each record field is one Content: strings unquoted, null fields left
 // out, other values as their JSON text. scratch is reused between calls.
 func LogGroup(dst []byte, batch []usage.Record, scratch *[]byte) []byte {
-	var log, content, kb, vb []byte
+	lg := logScratch{rec: *scratch}
 	for i := range batch {
-		r := &batch[i]
-		log = log[:0]
-		log = protowire.AppendTag(log, 1, protowire.VarintType)
-		log = protowire.AppendVarint(log, uint64(r.OccurredAt.Unix()))
-		rec := usage.AppendJSON((*scratch)[:0], r)
-		*scratch = rec
-		_ = rawjson.ForEachKey(rec, func(key, val []byte, kind rawjson.Kind) bool {
-			if kind == rawjson.Null {
-				return true
-			}
-			kb, _ = rawjson.AppendUnquote(kb[:0], key)
-			k, v := kb, val
-			if kind == rawjson.String {
-				vb, _ = rawjson.AppendUnquote(vb[:0], val)
-				v = vb
-			}
-			content = content[:0]
-			content = protowire.AppendTag(content, 1, protowire.BytesType)
-			content = protowire.AppendBytes(content, k)
-			content = protowire.AppendTag(content, 2, protowire.BytesType)
-			content = protowire.AppendBytes(content, v)
-			log = protowire.AppendTag(log, 2, protowire.BytesType)
-			log = protowire.AppendBytes(log, content)
-			return true
-		})
-		log = protowire.AppendTag(log, 4, protowire.Fixed32Type)
-		log = protowire.AppendFixed32(log, uint32(r.OccurredAt.Nanosecond()))
-		dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-		dst = protowire.AppendBytes(dst, log)
+		dst = lg.appendLog(dst, &batch[i])
 	}
+	*scratch = lg.rec
+	return appendTopic(dst)
+}
+
+// AppendRecord appends r's Log to body, the LogGroup's logs so far.
+func (s *Sink) AppendRecord(body []byte, r *usage.Record) []byte {
+	return s.lg.appendLog(body, r)
+}
+
+// logScratch holds the buffers one Log is built in, reused between records.
+type logScratch struct{ log, content, kb, vb, rec []byte }
+
+// appendLog appends the LogGroup field of one record's Log.
+func (lg *logScratch) appendLog(dst []byte, r *usage.Record) []byte {
+	log := lg.log[:0]
+	log = protowire.AppendTag(log, 1, protowire.VarintType)
+	log = protowire.AppendVarint(log, uint64(r.OccurredAt.Unix()))
+	lg.rec = usage.AppendJSON(lg.rec[:0], r)
+	_ = rawjson.ForEachKey(lg.rec, func(key, val []byte, kind rawjson.Kind) bool {
+		if kind == rawjson.Null {
+			return true
+		}
+		lg.kb, _ = rawjson.AppendUnquote(lg.kb[:0], key)
+		k, v := lg.kb, val
+		if kind == rawjson.String {
+			lg.vb, _ = rawjson.AppendUnquote(lg.vb[:0], val)
+			v = lg.vb
+		}
+		c := lg.content[:0]
+		c = protowire.AppendTag(c, 1, protowire.BytesType)
+		c = protowire.AppendBytes(c, k)
+		c = protowire.AppendTag(c, 2, protowire.BytesType)
+		c = protowire.AppendBytes(c, v)
+		lg.content = c
+		log = protowire.AppendTag(log, 2, protowire.BytesType)
+		log = protowire.AppendBytes(log, c)
+		return true
+	})
+	log = protowire.AppendTag(log, 4, protowire.Fixed32Type)
+	log = protowire.AppendFixed32(log, uint32(r.OccurredAt.Nanosecond()))
+	lg.log = log
+	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
+	return protowire.AppendBytes(dst, log)
+}
+
+// appendTopic appends the LogGroup's fields after its logs.
+func appendTopic(dst []byte) []byte {
 	dst = protowire.AppendTag(dst, 3, protowire.BytesType)
-	dst = protowire.AppendString(dst, "gw_usage")
-	return dst
+	return protowire.AppendString(dst, "gw_usage")
 }
 
 // Send posts one batch to /logstores/<logstore>/shards/lb on the project's

@@ -19,11 +19,12 @@ func BenchmarkEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	enc := usage.Encoder{Sink: s}
 	var buf []byte
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if buf, err = s.Encode(buf[:0], batch); err != nil {
+		if buf, err = enc.Encode(buf[:0], batch); err != nil {
 			b.Fatal(err)
 		}
 	}
