@@ -135,7 +135,7 @@ type SinkConfig struct {
 // Pipeline is the usage-event pipeline: Emit → queue → dispatcher →
 // per-sink queues → batches. Create with New; Close flushes.
 type Pipeline struct {
-	in     *ring
+	in     *queue
 	wake   chan struct{} // a producer's nudge to a parked dispatcher
 	parked atomic.Bool   // the dispatcher waits on wake, not the clock
 	ctl    chan func(map[string]*worker)
@@ -173,7 +173,7 @@ func New(opt Options) *Pipeline {
 		opt.QueueSize = QueueSize
 	}
 	p := &Pipeline{
-		in: newRing(opt.QueueSize), wake: make(chan struct{}, 1), ctl: make(chan func(map[string]*worker)), stop: make(chan time.Time),
+		in: newQueue(opt.QueueSize), wake: make(chan struct{}, 1), ctl: make(chan func(map[string]*worker)), stop: make(chan time.Time),
 		done: make(chan struct{}), log: opt.Logger, clock: opt.Clock, workers: map[string]*worker{}, spend: spendMetrics{},
 	}
 	go p.dispatch()

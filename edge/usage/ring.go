@@ -2,9 +2,9 @@ package usage
 
 import "sync/atomic"
 
-// ring is the bounded queue between the proxy and the dispatcher: a
-// lock-free multi-producer, single-consumer ring of Records (Vyukov's
-// bounded queue). It replaces a buffered channel, whose lock the sender
+// ring is a bounded queue between the proxy and the dispatcher (the main
+// queue has two, see queue): a lock-free multi-producer, single-consumer
+// ring of Records (Vyukov's bounded queue). It replaces a buffered channel, whose lock the sender
 // and the draining dispatcher fought over: under load that lock cost more
 // than the rest of a record's emission. A producer claims a slot with one
 // CAS on head, copies its record into the slot and publishes it by storing
@@ -130,3 +130,65 @@ func (r *ring) release() {
 	r.setSeq(s, r.tail, r.tail+r.mask+1)
 	r.tail++
 }
+
+// queue is the main queue: a small ring that takes records while the
+// dispatcher keeps up, and the full-size ring behind it for bursts.
+//
+// A ring's slots are used in turn, so a ring of QueueSize slots (about
+// 10 MB of Records) writes each record to memory last touched a lap
+// earlier, out of every CPU cache: under load that was several cache
+// misses per request, paid on the request path, with or without sinks.
+// The hot ring's slots are reused within milliseconds and stay cached;
+// the cold ring is allocated, block by block, only when a burst reaches
+// it. n bounds both together to the queue's size.
+type queue struct {
+	hot, cold *ring
+	size      int64
+	_         [40]byte
+	n         atomic.Int64 // records in either ring
+	_         [56]byte
+	cur       *ring // the ring of the record peek returned (the dispatcher only)
+}
+
+// hotSlots is the hot ring's size: a few dispatcher ticks' records at a
+// loaded gateway's rate (about 300 KB).
+const hotSlots = 512
+
+func newQueue(n int) *queue {
+	return &queue{hot: newRing(min(hotSlots, n)), cold: newRing(n), size: int64(n)}
+}
+
+// put copies *rec into the queue; false when it holds its size already.
+func (q *queue) put(rec *Record) bool {
+	if q.n.Add(1) > q.size {
+		q.n.Add(-1)
+		return false
+	}
+	if q.hot.put(rec) || q.cold.put(rec) {
+		return true
+	}
+	q.n.Add(-1) // unreachable: the cold ring alone holds size records
+	return false
+}
+
+// peek returns the next record, hot ring first, or nil. Dispatcher only.
+func (q *queue) peek() *Record {
+	if r := q.hot.peek(); r != nil {
+		q.cur = q.hot
+		return r
+	}
+	if r := q.cold.peek(); r != nil {
+		q.cur = q.cold
+		return r
+	}
+	return nil
+}
+
+// release hands back the slot of the record peek returned. Dispatcher only.
+func (q *queue) release() {
+	q.cur.release()
+	q.n.Add(-1)
+}
+
+// backlog is at most how many records the next drain finds. Dispatcher only.
+func (q *queue) backlog() uint64 { return q.hot.backlog() + q.cold.backlog() }

@@ -112,6 +112,108 @@ func TestRingBlocksOnDemand(t *testing.T) {
 	}
 }
 
+// TestQueueSpillAndBound: the queue fills its hot ring first, spills to
+// the cold ring, refuses records past its size, and returns every record
+// once; the cold ring holds no block until the hot ring overflows.
+func TestQueueSpillAndBound(t *testing.T) {
+	const size = 4 * ringBlock
+	q := newQueue(size)
+	coldBlocks := func() (n int) {
+		for i := range q.cold.blocks {
+			if q.cold.blocks[i].Load() != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 0; i < hotSlots; i++ {
+		if !q.put(&Record{Attempt: i}) {
+			t.Fatalf("put %d refused", i)
+		}
+	}
+	if n := coldBlocks(); n != 0 {
+		t.Fatalf("%d records in a %d-slot hot ring: %d cold blocks; want 0", hotSlots, hotSlots, n)
+	}
+	for i := hotSlots; i < size; i++ {
+		if !q.put(&Record{Attempt: i}) {
+			t.Fatalf("put %d refused below the size", i)
+		}
+	}
+	if q.put(&Record{Attempt: -1}) {
+		t.Fatal("a full queue took a record")
+	}
+	seen := make([]bool, size)
+	for i := 0; i < size/2; i++ {
+		rec := q.peek()
+		if rec == nil || seen[rec.Attempt] {
+			t.Fatalf("record %d: got %v", i, rec)
+		}
+		seen[rec.Attempt] = true
+		q.release()
+	}
+	// Freed room is usable again, up to the size.
+	for i := 0; i < size/2; i++ {
+		if !q.put(&Record{Attempt: size + i}) {
+			t.Fatalf("put after release %d refused", i)
+		}
+	}
+	if q.put(&Record{Attempt: -1}) {
+		t.Fatal("a full queue took a record")
+	}
+	seen = append(seen, make([]bool, size/2)...)
+	for rec := q.peek(); rec != nil; rec = q.peek() {
+		if seen[rec.Attempt] {
+			t.Fatalf("record %d twice", rec.Attempt)
+		}
+		seen[rec.Attempt] = true
+		q.release()
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Fatalf("record %d lost", i)
+		}
+	}
+	if q.n.Load() != 0 {
+		t.Fatalf("empty queue counts %d", q.n.Load())
+	}
+}
+
+// TestQueueConcurrent: records of many producers each arrive exactly once
+// through both rings (run with -race).
+func TestQueueConcurrent(t *testing.T) {
+	const producers, per = 4, 20000
+	q := newQueue(2 * hotSlots)
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				rec := Record{Attempt: p*per + i}
+				for !q.put(&rec) {
+				}
+			}
+		}()
+	}
+	seen := make([]bool, producers*per)
+	for got := 0; got < producers*per; {
+		rec := q.peek()
+		if rec == nil {
+			continue
+		}
+		if seen[rec.Attempt] {
+			t.Fatalf("record %d twice", rec.Attempt)
+		}
+		seen[rec.Attempt] = true
+		q.release()
+		got++
+	}
+	wg.Wait()
+	if q.peek() != nil || q.n.Load() != 0 {
+		t.Fatal("records left after all were read")
+	}
+}
+
 // BenchmarkRingPutPeek is one record through the ring on one goroutine:
 // put, peek, release (the producer's and the dispatcher's per-record cost).
 func BenchmarkRingPutPeek(b *testing.B) {
