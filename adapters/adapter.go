@@ -53,6 +53,10 @@ type ChatInput struct {
 	// PromptCacheTTL is the target model's auto_prompt_caching ttl ("5m",
 	// "1h"), "" when off. Messages-protocol adapters add cache breakpoints.
 	PromptCacheTTL string
+	// NoThinkingBlocks: the edge's scan of Body found no message with a
+	// thinking_blocks member, so BuildChat need not search the body for
+	// one. False means unknown: look.
+	NoThinkingBlocks bool
 }
 
 // Surface is a caller-facing wire format other than chat completions that a

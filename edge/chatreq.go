@@ -12,8 +12,20 @@ type chatRequest struct {
 	Model        []byte // unquoted alias (aliases the body when it has no escapes)
 	Stream       bool
 	IncludeUsage bool // stream_options.include_usage
-	modelBuf     [128]byte
+	// thinking: some message has a thinking_blocks member. It describes
+	// scanned, the body scanChatRequest read.
+	thinking bool
+	scanned  []byte
+	modelBuf [128]byte
 }
+
+// noThinkingBlocks reports whether body is the one scanChatRequest read
+// and no message of it has a thinking_blocks member.
+func (cr *chatRequest) noThinkingBlocks(body []byte) bool {
+	return !cr.thinking && len(body) > 0 && len(body) == len(cr.scanned) && &body[0] == &cr.scanned[0]
+}
+
+var messageKeys = []string{"role", "thinking_blocks"}
 
 var chatKeys = []string{"model", "stream", "stream_options", "messages"}
 
@@ -90,18 +102,25 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 		return badRole, errMessagesNotArray
 	}
 	var msgErr *chatRequestError
+	thinking := false
 	_ = rawjson.ForEachElem(messages, func(i int, msg []byte, kind rawjson.Kind) bool {
 		if kind != rawjson.Object {
 			msgErr = errMessageNotObject
 			return false
 		}
-		role, rk, ok := rawjson.Get(msg, "role")
-		if !ok || rk != rawjson.String || !validRole(role) {
+		// One walk of the message's members finds its role and whether it
+		// carries thinking_blocks (which OpenAI-family adapters strip).
+		var v [2][]byte
+		if rawjson.ScanTop(msg, messageKeys, v[:]) != nil || rawjson.KindOf(v[0]) != rawjson.String || !validRole(v[0]) {
 			badRole = i
 			return false
 		}
+		thinking = thinking || v[1] != nil
 		return true
 	})
+	if badRole < 0 && msgErr == nil {
+		out.thinking, out.scanned = thinking, body
+	}
 	return badRole, msgErr
 }
 

@@ -106,3 +106,35 @@ func TestLooksLikeObject(t *testing.T) {
 		}
 	}
 }
+
+// TestChatScanThinkingBlocks: the scan notes whether a message carries
+// thinking_blocks, for the body it read only; BuildChat then skips its own
+// search of that body.
+func TestChatScanThinkingBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		none bool
+	}{
+		{`{"model":"a","messages":[{"role":"user","content":"x"}]}`, true},
+		{`{"model":"a","messages":[{"role":"user","content":"\"thinking_blocks\""}]}`, true},
+		{`{"model":"a","thinking_blocks":[],"messages":[{"role":"user"}]}`, true},
+		{`{"model":"a","messages":[{"role":"user"},{"role":"assistant","content":"x","thinking_blocks":[{"type":"thinking"}]}]}`, false},
+		{`{"model":"a","messages":[{"thinking_blocks":null,"role":"assistant"}]}`, false},
+	} {
+		body := []byte(tc.body)
+		var cr chatRequest
+		if bad, err := scanChatRequest(body, &cr); bad >= 0 || err != nil {
+			t.Fatalf("%s: bad %d, err %v", tc.body, bad, err)
+		}
+		if got := cr.noThinkingBlocks(body); got != tc.none {
+			t.Errorf("%s: noThinkingBlocks = %v; want %v", tc.body, got, tc.none)
+		}
+		if cr.noThinkingBlocks(append([]byte(nil), body...)) {
+			t.Errorf("%s: a copy of the body counts as scanned", tc.body)
+		}
+	}
+	var cr chatRequest
+	if _, err := scanChatRequest([]byte(`{"model":"a","messages":[{"role":"bad"}]}`), &cr); err != nil || cr.scanned != nil {
+		t.Fatal("a rejected body counts as scanned")
+	}
+}

@@ -95,7 +95,7 @@ func (a *Adapter) editBody(e *editor, in *adapters.ChatInput) error {
 	pol := a.policyFor(in.Provider)
 	reasoning := pol.maxCompletion && IsReasoningModel(in.UpstreamModel)
 	forceUsage := in.Stream && in.ForceUsage
-	e.s.strip = bytes.Contains(in.Body, strThinkingBlocks)
+	e.s.strip = !in.NoThinkingBlocks && bytes.Contains(in.Body, strThinkingBlocks)
 	if !pol.devToSystem && !reasoning && !a.body.Has(bodyrules.All) && !forceUsage && !e.s.strip {
 		return e.commit(rawjson.SetString(e.dst(), in.Body, "model", in.UpstreamModel))
 	}
