@@ -20,8 +20,10 @@ type ring struct {
 	_      [48]byte
 	head   atomic.Uint64 // next position to claim (producers)
 	_      [56]byte
-	tail   uint64    // next position to read (the dispatcher only)
-	cur    *ringSlot // the slot peek found at tail, for release (the dispatcher only)
+	// tail is the next position to read: written by the dispatcher only,
+	// read by producers checking the queue's bound (queue.put).
+	tail atomic.Uint64
+	cur  *ringSlot // the slot peek found at tail, for release (the dispatcher only)
 }
 
 type ringSlot struct {
@@ -109,13 +111,14 @@ func (r *ring) put(rec *Record) bool {
 // backlog is how many positions producers have claimed past the
 // consumer: the records the next drain can find, at most. Dispatcher
 // goroutine only.
-func (r *ring) backlog() uint64 { return r.head.Load() - r.tail }
+func (r *ring) backlog() uint64 { return r.head.Load() - r.tail.Load() }
 
 // peek returns the next record, or nil when none is published yet. The
 // record stays valid until release. Dispatcher goroutine only.
 func (r *ring) peek() *Record {
-	s := r.slot(r.tail)
-	if s == nil || r.seqAt(s, r.tail) != r.tail+1 {
+	tail := r.tail.Load()
+	s := r.slot(tail)
+	if s == nil || r.seqAt(s, tail) != tail+1 {
 		return nil
 	}
 	r.cur = s
@@ -127,8 +130,9 @@ func (r *ring) peek() *Record {
 func (r *ring) release() {
 	s := r.cur
 	s.rec = Record{}
-	r.setSeq(s, r.tail, r.tail+r.mask+1)
-	r.tail++
+	tail := r.tail.Load()
+	r.setSeq(s, tail, tail+r.mask+1)
+	r.tail.Store(tail + 1)
 }
 
 // queue is the main queue: a small ring that takes records while the
@@ -140,35 +144,38 @@ func (r *ring) release() {
 // misses per request, paid on the request path, with or without sinks.
 // The hot ring's slots are reused within milliseconds and stay cached;
 // the cold ring is allocated, block by block, only when a burst reaches
-// it. n bounds both together to the queue's size.
+// it, and takes records only while both rings together hold fewer than
+// the queue's size. The common path touches the hot ring alone: a shared
+// counter of queued records would cost a cache line passed between the
+// producers and the dispatcher on every record.
 type queue struct {
 	hot, cold *ring
-	size      int64
-	_         [40]byte
-	n         atomic.Int64 // records in either ring
-	_         [56]byte
-	cur       *ring // the ring of the record peek returned (the dispatcher only)
+	coldMax   uint64 // records the cold ring may hold: the size minus the hot ring's
+	cur       *ring  // the ring of the record peek returned (the dispatcher only)
 }
 
 // hotSlots is the hot ring's size: a few dispatcher ticks' records at a
 // loaded gateway's rate (about 300 KB).
 const hotSlots = 512
 
+// newQueue makes a queue of n records (n >= hotSlots; the cold ring is
+// rounded up to a power of two but holds n - hotSlots at most).
 func newQueue(n int) *queue {
-	return &queue{hot: newRing(min(hotSlots, n)), cold: newRing(n), size: int64(n)}
+	hot := max(min(hotSlots, n/2), 1)
+	return &queue{hot: newRing(hot), cold: newRing(n), coldMax: uint64(n - hot)}
 }
 
-// put copies *rec into the queue; false when it holds its size already.
+// put copies *rec into the queue; false when it is full. Producers racing
+// past a nearly full cold ring's bound may overshoot it by one record
+// each.
 func (q *queue) put(rec *Record) bool {
-	if q.n.Add(1) > q.size {
-		q.n.Add(-1)
-		return false
-	}
-	if q.hot.put(rec) || q.cold.put(rec) {
+	if q.hot.put(rec) {
 		return true
 	}
-	q.n.Add(-1) // unreachable: the cold ring alone holds size records
-	return false
+	if q.cold.backlog() >= q.coldMax {
+		return false
+	}
+	return q.cold.put(rec)
 }
 
 // peek returns the next record, hot ring first, or nil. Dispatcher only.
@@ -185,10 +192,7 @@ func (q *queue) peek() *Record {
 }
 
 // release hands back the slot of the record peek returned. Dispatcher only.
-func (q *queue) release() {
-	q.cur.release()
-	q.n.Add(-1)
-}
+func (q *queue) release() { q.cur.release() }
 
 // backlog is at most how many records the next drain finds. Dispatcher only.
 func (q *queue) backlog() uint64 { return q.hot.backlog() + q.cold.backlog() }

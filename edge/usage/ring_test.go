@@ -173,8 +173,8 @@ func TestQueueSpillAndBound(t *testing.T) {
 			t.Fatalf("record %d lost", i)
 		}
 	}
-	if q.n.Load() != 0 {
-		t.Fatalf("empty queue counts %d", q.n.Load())
+	if q.backlog() != 0 {
+		t.Fatalf("empty queue has a backlog of %d", q.backlog())
 	}
 }
 
@@ -209,7 +209,7 @@ func TestQueueConcurrent(t *testing.T) {
 		got++
 	}
 	wg.Wait()
-	if q.peek() != nil || q.n.Load() != 0 {
+	if q.peek() != nil || q.backlog() != 0 {
 		t.Fatal("records left after all were read")
 	}
 }
