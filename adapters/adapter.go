@@ -53,10 +53,19 @@ type ChatInput struct {
 	// PromptCacheTTL is the target model's auto_prompt_caching ttl ("5m",
 	// "1h"), "" when off. Messages-protocol adapters add cache breakpoints.
 	PromptCacheTTL string
-	// NoThinkingBlocks: the edge's scan of Body found no message with a
-	// thinking_blocks member, so BuildChat need not search the body for
-	// one. False means unknown: look.
+	// Shape is what the edge's scan of Body found, sparing BuildChat a
+	// pass of its own; the zero value knows nothing.
+	Shape BodyShape
+}
+
+// BodyShape is what the edge learned about a chat body while validating it.
+type BodyShape struct {
+	// NoThinkingBlocks: no message has a thinking_blocks member. False
+	// means unknown.
 	NoThinkingBlocks bool
+	// Model is the raw value of the body's top-level "model" member (a
+	// subslice of the body) when it is the only one; nil means unknown.
+	Model []byte
 }
 
 // Surface is a caller-facing wire format other than chat completions that a

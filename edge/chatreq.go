@@ -3,6 +3,7 @@ package edge
 import (
 	"errors"
 
+	"gw/adapters"
 	"gw/sse/rawjson"
 )
 
@@ -16,13 +17,27 @@ type chatRequest struct {
 	// scanned, the body scanChatRequest read.
 	thinking bool
 	scanned  []byte
+	modelRaw []byte // the model member's raw value in scanned, when it occurs once
 	modelBuf [128]byte
 }
 
 // noThinkingBlocks reports whether body is the one scanChatRequest read
 // and no message of it has a thinking_blocks member.
 func (cr *chatRequest) noThinkingBlocks(body []byte) bool {
-	return !cr.thinking && len(body) > 0 && len(body) == len(cr.scanned) && &body[0] == &cr.scanned[0]
+	return !cr.thinking && cr.isScanned(body)
+}
+
+// isScanned reports whether body is the one scanChatRequest read.
+func (cr *chatRequest) isScanned(body []byte) bool {
+	return len(body) > 0 && len(body) == len(cr.scanned) && &body[0] == &cr.scanned[0]
+}
+
+// shape is what BuildChat may take from the scan of body.
+func (cr *chatRequest) shape(body []byte) adapters.BodyShape {
+	if !cr.isScanned(body) {
+		return adapters.BodyShape{}
+	}
+	return adapters.BodyShape{NoThinkingBlocks: !cr.thinking, Model: cr.modelRaw}
 }
 
 var messageKeys = []string{"role", "thinking_blocks"}
@@ -60,11 +75,12 @@ func validRole(quoted []byte) bool {
 // the first message with an invalid role, or -1.
 func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatRequestError) {
 	badRole = -1
-	if !rawjson.Valid(body) || rawjson.KindOf(body) != rawjson.Object {
+	if rawjson.KindOf(body) != rawjson.Object {
 		return badRole, errBodyNotJSON
 	}
 	var vals [4][]byte
-	if rawjson.ScanTop(body, chatKeys, vals[:]) != nil {
+	dup, scanErr := rawjson.ScanTopValid(body, chatKeys, vals[:])
+	if scanErr != nil {
 		return badRole, errBodyNotJSON
 	}
 	model, stream, streamOpts, messages := vals[0], vals[1], vals[2], vals[3]
@@ -120,6 +136,9 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 	})
 	if badRole < 0 && msgErr == nil {
 		out.thinking, out.scanned = thinking, body
+		if dup&1 == 0 { // "model" once: BuildChat may replace it in place
+			out.modelRaw = model
+		}
 	}
 	return badRole, msgErr
 }

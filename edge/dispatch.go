@@ -426,7 +426,7 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 		return nil, nil
 	}
 	c.in.Body = c.body
-	c.in.NoThinkingBlocks = false
+	c.in.Shape = adapters.BodyShape{}
 	if t.Plan.Effort != nil && !c.native { // effort_mapping of the chosen target
 		out := t.Plan.Effort.Apply(c.effortBuf[:0], c.body)
 		if len(out) > 0 && len(c.body) > 0 && &out[0] != &c.body[0] {
@@ -446,7 +446,7 @@ func (p *Proxy) buildRequest(ctx *fasthttp.RequestCtx, c *call, t *snapshot.Targ
 		client = up.Native[c.surf.native]
 		err = up.Adapter.(adapters.NativeBuilder).BuildNative(req, &native, c.surf.native)
 	} else {
-		c.in.NoThinkingBlocks = c.cr.noThinkingBlocks(c.in.Body)
+		c.in.Shape = c.cr.shape(c.in.Body)
 		err = up.Adapter.BuildChat(req, &c.in)
 	}
 	if err == nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"gw/sse/rawjson"
 )
 
 func TestParseChatRequest(t *testing.T) {
@@ -136,5 +138,24 @@ func TestChatScanThinkingBlocks(t *testing.T) {
 	var cr chatRequest
 	if _, err := scanChatRequest([]byte(`{"model":"a","messages":[{"role":"bad"}]}`), &cr); err != nil || cr.scanned != nil {
 		t.Fatal("a rejected body counts as scanned")
+	}
+	// The model member's value is passed on only when it occurs once.
+	for body, want := range map[string]string{
+		`{"model":"a","messages":[]}`:             `"a"`,
+		`{"messages":[],"model" : "a\u0062" }`:   `"a\u0062"`,
+		`{"model":"x","messages":[],"model":"a"}`: "",
+	} {
+		b := []byte(body)
+		var cr chatRequest
+		if _, err := scanChatRequest(b, &cr); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		sh := cr.shape(b)
+		if string(sh.Model) != want || (want != "" && rawjson.Offset(b, sh.Model) < 0) {
+			t.Fatalf("%s: shape model %q; want %q within the body", body, sh.Model, want)
+		}
+		if cr.shape(append([]byte(nil), b...)).Model != nil {
+			t.Fatalf("%s: a copy of the body has a shape", body)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func BenchmarkRequestHotPath(b *testing.B) {
 		c.in.Stream = c.cr.Stream
 		c.in.ForceUsage = true
 		c.in.UpstreamModel = c.plan.UpstreamModel
-		c.in.NoThinkingBlocks = c.cr.noThinkingBlocks(c.in.Body)
+		c.in.Shape = c.cr.shape(c.in.Body)
 		fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
 		req := fasthttp.AcquireRequest()
 		if err := c.plan.Upstream.Adapter.BuildChat(req, &c.in); err != nil {

@@ -95,8 +95,15 @@ func (a *Adapter) editBody(e *editor, in *adapters.ChatInput) error {
 	pol := a.policyFor(in.Provider)
 	reasoning := pol.maxCompletion && IsReasoningModel(in.UpstreamModel)
 	forceUsage := in.Stream && in.ForceUsage
-	e.s.strip = !in.NoThinkingBlocks && bytes.Contains(in.Body, strThinkingBlocks)
+	e.s.strip = !in.Shape.NoThinkingBlocks && bytes.Contains(in.Body, strThinkingBlocks)
 	if !pol.devToSystem && !reasoning && !a.body.Has(bodyrules.All) && !forceUsage && !e.s.strip {
+		if at := rawjson.Offset(in.Body, in.Shape.Model); at >= 0 {
+			// The edge's scan found the one model member: replace its
+			// value without walking the body again.
+			out := append(e.dst(), in.Body[:at]...)
+			out = rawjson.AppendQuote(out, in.UpstreamModel)
+			return e.commit(append(out, in.Body[at+len(in.Shape.Model):]...), nil)
+		}
 		return e.commit(rawjson.SetString(e.dst(), in.Body, "model", in.UpstreamModel))
 	}
 

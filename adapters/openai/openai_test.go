@@ -229,6 +229,33 @@ func TestBodyVerbatim(t *testing.T) {
 	}
 }
 
+// TestBodyShapeModel: with the edge's shape of the body (the model
+// member's value), the model is replaced in place, byte for byte as the
+// walk of the body would; a shape whose model is not within the body is
+// ignored.
+func TestBodyShapeModel(t *testing.T) {
+	for _, body := range []string{
+		`{ "model" : "alias",  "messages": [ {"role":"user", "content":"hi"} ], "n": 1.50 }`,
+		`{"messages":[],"model":"a\u0020b"}`,
+		`{"model":"x"}`,
+	} {
+		b := []byte(body)
+		_, at, _ := strings.Cut(body, `"model"`)
+		at = strings.TrimLeft(at, " :")
+		end := strings.IndexAny(at[1:], `"`) + 2
+		model := b[len(body)-len(at) : len(body)-len(at)+end]
+		plain := build(t, key(nil), &adapters.ChatInput{Body: b, UpstreamModel: "up \"q\""})
+		shaped := build(t, key(nil), &adapters.ChatInput{Body: b, UpstreamModel: "up \"q\"", Shape: adapters.BodyShape{Model: model}})
+		if string(shaped.Body()) != string(plain.Body()) {
+			t.Fatalf("%s: shaped %s; walked %s", body, shaped.Body(), plain.Body())
+		}
+		elsewhere := build(t, key(nil), &adapters.ChatInput{Body: b, UpstreamModel: "up", Shape: adapters.BodyShape{Model: []byte(`"alias"`)}})
+		if !strings.Contains(string(elsewhere.Body()), `"up"`) {
+			t.Fatalf("%s: a shape outside the body was used: %s", body, elsewhere.Body())
+		}
+	}
+}
+
 func TestBodyNotObject(t *testing.T) {
 	a, _ := compile(key(nil))
 	for _, body := range []string{``, `[]`, `"x"`, `{"a":`, `nul`} {

@@ -1,5 +1,7 @@
 package rawjson
 
+import "bytes"
+
 // MaxDepth is the deepest nesting of objects and arrays that Valid accepts;
 // it is the limit encoding/json enforces.
 const MaxDepth = 10000
@@ -35,23 +37,34 @@ const (
 // valid validates data with a container-kind bit stack (bit set: object) of
 // len(stack)*64 levels, capped at MaxDepth.
 func valid(data []byte, stack []uint64) int {
-	limit := min(len(stack)*64, MaxDepth)
+	end, r := validValue(data, 0, stack, MaxDepth)
+	if r == validYes && skipWS(data, end) != len(data) {
+		return validNo
+	}
+	return r
+}
+
+// validValue validates the value at data[i] (after optional whitespace)
+// with a container-kind bit stack (bit set: object) of len(stack)*64
+// levels, nesting at most maxDepth deep, and returns the index just past
+// it.
+func validValue(data []byte, i int, stack []uint64, maxDepth int) (int, int) {
+	limit := min(len(stack)*64, maxDepth)
 	depth := 0
-	i := 0
 	for {
 		// Parse the value at i. Containers push and go around for their first
 		// element; an empty container or a scalar falls through.
 		i = skipWS(data, i)
 		if i >= len(data) {
-			return validNo
+			return i, validNo
 		}
 		switch c := data[i]; c {
 		case '{', '[':
 			if depth >= limit {
-				if depth >= MaxDepth {
-					return validNo
+				if depth >= maxDepth {
+					return i, validNo
 				}
-				return validTooDeep
+				return i, validTooDeep
 			}
 			w, bit := depth>>6, uint64(1)<<(depth&63)
 			if c == '{' {
@@ -68,7 +81,7 @@ func valid(data []byte, stack []uint64) int {
 			}
 			if c == '{' {
 				if i = validKey(data, i); i < 0 {
-					return validNo
+					return i, validNo
 				}
 			}
 			continue
@@ -84,20 +97,17 @@ func valid(data []byte, stack []uint64) int {
 			i = skipNumber(data, i)
 		}
 		if i < 0 {
-			return validNo
+			return i, validNo
 		}
 		// After a value: close containers until a comma leads to the next
-		// value, or the document ends.
+		// value, or the outermost value ends.
 		for {
-			i = skipWS(data, i)
 			if depth == 0 {
-				if i == len(data) {
-					return validYes
-				}
-				return validNo
+				return i, validYes
 			}
+			i = skipWS(data, i)
 			if i >= len(data) {
-				return validNo
+				return i, validNo
 			}
 			d := depth - 1
 			isObj := stack[d>>6]&(1<<(d&63)) != 0
@@ -106,7 +116,7 @@ func valid(data []byte, stack []uint64) int {
 				i++
 				if isObj {
 					if i = validKey(data, skipWS(data, i)); i < 0 {
-						return validNo
+						return i, validNo
 					}
 				}
 				break
@@ -116,7 +126,104 @@ func valid(data []byte, stack []uint64) int {
 				i++
 				continue
 			}
-			return validNo
+			return i, validNo
+		}
+	}
+}
+
+// ScanTopValid is Valid and ScanTop in one pass, for a body that must be a
+// valid JSON object and whose top-level members are read: the values are
+// validated as Valid does while the members are matched as ScanTop does
+// (last occurrence wins). It returns ErrNotObject for valid JSON that is
+// not an object and ErrSyntax for invalid JSON (vals all nil then). dup
+// has bit k set when keys[k] (k < 64) occurs more than once.
+func ScanTopValid(data []byte, keys []string, vals [][]byte) (dup uint64, err error) {
+	if len(vals) < len(keys) {
+		panic("BUG: rawjson.ScanTopValid: len(vals) < len(keys)")
+	}
+	vals = vals[:len(keys)]
+	// Fast path - a one-word stack covers 64 levels (see Valid).
+	var small [1]uint64
+	dup, r := scanTopValid(data, keys, vals, small[:])
+	if r == validTooDeep {
+		var big [(MaxDepth + 63) / 64]uint64
+		dup, r = scanTopValid(data, keys, vals, big[:])
+	}
+	switch r {
+	case validYes:
+		return dup, nil
+	case validNotObject:
+		clear(vals)
+		return 0, ErrNotObject
+	}
+	clear(vals)
+	return 0, ErrSyntax
+}
+
+// validNotObject: valid JSON, but not an object (scanTopValid only).
+const validNotObject = validTooDeep + 1
+
+func scanTopValid(data []byte, keys []string, vals [][]byte, stack []uint64) (dup uint64, r int) {
+	clear(vals)
+	i := skipWS(data, 0)
+	if i >= len(data) {
+		return 0, validNo
+	}
+	if data[i] != '{' {
+		if r = valid(data, stack); r == validYes {
+			r = validNotObject
+		}
+		return 0, r
+	}
+	var seen uint64
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		if skipWS(data, i+1) != len(data) {
+			return 0, validNo
+		}
+		return 0, validYes
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return 0, validNo
+		}
+		k0 := i
+		if i = validString(data, i+1); i < 0 {
+			return 0, validNo
+		}
+		raw := data[k0+1 : i-1]
+		if i = skipWS(data, i); i >= len(data) || data[i] != ':' {
+			return 0, validNo
+		}
+		v0 := skipWS(data, i+1)
+		end, vr := validValue(data, v0, stack, MaxDepth-1) // the object is one level
+		if vr != validYes {
+			return 0, vr
+		}
+		plain := bytes.IndexByte(raw, '\\') < 0
+		for k, key := range keys {
+			if plain && string(raw) == key || !plain && StringEquals(data[k0:k0+len(raw)+2], key) {
+				vals[k] = data[v0:end:end]
+				if k < 64 {
+					dup |= seen & (1 << k)
+					seen |= 1 << k
+				}
+			}
+		}
+		i = skipWS(data, end)
+		if i >= len(data) {
+			return 0, validNo
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case '}':
+			if skipWS(data, i+1) != len(data) {
+				return 0, validNo
+			}
+			return dup, validYes
+		default:
+			return 0, validNo
 		}
 	}
 }

@@ -164,3 +164,45 @@ func TestValidCorrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestScanTopValid: one pass that validates as Valid and reads members as
+// ScanTop, duplicates flagged, the deep-nesting retry included.
+func TestScanTopValid(t *testing.T) {
+	keys := []string{"model", "stream", "a"}
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, tc := range []struct {
+		doc  string
+		err  error
+		vals [3]string
+		dup  uint64
+	}{
+		{doc: `{"model":"m","stream":true}`, vals: [3]string{`"m"`, `true`}},
+		{doc: ` { "a" : [1, {"model": 2}] , "model":"x"} `, vals: [3]string{`"x"`, ``, `[1, {"model": 2}]`}},
+		{doc: `{"model":"m","mod\u0065l":"n"}`, vals: [3]string{`"n"`}, dup: 1},
+		{doc: `{}`},
+		{doc: `{"a":` + deep(100) + `}`, vals: [3]string{``, ``, deep(100)}},
+		{doc: `{"a":` + deep(rawjson.MaxDepth-1) + `}`, vals: [3]string{``, ``, deep(rawjson.MaxDepth - 1)}},
+		{doc: `{"a":` + deep(rawjson.MaxDepth) + `}`, err: rawjson.ErrSyntax},
+		{doc: `[1]`, err: rawjson.ErrNotObject},
+		{doc: `"x"`, err: rawjson.ErrNotObject},
+		{doc: `{"model":"m",}`, err: rawjson.ErrSyntax},
+		{doc: `{"model":"\xff"}`, err: rawjson.ErrSyntax},
+		{doc: `{"a":[1,]}`, err: rawjson.ErrSyntax},
+		{doc: `{"a":1} x`, err: rawjson.ErrSyntax},
+		{doc: ``, err: rawjson.ErrSyntax},
+	} {
+		var vals [3][]byte
+		dup, err := rawjson.ScanTopValid([]byte(tc.doc), keys, vals[:])
+		if err != tc.err || dup != tc.dup {
+			t.Fatalf("%.60s: err %v dup %b; want %v %b", tc.doc, err, dup, tc.err, tc.dup)
+		}
+		if want := rawjson.Valid([]byte(tc.doc)) && tc.err != rawjson.ErrNotObject; (err == nil) != want {
+			t.Fatalf("%.60s: ScanTopValid and Valid disagree", tc.doc)
+		}
+		for k := range keys {
+			if string(vals[k]) != tc.vals[k] {
+				t.Fatalf("%.60s: %s = %.40q; want %.40q", tc.doc, keys[k], vals[k], tc.vals[k])
+			}
+		}
+	}
+}
