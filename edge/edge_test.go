@@ -142,7 +142,7 @@ func TestChatScanThinkingBlocks(t *testing.T) {
 	// The model member's value is passed on only when it occurs once.
 	for body, want := range map[string]string{
 		`{"model":"a","messages":[]}`:             `"a"`,
-		`{"messages":[],"model" : "a\u0062" }`:   `"a\u0062"`,
+		`{"messages":[],"model" : "a\u0062" }`:    `"a\u0062"`,
 		`{"model":"x","messages":[],"model":"a"}`: "",
 	} {
 		b := []byte(body)
