@@ -286,7 +286,8 @@ func (c *Client) HostClient() *fasthttp.HostClient { return c.hc }
 // Do sends req and reads the whole response into resp. timeout bounds the
 // whole call (dial, write, headers and body); 0 means no deadline. A request
 // that fails on a keep-alive connection the server had closed while idle is
-// resent once on another connection. Errors are classified by Classify.
+// resent once on another connection, unless its body is a stream (it cannot
+// be read again). Errors are classified by Classify.
 func (c *Client) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	resp.StreamBody = false
 	return c.do(req, resp, timeout)
@@ -309,6 +310,9 @@ func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time
 	if timeout > 0 {
 		deadline = start.Add(timeout)
 	}
+	// A body stream is read once: fasthttp drops it from req once written,
+	// so it is told apart before the first attempt, not after it.
+	stream := req.IsBodyStream()
 	for attempt := 0; ; attempt++ {
 		var err error
 		if timeout > 0 {
@@ -316,7 +320,7 @@ func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time
 		} else {
 			err = c.hc.Do(req, resp)
 		}
-		if err == nil || attempt > 0 || req.IsBodyStream() || Classify(err, 0) != KindTransport || !staleIdleConn(resp, start) {
+		if err == nil || attempt > 0 || stream || Classify(err, 0) != KindTransport || !staleIdleConn(resp, start) {
 			return err
 		}
 	}
