@@ -14,6 +14,8 @@
 // resp.CloseBodyStream() before fasthttp.ReleaseResponse(resp): the
 // connection returns to the pool if the body was read to io.EOF and is
 // closed otherwise (a stream abandoned on a gap timeout, a caller that left).
+// DoStreamWatched is DoStream whose exchange another goroutine can abort at
+// any point, the wait for the headers included (watch.go).
 package upstream
 
 import (
@@ -290,7 +292,7 @@ func (c *Client) HostClient() *fasthttp.HostClient { return c.hc }
 // be read again). Errors are classified by Classify.
 func (c *Client) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	resp.StreamBody = false
-	return c.do(req, resp, timeout)
+	return c.do(req, resp, timeout, nil)
 }
 
 // DoStream sends req and returns once the response headers are read;
@@ -301,10 +303,13 @@ func (c *Client) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time
 // timeout (a zero time.Time clears it).
 func (c *Client) DoStream(req *fasthttp.Request, resp *fasthttp.Response, headerTimeout time.Duration) error {
 	resp.StreamBody = true
-	return c.do(req, resp, headerTimeout)
+	return c.do(req, resp, headerTimeout, nil)
 }
 
-func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
+// do sends req, resending it once on a stale keep-alive connection. b is
+// the body of DoStreamWatched (nil for the others), set on req for each
+// attempt.
+func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration, b *watchedBody) error {
 	start := time.Now()
 	var deadline time.Time
 	if timeout > 0 {
@@ -312,15 +317,19 @@ func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time
 	}
 	// A body stream is read once: fasthttp drops it from req once written,
 	// so it is told apart before the first attempt, not after it.
-	stream := req.IsBodyStream()
+	stream := b == nil && req.IsBodyStream()
 	for attempt := 0; ; attempt++ {
+		if b != nil {
+			b.off, b.started, b.refused = 0, false, false
+			req.SetBodyStream(b, len(b.body))
+		}
 		var err error
 		if timeout > 0 {
 			err = c.hc.DoDeadline(req, resp, deadline)
 		} else {
 			err = c.hc.Do(req, resp)
 		}
-		if err == nil || attempt > 0 || stream || Classify(err, 0) != KindTransport || !staleIdleConn(resp, start) {
+		if err == nil || attempt > 0 || stream || b != nil && b.refused || Classify(err, 0) != KindTransport || !staleIdleConn(resp, start) {
 			return err
 		}
 	}
