@@ -263,6 +263,11 @@ func SetIdleHook(resp *fasthttp.Response, idle func() bool, gap time.Duration) b
 // caller — closes its connection, which is also how the upstream learns that
 // the call was cancelled.
 func CloseStream(resp *fasthttp.Response) {
+	if resp.BodyStream() == nil {
+		// No body (204, 304) or no exchange: fasthttp gave the connection
+		// back or closed it already; it may serve another request now.
+		return
+	}
 	if a, ok := resp.RemoteAddr().(*ConnAddr); ok && a.conn != nil {
 		a.conn.onIdle, a.conn.gap = nil, 0
 		if a.conn.eof {
