@@ -1,9 +1,10 @@
-// Package upstream is gw's HTTP client towards providers: one keep-alive
+// Package upstream is gw's HTTP client towards providers (and MCP servers,
+// for tools/call's lean path in edge/mcp): one keep-alive
 // fasthttp.HostClient per (scheme, host:port, TLS settings, fixed
 // addresses), shared across snapshots so that a reload keeps warm
-// connections; a dialer that honours resolve_addresses or else a small DNS
-// cache; read deadlines for streamed bodies; and error classification for
-// retry logic.
+// connections; a dialer that honours resolve_addresses or else a small
+// DNS cache; read deadlines for streamed bodies; and error classification
+// for retry logic.
 //
 // # Ownership
 //
