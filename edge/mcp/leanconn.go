@@ -95,7 +95,7 @@ type leanClient struct {
 	srv *resources.MCPServer
 	ok  bool // false: every call takes the SDK path
 	up  *upstream.Client
-	url string
+	uri *fasthttp.URI // srv.URL, parsed once (read only: shared by the requests)
 	// hdrs are the static headers (canonical name, value): the MCP content
 	// types, the server's headers and credential.
 	hdrs             [][2][]byte
@@ -170,10 +170,13 @@ func newLeanClient(srv *resources.MCPServer, rt http.RoundTripper, pool func(own
 		}
 		lc.hdrs = append(lc.hdrs, [2][]byte{[]byte(h[0]), []byte(h[1])})
 	}
+	lc.uri = new(fasthttp.URI)
+	if err := lc.uri.Parse(nil, []byte(srv.URL)); err != nil {
+		return lc
+	}
 	if lc.up, err = pool(target.TLS.CAPool != nil).Client(target); err != nil {
 		return lc
 	}
-	lc.url = srv.URL
 	lc.ok = true
 	return lc
 }
@@ -212,7 +215,7 @@ func headerSafe(s string) bool {
 func (lc *leanClient) request(sid, pv string) *fasthttp.Request {
 	req := fasthttp.AcquireRequest()
 	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI(lc.url)
+	req.SetURI(lc.uri)
 	for _, h := range lc.hdrs {
 		req.Header.SetCanonical(h[0], h[1])
 	}
