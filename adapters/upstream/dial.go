@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -92,7 +93,8 @@ var _ fasthttp.DialFuncWithTimeout = (*dialer)(nil).dial
 // to reach the connection behind a response.
 //
 // A Conn is used by one request at a time (fasthttp's pool hands it over
-// under a lock), so its fields need no atomics.
+// under a lock), so its fields need no atomics; aborted, set by Abort from
+// another goroutine, is the exception.
 type Conn struct {
 	net.Conn
 	addr    ConnAddr
@@ -101,6 +103,8 @@ type Conn struct {
 
 	req RequestWriter // whole requests leave with the read of their answer
 	eof bool          // the peer closed the connection (a read returned io.EOF)
+	// aborted: closed by Abort, from another goroutine
+	aborted atomic.Bool
 
 	// onIdle is the idle hook of the stream being read (SetIdleHook), gap
 	// its read timeout; raw and the fields below serve the reads made while
@@ -199,7 +203,9 @@ func PeerClosed(resp *fasthttp.Response) bool {
 // start (so it came from the idle pool) and nothing was read since the
 // request was written: the server closed an idle keep-alive connection under
 // the request, which is then safe to resend.
-func (c *Conn) staleIdle(start time.Time) bool { return c.created.Before(start) && !c.read }
+func (c *Conn) staleIdle(start time.Time) bool {
+	return c.created.Before(start) && !c.read && !c.aborted.Load()
+}
 
 // SetReadDeadline sets the read deadline of the upstream connection behind
 // resp, for the gap timeout of a streamed body: call it before each read of
@@ -257,6 +263,11 @@ func SetIdleHook(resp *fasthttp.Response, idle func() bool, gap time.Duration) b
 // caller — closes its connection, which is also how the upstream learns that
 // the call was cancelled.
 func CloseStream(resp *fasthttp.Response) {
+	if resp.BodyStream() == nil {
+		// No body (204, 304) or no exchange: fasthttp gave the connection
+		// back or closed it already; it may serve another request now.
+		return
+	}
 	if a, ok := resp.RemoteAddr().(*ConnAddr); ok && a.conn != nil {
 		a.conn.onIdle, a.conn.gap = nil, 0
 		if a.conn.eof {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
@@ -104,6 +105,25 @@ func Describe(err error) string {
 		return "TLS handshake with the upstream failed"
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the upstream closed the connection before answering"
+	case malformed(err):
+		return "the upstream's answer is not valid HTTP/1.1"
 	}
 	return "transport error"
+}
+
+// malformed reports whether err is fasthttp's for an answer head it cannot
+// parse. Not all of those wrap one of its error values (an unsupported
+// HTTP version does not), but all carry the same words.
+func malformed(err error) bool {
+	for _, e := range malformedHead {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return strings.Contains(err.Error(), "error when reading response headers")
+}
+
+var malformedHead = []error{
+	fasthttp.ErrReadingResponseHeaders, fasthttp.ErrResponseFirstLineMissingSpace, fasthttp.ErrUnexpectedStatusCodeChar,
+	fasthttp.ErrNonNumericChars, fasthttp.ErrDuplicateContentLength, fasthttp.ErrUnsupportedTransferEncoding,
 }

@@ -30,5 +30,7 @@ func TestDescribe(t *testing.T) {
 	f(fasthttp.ErrBodyTooLarge, "the upstream answer is too large")
 	f(fasthttp.ErrNoFreeConns, "no free upstream connection")
 	f(io.EOF, "the upstream closed the connection before answering")
+	f(fmt.Errorf("error when reading response headers: %w", fasthttp.ErrResponseFirstLineMissingSpace), "the upstream's answer is not valid HTTP/1.1")
+	f(errors.New(`error when reading response headers: unsupported http version "HTTP/2"`), "the upstream's answer is not valid HTTP/1.1")
 	f(errors.New("something internal at 10.0.0.1"), "transport error")
 }

@@ -123,3 +123,41 @@ func TestIdleHook(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseStreamWithoutBody: closing the stream of an answer without a
+// body (204), whose connection fasthttp gave back at once, leaves alone the
+// stream that connection carries next (its idle hook).
+func TestCloseStreamWithoutBody(t *testing.T) {
+	s := startServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("mode") == "empty" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: 1\n\n"))
+		w.(http.Flusher).Flush()
+		time.Sleep(50 * time.Millisecond) // the client's read waits: its hook runs
+		w.Write([]byte("data: 2\n\n"))
+	})
+	base := "http://127.0.0.1:" + strconv.Itoa(s.port)
+	c, _ := NewPool(Options{}).Client(Target{BaseURL: base})
+	empty := openStream(t, c, base+"/x?mode=empty")
+	defer fasthttp.ReleaseResponse(empty)
+	stream := openStream(t, c, base+"/x") // the same connection
+	defer fasthttp.ReleaseResponse(stream)
+	idled := 0
+	if !SetIdleHook(stream, func() bool { idled++; return true }, 5*time.Second) {
+		t.Fatal("SetIdleHook reported false")
+	}
+	CloseStream(empty)
+	if b, err := io.ReadAll(stream.BodyStream()); err != nil || string(b) != "data: 1\n\ndata: 2\n\n" {
+		t.Fatalf("body %q, %v", b, err)
+	}
+	CloseStream(stream)
+	if idled == 0 {
+		t.Fatal("the idle hook never ran: closing the answer without a body cleared it")
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Fatalf("%d connections; want 1 (the answer without a body gave its connection back)", n)
+	}
+}

@@ -1,9 +1,10 @@
-// Package upstream is gw's HTTP client towards providers: one keep-alive
+// Package upstream is gw's HTTP client towards providers (and MCP servers,
+// for tools/call's lean path in edge/mcp): one keep-alive
 // fasthttp.HostClient per (scheme, host:port, TLS settings, fixed
 // addresses), shared across snapshots so that a reload keeps warm
-// connections; a dialer that honours resolve_addresses or else a small DNS
-// cache; read deadlines for streamed bodies; and error classification for
-// retry logic.
+// connections; a dialer that honours resolve_addresses or else a small
+// DNS cache; read deadlines for streamed bodies; and error classification
+// for retry logic.
 //
 // # Ownership
 //
@@ -14,6 +15,8 @@
 // resp.CloseBodyStream() before fasthttp.ReleaseResponse(resp): the
 // connection returns to the pool if the body was read to io.EOF and is
 // closed otherwise (a stream abandoned on a gap timeout, a caller that left).
+// DoStreamWatched is DoStream whose exchange another goroutine can abort at
+// any point, the wait for the headers included (watch.go).
 package upstream
 
 import (
@@ -286,10 +289,11 @@ func (c *Client) HostClient() *fasthttp.HostClient { return c.hc }
 // Do sends req and reads the whole response into resp. timeout bounds the
 // whole call (dial, write, headers and body); 0 means no deadline. A request
 // that fails on a keep-alive connection the server had closed while idle is
-// resent once on another connection. Errors are classified by Classify.
+// resent once on another connection, unless its body is a stream (it cannot
+// be read again). Errors are classified by Classify.
 func (c *Client) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
 	resp.StreamBody = false
-	return c.do(req, resp, timeout)
+	return c.do(req, resp, timeout, nil)
 }
 
 // DoStream sends req and returns once the response headers are read;
@@ -300,23 +304,33 @@ func (c *Client) Do(req *fasthttp.Request, resp *fasthttp.Response, timeout time
 // timeout (a zero time.Time clears it).
 func (c *Client) DoStream(req *fasthttp.Request, resp *fasthttp.Response, headerTimeout time.Duration) error {
 	resp.StreamBody = true
-	return c.do(req, resp, headerTimeout)
+	return c.do(req, resp, headerTimeout, nil)
 }
 
-func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error {
+// do sends req, resending it once on a stale keep-alive connection. b is
+// the body of DoStreamWatched (nil for the others), set on req for each
+// attempt.
+func (c *Client) do(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration, b *watchedBody) error {
 	start := time.Now()
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = start.Add(timeout)
 	}
+	// A body stream is read once: fasthttp drops it from req once written,
+	// so it is told apart before the first attempt, not after it.
+	stream := b == nil && req.IsBodyStream()
 	for attempt := 0; ; attempt++ {
+		if b != nil {
+			b.off, b.started, b.refused = 0, false, false
+			req.SetBodyStream(b, len(b.body))
+		}
 		var err error
 		if timeout > 0 {
 			err = c.hc.DoDeadline(req, resp, deadline)
 		} else {
 			err = c.hc.Do(req, resp)
 		}
-		if err == nil || attempt > 0 || req.IsBodyStream() || Classify(err, 0) != KindTransport || !staleIdleConn(resp, start) {
+		if err == nil || attempt > 0 || stream || b != nil && b.refused || Classify(err, 0) != KindTransport || !staleIdleConn(resp, start) {
 			return err
 		}
 	}

@@ -486,3 +486,60 @@ func TestDeploymentTLS(t *testing.T) {
 	call("no deployment CA", NewPool(Options{}), TLS{Verify: true}, false)
 	call("deployment verify false", NewPool(Options{InsecureSkipVerify: true}), TLS{Verify: true}, true)
 }
+
+// TestStaleIdleNoResendOfStream: a request whose body is a stream is not
+// resent when it lands on a stale keep-alive connection: fasthttp drops the
+// stream once it is written, so a resend would go out with an empty body.
+func TestStaleIdleNoResendOfStream(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var bodies []string
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				var req fasthttp.Request
+				if err := req.Read(bufio.NewReader(c)); err != nil {
+					return
+				}
+				mu.Lock()
+				bodies = append(bodies, string(req.Body()))
+				mu.Unlock()
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))
+				// Close without Connection: close, as an idle timeout does.
+			})
+		}
+	}()
+	base := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	c, _ := NewPool(Options{}).Client(Target{BaseURL: base})
+	var errs []error
+	for range 2 {
+		req := fasthttp.AcquireRequest()
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(base + "/x")
+		req.SetBodyStream(strings.NewReader("hello"), 5)
+		resp := fasthttp.AcquireResponse()
+		errs = append(errs, c.Do(req, resp, 5*time.Second))
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+		time.Sleep(50 * time.Millisecond) // the server has closed it by now
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if errs[0] != nil || errs[1] == nil || Classify(errs[1], 0) != KindTransport {
+		t.Fatalf("errors %v; want the second to fail (transport)", errs)
+	}
+	if len(bodies) != 1 || bodies[0] != "hello" {
+		t.Fatalf("server read bodies %q; want only the first", bodies)
+	}
+}

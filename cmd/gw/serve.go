@@ -265,7 +265,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer proxy.Limiter.Close()
 	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
 	proxy.Usage = pipeline
-	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log, OpenAPI: openapiDocs}
+	// tools/call's lean path takes its connections from the providers' pool.
+	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log, OpenAPI: openapiDocs,
+		Pool: opt.Pool}
 	defer proxy.MCP.Close()
 	// The response cache: the memory backend per replica, the redis
 	// backend on the shared store (misses while it is unreachable).

@@ -22,6 +22,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/valyala/fasthttp"
 
+	"gw/adapters/upstream"
 	"gw/admin/resources"
 	"gw/admin/snapshot"
 	"gw/edge/usage"
@@ -43,7 +44,11 @@ type Handler struct {
 	Usage *usage.Pipeline
 	// Transport carries upstream requests; nil: http.DefaultTransport.
 	Transport http.RoundTripper
-	Logger    *slog.Logger
+	// Pool is where the lean path of tools/call (lean.go) takes its
+	// connections from when Transport allows it: the process's upstream
+	// pool, shared with the providers'; nil: a pool of the handler's own.
+	Pool   *upstream.Pool
+	Logger *slog.Logger
 	// OpenAPI holds the documents of type openapi servers (loaded at
 	// config apply by its Prepare); nil: documents load on first use.
 	OpenAPI *OpenAPIDocs

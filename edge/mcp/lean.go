@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"gw/adapters/upstream"
 	"gw/admin/resources"
 	"gw/sse"
 	"gw/sse/rawjson"
@@ -21,13 +22,13 @@ import (
 
 // The lean path of tools/call (docs/AGENTS.md "How tools/call is
 // relayed"): gw POSTs the JSON-RPC tools/call to a Streamable HTTP server
-// itself, on its own keep-alive connections (leanconn.go), in the upstream
-// session the SDK's client opened (its Mcp-Session-Id and protocol
-// version), under its own request IDs "gw-call-<n>", and relays the result
-// raw. The SDK session keeps everything else: initialize, lists,
-// notifications, the standalone GET stream. The SDK path (upstreamCall's
-// cs.CallTool) stays for legacy SSE servers, transports gw cannot
-// reproduce (newLeanClient), sessions at the stateless protocol
+// itself, through the upstream client of gw's providers (leanconn.go), in
+// the upstream session the SDK's client opened (its Mcp-Session-Id and
+// protocol version), under its own request IDs "gw-call-<n>", and relays
+// the result raw. The SDK session keeps everything else: initialize,
+// lists, notifications, the standalone GET stream. The SDK path
+// (upstreamCall's cs.CallTool) stays for legacy SSE servers, transports gw
+// cannot reproduce (newLeanClient), sessions at the stateless protocol
 // 2026-07-28 or later, and servers the lean path cannot dial.
 
 // leanLastVersion: sessions at a protocol version from this one on take the
@@ -44,7 +45,6 @@ var (
 var (
 	// errSessionExpired: the server answered 404 to the session's ID.
 	errSessionExpired = errors.New("the upstream MCP session expired")
-	aLongTimeAgo      = time.Unix(1, 0)
 	callIDPrefix      = []byte("gw-call-")
 )
 
@@ -53,7 +53,7 @@ func (h *Handler) lean(srv *resources.MCPServer) *leanClient {
 	if h.noLean || srv.Type != resources.MCPTypeMCP || srv.Transport == resources.MCPTransportSSE {
 		return nil
 	}
-	return h.leans.get(srv, h.transport())
+	return h.leans.get(srv, h.transport(), h.Pool)
 }
 
 // leanSession reports whether calls in cs can take the lean path.
@@ -62,7 +62,8 @@ func leanSession(cs *sdk.ClientSession) bool {
 	return ir != nil && ir.ProtocolVersion < leanLastVersion
 }
 
-// leanBuf is a pooled buffer: the request, then the answer of one call.
+// leanBuf is a pooled buffer: the request's body, or the answer of one
+// call.
 type leanBuf struct{ b []byte }
 
 var leanBufs = sync.Pool{New: func() any { return &leanBuf{b: make([]byte, 0, 4<<10)} }}
@@ -129,83 +130,17 @@ func appendCallRequest(b, id []byte, tool string, args any, rawArgs, meta []byte
 	return append(b, "}}"...), nil
 }
 
-// exchange is one request and its answer on a lean connection.
-type exchange struct {
-	lc      *leanClient
-	conn    *leanConn
-	head    respHead
-	body    bodyReader
-	stop    func() bool // unregisters the cancellation of the reads
-	written bool        // the request went out whole
-}
-
-// send writes req and reads the answer's head. A write failure, or no
-// first byte of an answer, on a reused connection is a stale keep-alive
-// connection (the server closed it meanwhile): req goes once more on a new
-// one. The tool may then run twice when the server did read the request
-// before it closed; gw's other upstreams retry the same way.
-func (x *exchange) send(ctx context.Context, lc *leanClient, req []byte) error {
-	x.lc = lc
-	for try := 0; ; try++ {
-		conn, reused, err := lc.conn(ctx)
-		if err != nil {
-			return err
-		}
-		x.conn = conn
-		dl, _ := ctx.Deadline()
-		conn.nc.SetDeadline(dl)
-		nc := conn.nc
-		x.stop = context.AfterFunc(ctx, func() { nc.SetDeadline(aLongTimeAgo) })
-		_, err = nc.Write(req)
-		if err == nil {
-			x.written = true
-			if _, err = conn.br.Peek(1); err == nil {
-				if err = readHead(conn.br, &x.head); err != nil {
-					x.release()
-					return err
-				}
-				x.body.init(conn.br, &x.head)
-				return nil
-			}
-		}
-		x.release()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !reused || try > 0 {
-			return errors.New("the upstream connection failed: " + err.Error())
-		}
-		leanStaleRetries.Inc()
-		x.written = false
-	}
-}
-
-// release ends the exchange: the connection goes back to the pool when
-// its answer was read whole and nothing interrupted it, else it closes.
-func (x *exchange) release() {
-	c := x.conn
-	if c == nil {
-		return
-	}
-	x.conn = nil
-	if x.stop() && x.body.done && !x.head.close {
-		x.lc.put(c)
-		return
-	}
-	c.nc.Close()
-}
-
 // statusError is the error of an answer other than 2xx: a JSON-RPC error
 // in its body is relayed as such (as the SDK's client does), a transient
 // status (429, 502, 503, 504) or another body is a failure.
 func (x *exchange) statusError() error {
-	msg := "the upstream answered HTTP " + strconv.Itoa(x.head.status)
-	switch x.head.status {
+	msg := "the upstream answered HTTP " + strconv.Itoa(x.status())
+	switch x.status() {
 	case 429, 502, 503, 504:
-		x.body.discard()
+		x.discard()
 		return errors.New(msg)
 	}
-	b, err := x.body.readAll(nil, 64<<10)
+	b, err := x.readAll(nil, 64<<10)
 	if err == nil && rawjson.Valid(b) {
 		if e, kind, ok := rawjson.Get(b, "error"); ok && kind == rawjson.Object {
 			var we jsonrpc.Error
@@ -227,31 +162,29 @@ func (h *Handler) leanExchange(ctx context.Context, c *call, tc *toolCall, lc *l
 	if tc.buf == nil {
 		tc.buf = leanBufs.Get().(*leanBuf)
 	}
-	req := lc.appendRequest(tc.buf.b[:0], sid, pv, body)
-	tc.buf.b = req[:0]
 	var x exchange
 	defer func() {
 		x.release()
-		if err != nil && x.written && ctx.Err() != nil {
+		if err != nil && x.tries > 0 && ctx.Err() != nil {
 			// The caller cancelled (or the server's time ran out): tell
 			// the server, under gw's ID, as the SDK's client does.
 			go lc.cancelled(sid, pv, bytes.Clone(id), ctx.Err().Error())
 		}
 	}()
-	if err := x.send(ctx, lc, req); err != nil {
+	if err := x.send(ctx, lc, sid, pv, body); err != nil {
 		return err
 	}
-	switch {
-	case x.head.status == 404 && sid != "":
-		x.body.discard()
+	switch st := x.status(); {
+	case st == 404 && sid != "":
+		x.discard()
 		return errSessionExpired
-	case x.head.status < 200 || x.head.status > 299:
+	case st < 200 || st > 299:
 		return x.statusError()
 	}
 	var m upMessage
-	switch x.head.media {
+	switch x.media {
 	case mediaJSON:
-		b, err := x.body.readAll(tc.buf.b[:0], MaxAnswerBytes)
+		b, err := x.readAll(tc.buf.b[:0], MaxAnswerBytes)
 		tc.buf.b = b[:0]
 		if err != nil {
 			return x.readError(ctx, err)
@@ -270,7 +203,7 @@ func (h *Handler) leanExchange(ctx context.Context, c *call, tc *toolCall, lc *l
 	case mediaSSE:
 		return h.leanStream(ctx, c, tc, &x, sid, pv, id)
 	}
-	x.body.discard()
+	x.discard()
 	return errors.New("the upstream answered with an unsupported content type")
 }
 
@@ -285,8 +218,8 @@ func errOf(e *jsonrpc.Error) error {
 // readError names a failed read of the answer; a cancelled call is the
 // context's error.
 func (x *exchange) readError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := ended(ctx, err); err != nil {
+		return err
 	}
 	return errors.New("cannot read the upstream's answer: " + err.Error())
 }
@@ -296,7 +229,7 @@ func (x *exchange) readError(ctx context.Context, err error) error {
 // answer), until the answer to the call. The stream's rest is read for a
 // short while so the connection can be reused.
 func (h *Handler) leanStream(ctx context.Context, c *call, tc *toolCall, x *exchange, sid, pv string, id []byte) error {
-	r := acquireEvents(&x.body)
+	r := acquireEvents(x.body())
 	defer sse.ReleaseReader(r)
 	var m upMessage
 	var answer *jsonrpc.Error
@@ -340,7 +273,7 @@ func (h *Handler) leanStream(ctx context.Context, c *call, tc *toolCall, x *exch
 			if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 				dl = d
 			}
-			x.conn.nc.SetReadDeadline(dl)
+			upstream.SetReadDeadline(x.resp, dl)
 		}
 	}
 }
@@ -437,12 +370,12 @@ func serverParams(method string, raw []byte) (sdk.Params, error) {
 func (lc *leanClient) post(ctx context.Context, sid, pv string, msg []byte) error {
 	var x exchange
 	defer x.release()
-	if err := x.send(ctx, lc, lc.appendRequest(nil, sid, pv, msg)); err != nil {
+	if err := x.send(ctx, lc, sid, pv, msg); err != nil {
 		return err
 	}
-	x.body.discard()
-	if x.head.status < 200 || x.head.status > 299 {
-		return errors.New("the upstream answered HTTP " + strconv.Itoa(x.head.status))
+	x.discard()
+	if st := x.status(); st < 200 || st > 299 {
+		return errors.New("the upstream answered HTTP " + strconv.Itoa(st))
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"gw/adapters/upstream"
+	"gw/admin/resources"
 	"gw/sse"
 )
 
@@ -29,6 +31,7 @@ import (
 type upRecorder struct {
 	mu        sync.Mutex
 	calls     []string // ids of tools/call, raw JSON
+	callConns []string // the client address of each tools/call's connection
 	cancels   []string // requestId of notifications/cancelled, raw JSON
 	inits     int
 	responses int // JSON-RPC responses POSTed (answers to server requests)
@@ -54,6 +57,7 @@ func (r *upRecorder) wrap(next http.Handler) http.Handler {
 			switch {
 			case m.Method == "tools/call":
 				r.calls = append(r.calls, string(m.ID))
+				r.callConns = append(r.callConns, req.RemoteAddr)
 			case m.Method == "notifications/cancelled":
 				r.cancels = append(r.cancels, string(m.Params.RequestID))
 			case m.Method == "initialize":
@@ -82,6 +86,17 @@ func (r *upRecorder) leanCalls() int {
 		}
 	}
 	return n
+}
+
+// callConnections is the number of connections tools/call came on.
+func (r *upRecorder) callConnections() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, a := range r.callConns {
+		seen[a] = true
+	}
+	return len(seen)
 }
 
 func (r *upRecorder) snapshot() (calls, cancels []string, inits, responses int) {
@@ -232,15 +247,24 @@ func TestLeanServerMessages(t *testing.T) {
 	}
 }
 
-// TestLeanCancel: the caller's notifications/cancelled ends the lean call,
-// and gw tells the server under its own request ID.
+// TestLeanCancel: the caller's notifications/cancelled ends the lean call
+// while the server has not answered yet: gw closes the call's connection
+// and tells the server under its own request ID.
 func TestLeanCancel(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		json bool
 	}{{"json", true}, {"sse", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, rec, up, started, stopped := leanUpstream(t, tc.json)
+			var mu sync.Mutex
+			closed := map[string]bool{} // client addresses of closed connections
+			_, rec, up, started, stopped := leanUpstream(t, tc.json, func(c net.Conn, st http.ConnState) {
+				if st == http.StateClosed {
+					mu.Lock()
+					closed[c.RemoteAddr().String()] = true
+					mu.Unlock()
+				}
+			})
 			h := handlerFor(t, up.URL)
 			sid := initSession(t, h)
 			done := make(chan string, 1)
@@ -260,9 +284,44 @@ func TestLeanCancel(t *testing.T) {
 			if len(calls) != 1 || len(cancels) != 1 || cancels[0] != calls[0] || !strings.HasPrefix(calls[0], `"gw-call-`) {
 				t.Fatalf("calls %v, cancellations %v", calls, cancels)
 			}
+			rec.mu.Lock()
+			conn := rec.callConns[0]
+			rec.mu.Unlock()
+			poll(t, "the call's connection closed", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return closed[conn]
+			})
 			// The session goes on.
 			if ctx := serveOnce(h, "", echoCall, sid); !strings.Contains(string(ctx.Response.Body()), `hi \"there\"`) {
 				t.Fatalf("after the cancellation: %s", ctx.Response.Body())
+			}
+		})
+	}
+}
+
+// TestLeanConnectionReuse: sequential calls go on one keep-alive
+// connection, with JSON answers and with SSE answers (read to their end).
+func TestLeanConnectionReuse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		json bool
+	}{{"json", true}, {"sse", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rec, up, _, _ := leanUpstream(t, tc.json)
+			h := handlerFor(t, up.URL)
+			sid := initSession(t, h)
+			const calls = 200
+			for i := 0; i < calls; i++ {
+				if ctx := serveOnce(h, "", echoCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `hi \"there\"`) {
+					t.Fatalf("call %d: %d %s", i, ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+			}
+			if n := rec.leanCalls(); n != calls {
+				t.Fatalf("%d lean calls; want %d", n, calls)
+			}
+			if n := rec.callConnections(); n != 1 {
+				t.Fatalf("%d connections for %d calls; want 1", n, calls)
 			}
 		})
 	}
@@ -370,7 +429,13 @@ func TestLeanFallback(t *testing.T) {
 		}, true},
 		{"dial failure", func(t *testing.T) *Handler {
 			h := handlerFor(t, streamable.URL)
-			h.lean(h.Holder.Load().Resources.MCPServers[0]).addr = closedAddr(t)
+			// The lean client's connections go to an address nothing
+			// listens on; the SDK path's to the server.
+			up, err := upstream.NewPool(upstream.Options{}).Client(upstream.Target{BaseURL: "http://" + closedAddr(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.lean(h.Holder.Load().Resources.MCPServers[0]).up = up
 			return h
 		}, false},
 		{"tls", func(t *testing.T) *Handler {
@@ -420,6 +485,18 @@ func TestLeanBadAnswers(t *testing.T) {
 			io.WriteString(w, strings.ReplaceAll(body, "ID", id))
 		}
 	}
+	// raw answers with bytes of its own and closes the connection.
+	raw := func(answer string) func(http.ResponseWriter, string) {
+		return func(w http.ResponseWriter, _ string) {
+			c, bw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			bw.WriteString(answer)
+			bw.Flush()
+			c.Close()
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		answer func(http.ResponseWriter, string)
@@ -455,6 +532,10 @@ func TestLeanBadAnswers(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, ": hi\r\nid: 1\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+id+",\r\ndata: \"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}],\"isError\":true}}\r\n\r\n")
 		}, 200, `"result":{"content":[{"type":"text","text":"ok"}],`},
+		{"bad status line", raw("HTTP/2 200\r\n\r\n"), 502, "not valid HTTP"},
+		{"gzip", raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n"), 502, "Content-Encoding"},
+		{"short body", raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{}"), 502, "unexpected EOF"},
+		{"no answer", raw(""), 502, "closed the connection before answering"},
 		// Not the plain shape: checked by the SDK's rules, still relayed
 		// as the server wrote it (its own member and order kept).
 		{"other shape relayed raw", jsonAnswer(`{"jsonrpc":"2.0","id":ID,"result":{"x-server":1,"structuredContent":{"b":2,"a":1},"content":[{"type":"text","text":"ok"}]}}`),
@@ -473,51 +554,169 @@ func TestLeanBadAnswers(t *testing.T) {
 	}
 }
 
-// TestLeanFraming: answer heads and bodies as servers frame them; whether
-// the connection can carry the next request.
+// rawUpstream is a TCP server that answers every request with answer
+// (raw bytes), closing the connection after it when closeAfter is set, and
+// records the requests and the connections it accepted.
+type rawUpstream struct {
+	base       string
+	answer     string
+	closeAfter bool
+	mu         sync.Mutex
+	conns      int
+	heads      []string // each request's head, the request line first
+}
+
+func newRawUpstream(t *testing.T, answer string, closeAfter bool) *rawUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &rawUpstream{base: "http://" + ln.Addr().String(), answer: answer, closeAfter: closeAfter}
+	var wg sync.WaitGroup
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		u.mu.Lock()
+		for _, c := range open { // the client keeps idle ones
+			c.Close()
+		}
+		u.mu.Unlock()
+		wg.Wait()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u.mu.Lock()
+			u.conns++
+			open = append(open, c)
+			u.mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					var head strings.Builder
+					head.WriteString(req.Method + " " + req.RequestURI + " " + req.Proto + "\n")
+					req.Header.Write(&head)
+					u.mu.Lock()
+					u.heads = append(u.heads, "Host: "+req.Host+"\n"+head.String())
+					u.mu.Unlock()
+					if _, err := io.WriteString(c, u.answer); err != nil || u.closeAfter {
+						return
+					}
+				}
+			})
+		}
+	}()
+	return u
+}
+
+func (u *rawUpstream) stats() (conns int, heads []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.conns, append([]string(nil), u.heads...)
+}
+
+// leanClientFor is the lean client of a server entry at url.
+func leanClientFor(t *testing.T, srv *resources.MCPServer) *leanClient {
+	t.Helper()
+	pool := upstream.NewPool(upstream.Options{})
+	lc := newLeanClient(srv, http.DefaultTransport, func(bool) *upstream.Pool { return pool })
+	if !lc.ok {
+		t.Fatal("no lean client")
+	}
+	return lc
+}
+
+// TestLeanFraming: answer heads and bodies as servers frame them, read
+// through the upstream client; whether the connection carries the next
+// request; answers that cannot be read are clear errors.
 func TestLeanFraming(t *testing.T) {
 	for _, tc := range []struct {
-		name, in string
-		status   int
-		media    int
-		body     string
-		close    bool
-		err      string
+		name, in   string
+		closeAfter bool // the server closes the connection after the answer
+		status     int
+		media      int
+		body       string
+		reused     bool // the next request goes on the same connection
+		err        string
 	}{
-		{"length", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", 200, mediaJSON, "{}", false, ""},
-		{"chunked", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: t\r\n\r\n", 200, mediaSSE, "abcde", false, ""},
-		{"interim answer first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", 202, mediaOther, "", false, ""},
-		{"to the end", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"a\":1}", 200, mediaJSON, `{"a":1}`, true, ""},
-		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx", 200, mediaOther, "x", true, ""},
-		{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx", 200, mediaOther, "x", false, ""},
-		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", 200, mediaOther, "", false, "unexpected EOF"},
-		{"gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n", 0, 0, "", false, "Content-Encoding"},
-		{"bad status", "HTTP/2 200\r\n\r\n", 0, 0, "", false, "status line"},
-		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 200, mediaOther, "", false, "chunk size"},
+		{"length", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", false, 200, mediaJSON, "{}", true, ""},
+		{"chunked", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n", false, 200, mediaSSE, "abcde", true, ""},
+		{"interim answer first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", false, 202, mediaOther, "", true, ""},
+		{"to the end", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"a\":1}", true, 200, mediaJSON, `{"a":1}`, false, ""},
+		{"connection close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx", true, 200, mediaOther, "x", false, ""},
+		{"http/1.0 keep-alive", "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx", false, 200, mediaOther, "x", true, ""},
+		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", true, 200, mediaOther, "", false, "unexpected EOF"},
+		{"chunked cut", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n", true, 200, mediaOther, "", false, "unexpected EOF"},
+		{"bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", true, 200, mediaOther, "", false, "hex number"},
+		{"gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n", false, 0, 0, "", false, "Content-Encoding"},
+		{"bad status", "HTTP/2 200\r\n\r\n", true, 0, 0, "", false, "not valid HTTP"},
+		{"no answer", "", true, 0, 0, "", false, "closed the connection before answering"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			br := bufio.NewReader(strings.NewReader(tc.in))
-			var h respHead
-			err := readHead(br, &h)
-			var body []byte
-			if err == nil {
-				var b bodyReader
-				b.init(br, &h)
-				body, err = b.readAll(nil, 1<<20)
-				if err == nil && !b.done {
-					t.Fatal("body read whole but not done")
+			u := newRawUpstream(t, tc.in, tc.closeAfter)
+			lc := leanClientFor(t, &resources.MCPServer{Name: "up", URL: u.base + "/mcp", TimeoutMS: 5000})
+			exchange := func() (status, media int, body []byte, err error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				var x exchange
+				defer x.release()
+				if err = x.send(ctx, lc, "s1", "2025-06-18", []byte(`{"jsonrpc":"2.0","method":"x"}`)); err != nil {
+					return 0, 0, nil, err
 				}
+				body, err = x.readAll(nil, 1<<20)
+				return x.status(), x.media, body, err
 			}
+			status, media, body, err := exchange()
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v; want %q", err, tc.err)
 				}
 				return
 			}
-			if err != nil || h.status != tc.status || h.media != tc.media || string(body) != tc.body || h.close != tc.close {
-				t.Fatalf("err %v, status %d, media %d, body %q, close %v", err, h.status, h.media, body, h.close)
+			if err != nil || status != tc.status || media != tc.media || string(body) != tc.body {
+				t.Fatalf("err %v, status %d, media %d, body %q", err, status, media, body)
+			}
+			if _, _, _, err := exchange(); err != nil {
+				t.Fatalf("second exchange: %v", err)
+			}
+			if conns, _ := u.stats(); (conns == 1) != tc.reused {
+				t.Fatalf("%d connections for two exchanges; reused: want %v", conns, tc.reused)
 			}
 		})
+	}
+}
+
+// TestLeanRequestHeaders: the lean path's POST carries what the SDK path
+// sends: the MCP content types, the session and protocol version, the
+// server's headers (a configured one replacing gw's) and credential,
+// nothing of gw's framing choice besides Host and Content-Length.
+func TestLeanRequestHeaders(t *testing.T) {
+	u := newRawUpstream(t, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", false)
+	srv := &resources.MCPServer{Name: "up", URL: u.base + "/mcp?x=1", TimeoutMS: 5000,
+		Headers:     []resources.UpstreamHeader{{Name: "x-team", Value: resources.NewSecret("blue")}, {Name: "user-agent", Value: resources.NewSecret("ua/1")}, {Name: "connection", Value: resources.NewSecret("close")}},
+		ProviderKey: &resources.ProviderKey{APIKey: resources.NewSecret("sk-up")}}
+	lc := leanClientFor(t, srv)
+	if err := lc.post(context.Background(), "s1", "2025-06-18", []byte(`{"jsonrpc":"2.0","method":"notifications/x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, heads := u.stats()
+	host := strings.TrimPrefix(u.base, "http://")
+	want := "Host: " + host + "\nPOST /mcp?x=1 HTTP/1.1\n" +
+		"Accept: application/json, text/event-stream\r\nAccept-Encoding: identity\r\nAuthorization: Bearer sk-up\r\n" +
+		"Content-Length: 44\r\nContent-Type: application/json\r\nMcp-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: s1\r\n" +
+		"User-Agent: ua/1\r\nX-Team: blue\r\n"
+	if len(heads) != 1 || heads[0] != want {
+		t.Fatalf("request head\n%q\nwant\n%q", heads, want)
 	}
 }
 

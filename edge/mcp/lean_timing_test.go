@@ -20,14 +20,14 @@ func upstreamLeg(b *testing.B, h *Handler, sid string) func() {
 	}
 	lc := h.lean(srv)
 	body, _ := appendCallRequest(nil, []byte("gw-call-leg"), "echo", nil, []byte(`{"text":"hello"}`), nil)
-	req := lc.appendRequest(nil, cs.ID(), cs.InitializeResult().ProtocolVersion, body)
+	sid, pv := cs.ID(), cs.InitializeResult().ProtocolVersion
 	var ans []byte
 	return func() {
 		var x exchange
-		if err := x.send(context.Background(), lc, req); err != nil {
+		if err := x.send(context.Background(), lc, sid, pv, body); err != nil {
 			b.Fatal(err)
 		}
-		ans, err = x.body.readAll(ans[:0], MaxAnswerBytes)
+		ans, err = x.readAll(ans[:0], MaxAnswerBytes)
 		x.release()
 		if err != nil || !bytes.Contains(ans, []byte(`"hello"`)) {
 			b.Fatalf("%v %s", err, ans)

@@ -1,61 +1,60 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
+	"gw/adapters/upstream"
 	"gw/admin/resources"
 )
 
-// gw's own small HTTP/1.1 client of one MCP server (the lean path of
-// tools/call, lean.go): keep-alive connections (net.Conn + bufio), one
-// request at a time per connection, requests written whole in one write.
+// The lean path's transport (lean.go): its POSTs go out through
+// adapters/upstream, the client of gw's providers (fasthttp; keep-alive
+// connections per target, shared across reloads; one resend on a stale
+// keep-alive connection). This file maps a server entry onto it and ties an
+// exchange to its call's context.
 
-// Bounds of a lean client's pool.
-const (
-	leanMaxIdle     = 16               // idle connections kept per server
-	leanIdleTimeout = 90 * time.Second // as http.DefaultTransport's IdleConnTimeout
-	leanDrainWait   = 100 * time.Millisecond
-	leanReadBuf     = 8 << 10
-)
+// leanDrainWait is how long the end of an SSE answer is awaited after the
+// answer, so that its connection can be reused.
+const leanDrainWait = 100 * time.Millisecond
 
-// errLeanUnavailable: the lean path cannot reach the server (dial or TLS
-// failure); the call takes the SDK path.
+// errLeanUnavailable: the lean path cannot reach the server (the request
+// did not go out: dial or TLS failure, no free connection); the call takes
+// the SDK path.
 var errLeanUnavailable = errors.New("mcp: the lean path cannot reach the server")
 
 // leanClients holds a Handler's lean clients by server name; a reloaded
-// server entry gets a new client and the old one's connections close.
+// server entry gets a new client (its connections are the pool's, and stay).
 type leanClients struct {
-	mu sync.Mutex
-	by map[string]*leanClient
+	mu  sync.Mutex
+	by  map[string]*leanClient
+	own *upstream.Pool // the handler's own pool (see pool)
 }
 
 // get returns the lean client of srv, nil when srv's calls take the SDK
-// path (see newLeanClient).
-func (l *leanClients) get(srv *resources.MCPServer, rt http.RoundTripper) *leanClient {
+// path (see newLeanClient). shared is the process's pool (nil: none).
+func (l *leanClients) get(srv *resources.MCPServer, rt http.RoundTripper, shared *upstream.Pool) *leanClient {
 	l.mu.Lock()
 	lc := l.by[srv.Name]
 	if lc == nil || lc.srv != srv {
-		old := lc
-		lc = newLeanClient(srv, rt)
+		lc = newLeanClient(srv, rt, func(ownRoots bool) *upstream.Pool { return l.pool(shared, ownRoots) })
 		if l.by == nil {
 			l.by = make(map[string]*leanClient)
 		}
 		l.by[srv.Name] = lc
-		if old != nil {
-			defer old.close()
-		}
 	}
 	l.mu.Unlock()
 	if !lc.ok {
@@ -64,46 +63,53 @@ func (l *leanClients) get(srv *resources.MCPServer, rt http.RoundTripper) *leanC
 	return lc
 }
 
+// pool is the pool a lean client's connections come from: the process's,
+// unless there is none or the transport trusts roots of its own, which a
+// pool's clients cannot be told apart by (their key names a CA by its PEM,
+// which a *x509.CertPool does not give); the handler's own pool then. l.mu
+// held.
+func (l *leanClients) pool(shared *upstream.Pool, ownRoots bool) *upstream.Pool {
+	if shared != nil && !ownRoots {
+		return shared
+	}
+	if l.own == nil {
+		l.own = upstream.NewPool(upstream.Options{})
+	}
+	return l.own
+}
+
+// close forgets the clients and closes the idle connections of the
+// handler's own pool (the process's pool is not the handler's to close).
 func (l *leanClients) close() {
 	l.mu.Lock()
-	by := l.by
 	l.by = nil
+	own := l.own
 	l.mu.Unlock()
-	for _, lc := range by {
-		lc.close()
+	if own != nil {
+		own.CloseIdleConnections()
 	}
 }
 
-// leanClient is the HTTP/1.1 client of one server entry.
+// leanClient is the lean path's client of one server entry.
 type leanClient struct {
-	srv  *resources.MCPServer
-	ok   bool // false: every call takes the SDK path
-	addr string
-	tls  *tls.Config // nil: plain TCP
-	// head is the request line and the static headers: Host, the MCP
-	// content types, the server's headers and credential.
-	head             []byte
+	srv *resources.MCPServer
+	ok  bool // false: every call takes the SDK path
+	up  *upstream.Client
+	uri *fasthttp.URI // srv.URL, parsed once (read only: shared by the requests)
+	// hdrs are the static headers (canonical name, value): the MCP content
+	// types, the server's headers and credential.
+	hdrs             [][2][]byte
 	session, version bool // gw sends Mcp-Session-Id / MCP-Protocol-Version (no configured header replaces it)
-
-	mu     sync.Mutex
-	idle   []*leanConn
-	closed bool
-}
-
-type leanConn struct {
-	nc     net.Conn
-	br     *bufio.Reader
-	idleAt time.Time
 }
 
 // newLeanClient prepares srv's lean client. It is not usable (ok false)
 // when the SDK path must carry the calls: a transport other than
 // net/http's (a custom RoundTripper, a custom dialer) or a proxy for the
-// URL from the environment, a URL with user info or another scheme than
-// http and https, header values that cannot be sent as they are.
-// https uses the transport's TLS settings (http.DefaultTransport: the
-// system roots), offering HTTP/1.1 only.
-func newLeanClient(srv *resources.MCPServer, rt http.RoundTripper) *leanClient {
+// URL from the environment, TLS settings the upstream pool cannot
+// reproduce (leanTLS), a URL with user info or another scheme than http and
+// https, header values that cannot be sent as they are. pool gives the pool
+// to take the connections from.
+func newLeanClient(srv *resources.MCPServer, rt http.RoundTripper, pool func(ownRoots bool) *upstream.Pool) *leanClient {
 	lc := &leanClient{srv: srv, session: true, version: true}
 	t, isT := rt.(*http.Transport)
 	if !isT || t.Dial != nil || t.DialTLS != nil || t.DialTLSContext != nil || t.DialContext != nil && rt != http.DefaultTransport {
@@ -118,27 +124,12 @@ func newLeanClient(srv *resources.MCPServer, rt http.RoundTripper) *leanClient {
 			return lc
 		}
 	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-	}
-	lc.addr = net.JoinHostPort(u.Hostname(), port)
+	target := upstream.Target{BaseURL: srv.URL}
 	if u.Scheme == "https" {
-		cfg := &tls.Config{}
-		if t.TLSClientConfig != nil {
-			cfg = t.TLSClientConfig.Clone()
+		var ok bool
+		if target.TLS, ok = leanTLS(t.TLSClientConfig, u.Hostname()); !ok {
+			return lc
 		}
-		if cfg.ServerName == "" {
-			cfg.ServerName = u.Hostname()
-		}
-		cfg.NextProtos = []string{"http/1.1"}
-		if cfg.ClientSessionCache == nil {
-			cfg.ClientSessionCache = tls.NewLRUClientSessionCache(leanMaxIdle)
-		}
-		lc.tls = cfg
 	}
 	// The headers as the SDK path sends them: its own, then the server's
 	// (headerTransport: Set, so a configured header replaces one of the
@@ -173,19 +164,39 @@ func newLeanClient(srv *resources.MCPServer, rt http.RoundTripper) *leanClient {
 	if pk := srv.ProviderKey; pk != nil && pk.APIKey.IsSet() {
 		set("Authorization", "Bearer "+pk.APIKey.Reveal())
 	}
-	b := append([]byte("POST "), u.RequestURI()...)
-	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, u.Host...)
-	b = append(b, "\r\n"...)
 	for _, h := range hdrs {
 		if !headerSafe(h[0]) || !headerSafe(h[1]) {
 			return lc
 		}
-		b = append(append(append(append(b, h[0]...), ": "...), h[1]...), "\r\n"...)
+		lc.hdrs = append(lc.hdrs, [2][]byte{[]byte(h[0]), []byte(h[1])})
 	}
-	lc.head = b
+	lc.uri = new(fasthttp.URI)
+	if err := lc.uri.Parse(nil, []byte(srv.URL)); err != nil {
+		return lc
+	}
+	if lc.up, err = pool(target.TLS.CAPool != nil).Client(target); err != nil {
+		return lc
+	}
 	lc.ok = true
 	return lc
+}
+
+// leanTLS maps the transport's TLS settings (nil: the system roots) onto
+// an upstream target's. false: settings the pool's clients do not have
+// (client certificates, verification of its own, another server name,
+// cipher, curve or version limits, a key log): the SDK path then. A lower
+// minimum version than TLS 1.2 is not one: a server that needs it fails
+// the lean path's handshake, before anything is sent.
+func leanTLS(c *tls.Config, host string) (upstream.TLS, bool) {
+	if c == nil {
+		return upstream.TLS{Verify: true}, true
+	}
+	if len(c.Certificates) > 0 || c.GetClientCertificate != nil || c.VerifyPeerCertificate != nil || c.VerifyConnection != nil ||
+		c.ServerName != "" && !strings.EqualFold(c.ServerName, host) || c.CipherSuites != nil || c.CurvePreferences != nil ||
+		c.MaxVersion != 0 || c.MinVersion > tls.VersionTLS12 || c.KeyLogWriter != nil || c.EncryptedClientHelloConfigList != nil {
+		return upstream.TLS{}, false
+	}
+	return upstream.TLS{CAPool: c.RootCAs, Verify: !c.InsecureSkipVerify}, true
 }
 
 // headerSafe reports whether s can be written in a header line as it is.
@@ -198,86 +209,23 @@ func headerSafe(s string) bool {
 	return true
 }
 
-// appendRequest appends the whole HTTP request carrying body on the
-// upstream session sid at protocol version pv ("" for none).
-func (lc *leanClient) appendRequest(b []byte, sid, pv string, body []byte) []byte {
-	b = append(b, lc.head...)
+// request returns the POST of a message on the upstream session sid at
+// protocol version pv ("" for none); release with fasthttp.ReleaseRequest.
+// The body is DoStreamWatched's.
+func (lc *leanClient) request(sid, pv string) *fasthttp.Request {
+	req := fasthttp.AcquireRequest()
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetURI(lc.uri)
+	for _, h := range lc.hdrs {
+		req.Header.SetCanonical(h[0], h[1])
+	}
 	if sid != "" && lc.session {
-		b = append(append(append(b, "Mcp-Session-Id: "...), sid...), "\r\n"...)
+		req.Header.Set(hdrSession, sid)
 	}
 	if pv != "" && lc.version {
-		b = append(append(append(b, "Mcp-Protocol-Version: "...), pv...), "\r\n"...)
+		req.Header.Set("Mcp-Protocol-Version", pv)
 	}
-	b = append(b, "Content-Length: "...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	b = append(b, "\r\n\r\n"...)
-	return append(b, body...)
-}
-
-// conn returns an idle connection (reused true) or dials a new one.
-func (lc *leanClient) conn(ctx context.Context) (c *leanConn, reused bool, err error) {
-	now := time.Now()
-	lc.mu.Lock()
-	for n := len(lc.idle); n > 0; n-- {
-		c = lc.idle[n-1]
-		lc.idle[n-1] = nil
-		lc.idle = lc.idle[:n-1]
-		if now.Sub(c.idleAt) < leanIdleTimeout {
-			lc.mu.Unlock()
-			return c, true, nil
-		}
-		c.nc.Close()
-	}
-	lc.mu.Unlock()
-	c, err = lc.dial(ctx)
-	return c, false, err
-}
-
-func (lc *leanClient) dial(ctx context.Context) (*leanConn, error) {
-	d := net.Dialer{KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", lc.addr)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errors.Join(errLeanUnavailable, err)
-	}
-	if lc.tls != nil {
-		tc := tls.Client(nc, lc.tls)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, errors.Join(errLeanUnavailable, err)
-		}
-		nc = tc
-	}
-	return &leanConn{nc: nc, br: bufio.NewReaderSize(nc, leanReadBuf)}, nil
-}
-
-// put keeps c for a later request.
-func (lc *leanClient) put(c *leanConn) {
-	c.idleAt = time.Now()
-	lc.mu.Lock()
-	if !lc.closed && len(lc.idle) < leanMaxIdle {
-		lc.idle = append(lc.idle, c)
-		lc.mu.Unlock()
-		return
-	}
-	lc.mu.Unlock()
-	c.nc.Close()
-}
-
-// close closes the idle connections; those in use close when done.
-func (lc *leanClient) close() {
-	lc.mu.Lock()
-	idle := lc.idle
-	lc.idle, lc.closed = nil, true
-	lc.mu.Unlock()
-	for _, c := range idle {
-		c.nc.Close()
-	}
+	return req
 }
 
 // Media types of an answer.
@@ -287,243 +235,185 @@ const (
 	mediaSSE
 )
 
-// respHead is what gw reads of an answer's head.
-type respHead struct {
-	status  int
-	media   int
-	length  int64 // -1: not given
-	chunked bool
-	close   bool // the connection ends with this answer
-}
-
-var errHeaderTooLong = errors.New("an answer header line is longer than 8 KiB")
-
-// readLine reads one line of the head (without its line end); it is valid
-// until the next read of br.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		return nil, errHeaderTooLong
-	}
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	line = line[:len(line)-1]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, nil
-}
-
-// readHead reads an answer's status line and headers (1xx answers are
-// skipped).
-func readHead(br *bufio.Reader, h *respHead) error {
-	for {
-		*h = respHead{length: -1}
-		line, err := readLine(br)
-		if err != nil {
-			return err
-		}
-		if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[8] != ' ' {
-			return errors.New("malformed HTTP status line")
-		}
-		h.close = line[7] == '0'
-		st, ok := parseDecimal(line[9:12])
-		if !ok || len(line) > 12 && line[12] != ' ' {
-			return errors.New("malformed HTTP status line")
-		}
-		h.status = int(st)
-		for {
-			line, err := readLine(br)
-			if err != nil {
-				return err
-			}
-			if len(line) == 0 {
-				break
-			}
-			c := bytes.IndexByte(line, ':')
-			if c <= 0 {
-				return errors.New("malformed HTTP header line")
-			}
-			name, value := line[:c], bytes.TrimSpace(line[c+1:])
-			switch {
-			case bytes.EqualFold(name, hdrContentType):
-				if i := bytes.IndexByte(value, ';'); i >= 0 {
-					value = bytes.TrimSpace(value[:i])
-				}
-				switch {
-				case bytes.EqualFold(value, strJSON):
-					h.media = mediaJSON
-				case bytes.EqualFold(value, strEventStream):
-					h.media = mediaSSE
-				}
-			case bytes.EqualFold(name, hdrContentLength):
-				n, ok := parseDecimal(value)
-				if !ok || n > 1<<62 || h.length >= 0 && h.length != int64(n) {
-					return errors.New("malformed Content-Length")
-				}
-				h.length = int64(n)
-			case bytes.EqualFold(name, hdrTransferEncoding):
-				if !bytes.EqualFold(value, strChunked) {
-					return errors.New("unsupported Transfer-Encoding " + strconv.Quote(string(value)))
-				}
-				h.chunked = true
-			case bytes.EqualFold(name, hdrContentEncoding):
-				if !bytes.EqualFold(value, strIdentity) {
-					return errors.New("unsupported Content-Encoding " + strconv.Quote(string(value)))
-				}
-			case bytes.EqualFold(name, hdrConnection):
-				if hasToken(value, strClose) {
-					h.close = true
-				} else if hasToken(value, strKeepAlive) {
-					h.close = false
-				}
-			}
-		}
-		if h.status >= 100 && h.status < 200 && h.status != 101 {
-			continue // an interim answer: the real one follows
-		}
-		if h.chunked {
-			h.length = -1
-		} else if h.length < 0 && h.status != http.StatusNoContent && h.status != http.StatusNotModified {
-			h.close = true // the body ends with the connection
-		}
-		return nil
-	}
-}
-
 var (
-	hdrContentType      = []byte("Content-Type")
-	hdrContentLength    = []byte("Content-Length")
-	hdrTransferEncoding = []byte("Transfer-Encoding")
-	hdrContentEncoding  = []byte("Content-Encoding")
-	hdrConnection       = []byte("Connection")
-	strJSON             = []byte("application/json")
-	strChunked          = []byte("chunked")
-	strIdentity         = []byte("identity")
-	strClose            = []byte("close")
-	strKeepAlive        = []byte("keep-alive")
+	strJSON     = []byte("application/json")
+	strIdentity = []byte("identity")
 )
 
-// hasToken reports whether the comma-separated list v holds tok.
-func hasToken(v, tok []byte) bool {
-	for len(v) > 0 {
-		i := bytes.IndexByte(v, ',')
-		if i < 0 {
-			i = len(v)
-		}
-		if bytes.EqualFold(bytes.TrimSpace(v[:i]), tok) {
-			return true
-		}
-		v = v[min(i+1, len(v)):]
+// mediaOf is the media type of a Content-Type value.
+func mediaOf(ct []byte) int {
+	if i := bytes.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
 	}
-	return false
+	switch ct = bytes.TrimSpace(ct); {
+	case bytes.EqualFold(ct, strJSON):
+		return mediaJSON
+	case bytes.EqualFold(ct, strEventStream):
+		return mediaSSE
+	}
+	return mediaOther
 }
 
-// bodyReader reads an answer's body: Content-Length, chunked, or to the
-// connection's end.
-type bodyReader struct {
-	br      *bufio.Reader
-	chunked bool
-	left    int64 // bytes left (of the chunk when chunked); -1: to the end
-	crlf    bool  // a chunk's data ended: its CRLF comes next
-	done    bool  // the body was read whole
+// exchange is one request of the lean path and its answer.
+type exchange struct {
+	lc    *leanClient
+	resp  *fasthttp.Response // nil once released
+	w     *leanWatch
+	stop  func() bool // unregisters w.end
+	media int
+	tries int // connections the request went out on (0: it did not go out)
 }
 
-func (b *bodyReader) init(br *bufio.Reader, h *respHead) {
-	*b = bodyReader{br: br, chunked: h.chunked, left: h.length}
-	if h.chunked {
-		b.left = 0
+// send POSTs body in the session sid at protocol version pv and reads the
+// answer's head; release the exchange when done. ctx bounds it: its
+// deadline is the connection's, and its end aborts the connection
+// (leanWatch). A request that did not go out (dial or TLS failure, no free
+// connection) is errLeanUnavailable.
+func (x *exchange) send(ctx context.Context, lc *leanClient, sid, pv string, body []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	if h.status == http.StatusNoContent || h.status == http.StatusNotModified || !h.chunked && h.length == 0 {
-		b.done = true
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), 1) // 0 would be none
+	}
+	x.lc = lc
+	w := leanWatches.Get().(*leanWatch)
+	x.w, x.stop = w, context.AfterFunc(ctx, w.endFn)
+	req := lc.request(sid, pv)
+	x.resp = fasthttp.AcquireResponse()
+	err := lc.up.DoStreamWatched(req, body, x.resp, timeout, w.watchFn)
+	fasthttp.ReleaseRequest(req)
+	x.tries = w.tries // written by watch on this goroutine
+	if x.tries > 1 {
+		leanStaleRetries.Inc() // upstream.Client resent it on a new connection
+	}
+	if err != nil {
+		x.release()
+		if err := ended(ctx, err); err != nil {
+			return err
+		}
+		if x.tries == 0 {
+			return errors.Join(errLeanUnavailable, err)
+		}
+		return errors.New("the upstream connection failed: " + upstream.Describe(err))
+	}
+	if ce := x.resp.Header.ContentEncoding(); len(ce) > 0 && !bytes.EqualFold(ce, strIdentity) {
+		return errors.New("unsupported Content-Encoding " + strconv.Quote(string(ce)))
+	}
+	x.media = mediaOf(x.resp.Header.ContentType())
+	return nil
+}
+
+// ended returns ctx's error when it ended, also when err is the
+// connection's deadline, ctx's own, which the client may meet a moment
+// before ctx's timer fires.
+func ended(ctx context.Context, err error) error {
+	if ctx.Err() == nil && upstream.IsTimeout(err) {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			<-ctx.Done()
+		}
+	}
+	return ctx.Err()
+}
+
+// status is the answer's HTTP status.
+func (x *exchange) status() int { return x.resp.StatusCode() }
+
+// body is the answer's body as it arrives.
+func (x *exchange) body() io.Reader {
+	if bs := x.resp.BodyStream(); bs != nil {
+		return bs
+	}
+	return http.NoBody // an answer without a body (204)
+}
+
+// release ends the exchange: the connection goes back to the pool when its
+// answer was read whole and nothing aborted it, else it closes.
+func (x *exchange) release() {
+	w := x.w
+	if w == nil {
+		return
+	}
+	x.w = nil
+	stopped := x.stop()
+	w.mu.Lock()
+	w.done = true // the connection is no longer the exchange's to abort
+	aborted := w.ended
+	w.mu.Unlock()
+	if x.resp != nil {
+		if aborted {
+			x.resp.SetConnectionClose() // closed, even if its body was read whole
+		}
+		upstream.CloseStream(x.resp)
+		fasthttp.ReleaseResponse(x.resp)
+		x.resp = nil
+	}
+	if stopped { // w.end never runs: w can serve another exchange
+		w.conn, w.tries, w.ended, w.done = nil, 0, false, false
+		leanWatches.Put(w)
 	}
 }
 
-func (b *bodyReader) Read(p []byte) (int, error) {
-	if b.done {
-		return 0, io.EOF
-	}
-	if b.chunked && b.left == 0 {
-		if b.crlf {
-			line, err := readLine(b.br)
-			if err != nil {
-				return 0, err
-			}
-			if len(line) != 0 {
-				return 0, errors.New("malformed chunked body")
-			}
-			b.crlf = false
-		}
-		line, err := readLine(b.br)
-		if err != nil {
-			return 0, err
-		}
-		if i := bytes.IndexByte(line, ';'); i >= 0 {
-			line = line[:i]
-		}
-		n, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 16, 62)
-		if err != nil {
-			return 0, errors.New("malformed chunk size")
-		}
-		if n == 0 {
-			for { // trailers
-				line, err := readLine(b.br)
-				if err != nil {
-					return 0, err
-				}
-				if len(line) == 0 {
-					break
-				}
-			}
-			b.done = true
-			return 0, io.EOF
-		}
-		b.left = int64(n)
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if b.left > 0 && int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.br.Read(p)
-	if b.left > 0 {
-		b.left -= int64(n)
-		if b.left == 0 {
-			if b.chunked {
-				b.crlf = true
-			} else {
-				b.done = true
-			}
-		}
-	}
-	if err == io.EOF {
-		if b.left < 0 {
-			b.done = true // the body ended with the connection
-			return n, io.EOF
-		}
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
+// leanWatch ends an exchange whose call's context ended (the caller's
+// notifications/cancelled, the server's timeout_ms): it aborts the
+// exchange's connection, which ends a blocked write or read, the wait for
+// the answer's head included, and tells the server.
+type leanWatch struct {
+	mu    sync.Mutex
+	conn  *upstream.Conn // the connection the request went out on
+	tries int            // how many it went out on (2: resent after a stale one)
+	ended bool           // the context ended
+	done  bool           // the exchange is over
+	// Bound once, so that an exchange does not allocate them.
+	watchFn func(*upstream.Conn) error
+	endFn   func()
 }
 
-// readAll appends the whole body to dst, at most max bytes.
-func (b *bodyReader) readAll(dst []byte, max int) ([]byte, error) {
-	if b.left > 0 && !b.chunked {
-		if b.left > int64(max) {
-			return dst, errAnswerTooLarge
-		}
-		dst = growTo(dst, len(dst)+int(b.left))
+var leanWatches = sync.Pool{New: func() any {
+	w := new(leanWatch)
+	w.watchFn, w.endFn = w.watch, w.end
+	return w
+}}
+
+var errCallEnded = errors.New("the call ended before its request went out")
+
+// watch is DoStreamWatched's: conn carries the request now.
+func (w *leanWatch) watch(conn *upstream.Conn) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return errCallEnded
+	}
+	w.conn = conn
+	w.tries++
+	return nil
+}
+
+// end runs when the exchange's context ends.
+func (w *leanWatch) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
+	if !w.done && w.conn != nil {
+		w.conn.Abort()
+	}
+}
+
+// readBody appends the body r of an answer whose Content-Length is length
+// (-1, -2: not given) to dst, at most max bytes.
+func readBody(r io.Reader, length int, dst []byte, max int) ([]byte, error) {
+	if length > max {
+		return dst, errAnswerTooLarge
+	}
+	if length > 0 {
+		dst = slices.Grow(dst, length)
 	}
 	for {
 		if len(dst) == cap(dst) {
-			dst = growTo(dst, len(dst)+4<<10)
+			dst = slices.Grow(dst, 4<<10)
 		}
-		n, err := b.Read(dst[len(dst):cap(dst)])
+		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
 		if len(dst) > max {
 			return dst, errAnswerTooLarge
@@ -537,22 +427,18 @@ func (b *bodyReader) readAll(dst []byte, max int) ([]byte, error) {
 	}
 }
 
-// growTo returns b with capacity for n bytes.
-func growTo(b []byte, n int) []byte {
-	if cap(b) >= n {
-		return b
-	}
-	nb := make([]byte, len(b), max(n, 2*cap(b)))
-	copy(nb, b)
-	return nb
+// readAll is readBody of x's answer.
+func (x *exchange) readAll(dst []byte, max int) ([]byte, error) {
+	return readBody(x.body(), x.resp.Header.ContentLength(), dst, max)
 }
 
 // discard reads the rest of a short body so the connection can be reused;
 // a long one (more than 64 KiB) is not read (the connection then closes).
-func (b *bodyReader) discard() {
+func (x *exchange) discard() {
 	var buf [2 << 10]byte
-	for total := 0; !b.done && total < 64<<10; {
-		n, err := b.Read(buf[:])
+	r := x.body()
+	for total := 0; total < 64<<10; {
+		n, err := r.Read(buf[:])
 		total += n
 		if err != nil {
 			return
