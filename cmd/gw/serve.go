@@ -265,9 +265,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer proxy.Limiter.Close()
 	metrics.NewGauge(`gw_rate_limit_store_state`, func() float64 { return float64(proxy.Limiter.State()) })
 	proxy.Usage = pipeline
-	// tools/call's lean path takes its connections from the providers' pool.
-	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log, OpenAPI: openapiDocs,
-		Pool: opt.Pool}
+	// tools/call's lean path has a pool of its own, not the providers':
+	// upstream.tls (a deployment CA, verify false) applies to providers, and
+	// the SDK path that carries the rest of an MCP session does not use it.
+	proxy.MCP = &mcp.Handler{Holder: proxy.Holder, ClientIP: proxy.RealIP.ClientIP, Limiter: proxy.Limiter, Usage: pipeline, Logger: log, OpenAPI: openapiDocs}
 	defer proxy.MCP.Close()
 	// The response cache: the memory backend per replica, the redis
 	// backend on the shared store (misses while it is unreachable).

@@ -45,8 +45,10 @@ type Handler struct {
 	// Transport carries upstream requests; nil: http.DefaultTransport.
 	Transport http.RoundTripper
 	// Pool is where the lean path of tools/call (lean.go) takes its
-	// connections from when Transport allows it: the process's upstream
-	// pool, shared with the providers'; nil: a pool of the handler's own.
+	// connections from when Transport allows it; nil: a pool of the
+	// handler's own with default options (what gw serve uses: the
+	// providers' pool would add upstream.tls, which the SDK path that
+	// carries the rest of the session does not honour).
 	Pool   *upstream.Pool
 	Logger *slog.Logger
 	// OpenAPI holds the documents of type openapi servers (loaded at
