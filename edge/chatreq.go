@@ -21,12 +21,6 @@ type chatRequest struct {
 	modelBuf [128]byte
 }
 
-// noThinkingBlocks reports whether body is the one scanChatRequest read
-// and no message of it has a thinking_blocks member.
-func (cr *chatRequest) noThinkingBlocks(body []byte) bool {
-	return !cr.thinking && cr.isScanned(body)
-}
-
 // isScanned reports whether body is the one scanChatRequest read.
 func (cr *chatRequest) isScanned(body []byte) bool {
 	return len(body) > 0 && len(body) == len(cr.scanned) && &body[0] == &cr.scanned[0]
@@ -75,6 +69,7 @@ func validRole(quoted []byte) bool {
 // the first message with an invalid role, or -1.
 func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatRequestError) {
 	badRole = -1
+	out.thinking, out.scanned, out.modelRaw = false, nil, nil // set again below for an accepted body
 	if rawjson.KindOf(body) != rawjson.Object {
 		return badRole, errBodyNotJSON
 	}

@@ -128,16 +128,23 @@ func TestChatScanThinkingBlocks(t *testing.T) {
 		if bad, err := scanChatRequest(body, &cr); bad >= 0 || err != nil {
 			t.Fatalf("%s: bad %d, err %v", tc.body, bad, err)
 		}
-		if got := cr.noThinkingBlocks(body); got != tc.none {
-			t.Errorf("%s: noThinkingBlocks = %v; want %v", tc.body, got, tc.none)
+		if got := cr.shape(body).NoThinkingBlocks; got != tc.none {
+			t.Errorf("%s: NoThinkingBlocks = %v; want %v", tc.body, got, tc.none)
 		}
-		if cr.noThinkingBlocks(append([]byte(nil), body...)) {
+		if cr.shape(append([]byte(nil), body...)).NoThinkingBlocks {
 			t.Errorf("%s: a copy of the body counts as scanned", tc.body)
 		}
 	}
 	var cr chatRequest
 	if _, err := scanChatRequest([]byte(`{"model":"a","messages":[{"role":"bad"}]}`), &cr); err != nil || cr.scanned != nil {
 		t.Fatal("a rejected body counts as scanned")
+	}
+	// A rescan forgets what the last one found.
+	if _, err := scanChatRequest([]byte(`{"model":"a","messages":[]}`), &cr); err != nil || cr.modelRaw == nil {
+		t.Fatal("no model span for a body with one model member")
+	}
+	if _, err := scanChatRequest([]byte(`{"model":"a","model":"b","messages":[]}`), &cr); err != nil || cr.modelRaw != nil || cr.scanned == nil {
+		t.Fatal("a rescan kept the model span of the previous body")
 	}
 	// The model member's value is passed on only when it occurs once.
 	for body, want := range map[string]string{

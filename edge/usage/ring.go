@@ -4,9 +4,9 @@ import "sync/atomic"
 
 // ring is a bounded queue between the proxy and the dispatcher (the main
 // queue has two, see queue): a lock-free multi-producer, single-consumer
-// ring of Records (Vyukov's bounded queue). It replaces a buffered channel, whose lock the sender
-// and the draining dispatcher fought over: under load that lock cost more
-// than the rest of a record's emission. A producer claims a slot with one
+// ring of Records (Vyukov's bounded queue). It replaces a buffered
+// channel, whose lock the sender and the draining dispatcher fought over:
+// under load that lock cost more than the rest of a record's emission. A producer claims a slot with one
 // CAS on head, copies its record into the slot and publishes it by storing
 // the slot's sequence; the consumer reads slots in order and hands each
 // back by advancing its sequence one lap.
