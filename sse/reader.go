@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strings"
 	"sync"
 )
 
@@ -546,4 +547,15 @@ func (r *Reader) Pending() bool {
 		}
 	}
 	return false
+}
+
+// IsEventStream reports whether the Content-Type value ct is
+// text/event-stream (any case, parameters such as charset allowed).
+func IsEventStream(ct []byte) bool {
+	const es = "text/event-stream"
+	if len(ct) < len(es) || !strings.EqualFold(string(ct[:len(es)]), es) {
+		return false
+	}
+	rest := strings.TrimLeft(string(ct[len(es):]), " \t")
+	return rest == "" || rest[0] == ';'
 }

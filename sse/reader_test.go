@@ -613,3 +613,18 @@ func TestPending(t *testing.T) {
 	f("data: a\n\n: keep-alive\n\n", 1, false)   // only a comment block waits: Next would block
 	f("data: a\n\n: c\n\ndata: b\n\n", 1, true)  // an event behind a comment block
 }
+
+func TestIsEventStream(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"text/event-stream":                true,
+		"Text/Event-Stream; charset=utf-8": true,
+		"text/event-stream ;charset=utf-8": true,
+		"text/event-streamx":               false,
+		"application/json":                 false,
+		"":                                 false,
+	} {
+		if got := sse.IsEventStream([]byte(ct)); got != want {
+			t.Errorf("IsEventStream(%q) = %v; want %v", ct, got, want)
+		}
+	}
+}

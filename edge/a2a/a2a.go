@@ -439,10 +439,10 @@ func (h *Handler) rpc(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) bo
 		c.class = "upstream_error"
 	}
 	c.resp = resp
-	if c.gOn && len(c.g.Chain.Output) > 0 && !isEventStream(resp.Header.ContentType()) {
+	if c.gOn && len(c.g.Chain.Output) > 0 && !sse.IsEventStream(resp.Header.ContentType()) {
 		return h.guardBody(ctx, c)
 	}
-	if isEventStream(resp.Header.ContentType()) {
+	if sse.IsEventStream(resp.Header.ContentType()) {
 		c.stream = true
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relayEvents(w, c) })
 		return true
@@ -450,11 +450,6 @@ func (h *Handler) rpc(ctx *fasthttp.RequestCtx, c *call, cl *upstream.Client) bo
 	// A whole answer (message/send, tasks/get ...): relayed as it arrives.
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.relayBody(w, c) })
 	return true
-}
-
-func isEventStream(ct []byte) bool {
-	const es = "text/event-stream"
-	return len(ct) >= len(es) && strings.EqualFold(string(ct[:len(es)]), es)
 }
 
 // relayEvents writes each SSE event to the caller as soon as it is

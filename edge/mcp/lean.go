@@ -86,6 +86,8 @@ func (h *Handler) leanCall(ctx context.Context, c *call, tc *toolCall, lc *leanC
 			return err
 		}
 		if try > 0 {
+			// The fresh session ended too: the next call opens another.
+			c.sess.dropSession(tc.srv.Name, cs)
 			return errors.Join(err, sdk.ErrSessionMissing)
 		}
 		// The server ended the session: open a new one (the SDK path's

@@ -19,6 +19,7 @@ import (
 
 	"gw/adapters/upstream"
 	"gw/admin/resources"
+	"gw/sse"
 )
 
 // The lean path's transport (lean.go): its POSTs go out through
@@ -242,14 +243,14 @@ var (
 
 // mediaOf is the media type of a Content-Type value.
 func mediaOf(ct []byte) int {
+	if sse.IsEventStream(ct) {
+		return mediaSSE
+	}
 	if i := bytes.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	switch ct = bytes.TrimSpace(ct); {
-	case bytes.EqualFold(ct, strJSON):
+	if bytes.EqualFold(bytes.TrimSpace(ct), strJSON) {
 		return mediaJSON
-	case bytes.EqualFold(ct, strEventStream):
-		return mediaSSE
 	}
 	return mediaOther
 }

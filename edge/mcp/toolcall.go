@@ -164,14 +164,6 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 			tc.outcome = outcomeRPCError
 		} else {
 			tc.outcome = outcomeUpstream
-			if s.Type == resources.MCPTypeMCP && (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)) {
-				c.sess.mu.Lock()
-				u := c.sess.up[s.Name]
-				c.sess.mu.Unlock()
-				if u != nil {
-					c.sess.drop(s.Name, u)
-				}
-			}
 		}
 		c.upstreamFailed(err)
 		return
@@ -271,6 +263,10 @@ func (h *Handler) upstreamCall(ctx context.Context, c *call, tc *toolCall, args 
 	up := time.Now()
 	res, err := cs.CallTool(ctx, p)
 	tc.upDur = time.Since(up)
+	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
+		// The server ended this session: the next call opens a new one.
+		c.sess.dropSession(tc.srv.Name, cs)
+	}
 	return res, err
 }
 

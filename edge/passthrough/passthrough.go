@@ -28,6 +28,7 @@ import (
 	"gw/edge/passthrough/gate"
 	"gw/edge/usage"
 	"gw/limiter"
+	"gw/sse"
 )
 
 // Protocol is the usage records' inbound_protocol.
@@ -277,7 +278,7 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 	c.relay = bodyRelay{c: c, src: resp.BodyStream()}
 	upstream.SetIdleHook(resp, keepReading, timeout)
 	size := resp.Header.ContentLength()
-	if size < 0 || resp.Header.ContentType() != nil && isEventStream(resp.Header.ContentType()) {
+	if size < 0 || resp.Header.ContentType() != nil && sse.IsEventStream(resp.Header.ContentType()) {
 		size = -1 // chunked: each upstream read leaves at once (fasthttp flushes every chunk)
 	}
 	ctx.Response.SetBodyStream(&c.relay, size)
@@ -288,11 +289,6 @@ func (h *Handler) serve(ctx *fasthttp.RequestCtx, c *call) bool {
 // timeout (SetIdleHook); the listener reports a caller that left through
 // the body stream's CloseWithError.
 func keepReading() bool { return true }
-
-func isEventStream(ct []byte) bool {
-	const es = "text/event-stream"
-	return len(ct) >= len(es) && strings.EqualFold(string(ct[:len(es)]), es)
-}
 
 // bodyRelay is the caller's response body: the upstream's body stream,
 // read by the listener as it writes (nothing is held in between). Its
