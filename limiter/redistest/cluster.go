@@ -31,13 +31,12 @@ func StartCluster(tb testing.TB) *Cluster {
 	c := &Cluster{}
 	args := []string{"--cluster", "create"}
 	for i := 0; i < 3; i++ {
-		s := &Server{tb: tb, bin: Binary(), dir: tb.TempDir(), port: freePort(tb), extra: []string{
+		s := &Server{tb: tb, bin: Binary(), dir: tb.TempDir(), extra: []string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "2000",
 		}}
-		s.Restart()
-		tb.Cleanup(s.Kill)
+		s.launch()
 		c.Nodes = append(c.Nodes, s)
 		args = append(args, s.Addr())
 	}

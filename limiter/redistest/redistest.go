@@ -1,6 +1,7 @@
 // Package redistest starts a real redis-server for tests: a free port on
-// 127.0.0.1, a temp dir, no persistence; also a TLS-only server with a
-// test CA (StartTLS) and a 3-primary Redis Cluster (StartCluster). Tests skip with a clear message
+// 127.0.0.1 below the ephemeral range (testport), a temp dir, no
+// persistence; also a TLS-only server with a test CA (StartTLS) and a
+// 3-primary Redis Cluster (StartCluster). Tests skip with a clear message
 // when redis-server is not installed (`apt-get install -y redis-server`).
 package redistest
 
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gw/perf/testport"
 )
 
 // Server is one redis-server process. Kill and Start may be called again
@@ -48,10 +51,25 @@ func Start(tb testing.TB) *Server {
 	if bin == "" {
 		tb.Skip("redis-server not found in PATH; install it (apt-get install -y redis-server) to run the shared-store tests")
 	}
-	s := &Server{tb: tb, bin: bin, dir: tb.TempDir(), port: freePort(tb)}
-	s.Restart()
-	tb.Cleanup(s.Kill)
+	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
+	s.launch()
 	return s
+}
+
+// launch starts the server for the first time on a new port (see
+// testport), taking another when a parallel test's server won the race
+// for it, and stops it with the test. Restart keeps the port.
+func (s *Server) launch() {
+	s.tb.Helper()
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		s.port = testport.Pick(s.tb)
+		if err = s.start(); err == nil {
+			s.tb.Cleanup(s.Kill)
+			return
+		}
+	}
+	s.tb.Fatalf("cannot start redis-server on %s: %v", s.Addr(), err)
 }
 
 // Addr returns "127.0.0.1:<port>".
@@ -156,14 +174,4 @@ func ping(c net.Conn) error {
 		return errors.New("unexpected PING reply " + strconv.Quote(line))
 	}
 	return nil
-}
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("cannot pick a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -35,14 +35,13 @@ func StartTLS(tb testing.TB) *Server {
 			tb.Fatal(err)
 		}
 	}
-	s := &Server{tb: tb, bin: bin, dir: dir, port: freePort(tb), tls: true, tlsCA: caPEM, extra: []string{
+	s := &Server{tb: tb, bin: bin, dir: dir, tls: true, tlsCA: caPEM, extra: []string{
 		"--tls-cert-file", filepath.Join(dir, "cert.pem"),
 		"--tls-key-file", filepath.Join(dir, "key.pem"),
 		"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"),
 		"--tls-auth-clients", "no",
 	}}
-	s.Restart()
-	tb.Cleanup(s.Kill)
+	s.launch()
 	return s
 }
 

@@ -7,7 +7,6 @@ package etcdtest
 import (
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gw/perf/testport"
 )
 
 // Server is one etcd process. Kill and Restart simulate a crash and a
@@ -57,7 +58,7 @@ func Start(tb testing.TB) *Server {
 	// ports, as a recovering member does.
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		s.clientPort, s.peerPort = freePort(tb), freePort(tb)
+		s.clientPort, s.peerPort = testport.Pick(tb), testport.Pick(tb)
 		if err = s.start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
@@ -164,16 +165,6 @@ func Healthy(endpoint string) error {
 		return errors.New("etcd not healthy: " + resp.Status + " " + string(b))
 	}
 	return nil
-}
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("cannot pick a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 type syncBuffer struct {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"gw/perf/testport"
 )
 
 // S3 credentials s3rver accepts.
@@ -59,12 +61,7 @@ func StartS3(tb testing.TB, bucket string) *S3Server {
 	if bin == "" {
 		tb.Skip("s3rver not found; run `make deps` (npm install of s3rver into ~/.cache/gw/s3rver) or set GW_S3RVER")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := testport.Pick(tb) // below the ephemeral range: see testport
 	s := &S3Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), Bucket: bucket, tb: tb, bin: bin, dir: tb.TempDir(), port: port}
 	s.Restart()
 	tb.Cleanup(s.Kill)
