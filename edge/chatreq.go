@@ -34,8 +34,6 @@ func (cr *chatRequest) shape(body []byte) adapters.BodyShape {
 	return adapters.BodyShape{NoThinkingBlocks: !cr.thinking, Model: cr.modelRaw}
 }
 
-var messageKeys = []string{"role", "thinking_blocks"}
-
 var chatKeys = []string{"model", "stream", "stream_options", "messages"}
 
 // chatRequestError is a caller error found while scanning the body.
@@ -53,19 +51,21 @@ var (
 	errStreamNotBool    = &chatRequestError{"invalid_type", "stream", "stream must be a boolean"}
 )
 
-// validRoles are the lowercase roles the spec accepts; anything else, any
-// other case included, is rejected before an upstream call.
+// validRole: the lowercase roles the spec accepts; anything else, any other
+// case included, is rejected before an upstream call. A role spelled with
+// escapes is compared decoded, as the provider's parser would read it.
 func validRole(quoted []byte) bool {
+	esc := hasBackslash(quoted)
 	for _, r := range [...]string{"user", "assistant", "system", "developer", "tool"} {
-		if len(quoted) == len(r)+2 && string(quoted[1:len(quoted)-1]) == r {
+		if esc && rawjson.StringEquals(quoted, r) || len(quoted) == len(r)+2 && string(quoted[1:len(quoted)-1]) == r {
 			return true
 		}
 	}
 	return false
 }
 
-// scanChatRequest validates body and extracts the policy fields in one pass
-// over the top level plus one pass over messages. badRole is the index of
+// scanChatRequest validates body and extracts the policy fields in one
+// validating pass over the body plus one walk over messages. badRole is the index of
 // the first message with an invalid role, or -1.
 func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatRequestError) {
 	badRole = -1
@@ -112,23 +112,38 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 	case rawjson.KindOf(messages) != rawjson.Array:
 		return badRole, errMessagesNotArray
 	}
+	// One forward walk over the messages reads each one's role and
+	// whether it carries thinking_blocks (which OpenAI-family adapters
+	// strip): every byte of the conversation is read once more after the
+	// validation above, not twice (finding each element's end, then its
+	// members).
 	var msgErr *chatRequestError
 	thinking := false
-	_ = rawjson.ForEachElem(messages, func(i int, msg []byte, kind rawjson.Kind) bool {
-		if kind != rawjson.Object {
+	var c rawjson.Cursor
+	c.Reset(messages)
+	c.Begin()
+	for i := 0; c.More(); i++ {
+		if c.Kind() != rawjson.Object {
 			msgErr = errMessageNotObject
-			return false
+			break
 		}
-		// One walk of the message's members finds its role and whether it
-		// carries thinking_blocks (which OpenAI-family adapters strip).
-		var v [2][]byte
-		if rawjson.ScanTop(msg, messageKeys, v[:]) != nil || rawjson.KindOf(v[0]) != rawjson.String || !validRole(v[0]) {
+		c.Begin()
+		var role []byte
+		for c.More() {
+			key, esc := c.Key()
+			val, _, _ := c.Value()
+			switch {
+			case keyIs(key, esc, "role"):
+				role = val // the last of duplicates, as a JSON parser reads it
+			case keyIs(key, esc, "thinking_blocks"):
+				thinking = true
+			}
+		}
+		if c.Err() != nil || rawjson.KindOf(role) != rawjson.String || !validRole(role) {
 			badRole = i
-			return false
+			break
 		}
-		thinking = thinking || v[1] != nil
-		return true
-	})
+	}
 	if badRole < 0 && msgErr == nil {
 		out.thinking, out.scanned = thinking, body
 		if dup&1 == 0 { // "model" once: BuildChat may replace it in place
@@ -136,6 +151,15 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 		}
 	}
 	return badRole, msgErr
+}
+
+// keyIs reports whether the raw quoted key (esc: spelled with a backslash)
+// is name.
+func keyIs(key []byte, esc bool, name string) bool {
+	if esc {
+		return rawjson.StringEquals(key, name)
+	}
+	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
 }
 
 func hasBackslash(b []byte) bool {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,23 @@ func FuzzEdgeChatRequest(f *testing.F) {
 		}
 		if stream != nil && *stream != info.Stream {
 			t.Fatalf("stream %v; encoding/json says %v", info.Stream, *stream)
+		}
+		// The first message whose role (the last duplicate) is not one of
+		// the spec's strings.
+		var msgs []map[string]json.RawMessage
+		if json.Unmarshal(members["messages"], &msgs) != nil {
+			t.Fatalf("accepted messages encoding/json rejects: %q", body)
+		}
+		bad := -1
+		for i, m := range msgs {
+			var role string
+			if json.Unmarshal(m["role"], &role) != nil || !slices.Contains([]string{"user", "assistant", "system", "developer", "tool"}, role) {
+				bad = i
+				break
+			}
+		}
+		if bad != info.BadRole {
+			t.Fatalf("bad role at %d; encoding/json says %d: %q", info.BadRole, bad, body)
 		}
 	})
 }

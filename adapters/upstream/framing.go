@@ -59,51 +59,82 @@ const maxOnRead = 16 << 10
 // RequestLeft returns how many bytes of the HTTP/1.1 request that p starts
 // are still to be written after p: 0 when p holds all of it, -1 when that
 // cannot be told (no complete header block in p, a chunked or malformed
-// request). It reads only what fasthttp's client writes: canonical header
-// names, Content-Length for every body it does not chunk.
+// request). It reads only what fasthttp's client writes: CRLF line ends,
+// canonical (or lower-case) header names, Content-Length for every body it
+// does not chunk. One pass over the header lines, each found with a
+// vectorised IndexByte: it runs on every upstream request.
 func RequestLeft(p []byte) int {
 	if len(p) == 0 || p[0] < 'A' || p[0] > 'Z' {
 		return -1
 	}
-	end := bytes.Index(p, crlf2)
-	if end < 0 {
+	i := bytes.IndexByte(p, '\n') + 1 // past the request line
+	if i == 0 {
 		return -1
 	}
-	h := p[:end+2] // every header line ends in CRLF
-	if bytes.Contains(h, teCanon) || bytes.Contains(h, teLower) {
-		return -1
-	}
-	body := len(p) - end - 4
-	i := bytes.Index(h, clCanon)
-	if i < 0 {
-		if i = bytes.Index(h, clLower); i < 0 {
-			if body != 0 {
+	length := -1
+	for {
+		n := bytes.IndexByte(p[i:], '\n')
+		if n < 1 || p[i+n-1] != '\r' {
+			return -1
+		}
+		line := p[i : i+n-1]
+		i += n + 1
+		if len(line) == 0 {
+			break // the blank line ending the header block
+		}
+		switch {
+		case hasName(line, teCanon, teLower):
+			return -1
+		case hasName(line, clCanon, clLower):
+			v := contentLength(line[len(clCanon):])
+			if v < 0 || (length >= 0 && v != length) {
 				return -1
 			}
-			return 0 // no body
+			length = v
 		}
 	}
-	v := h[i+len(clCanon):]
+	body := len(p) - i
+	switch {
+	case length < 0 && body == 0:
+		return 0 // no body
+	case length < 0 || body > length:
+		return -1
+	}
+	return length - body
+}
+
+// hasName reports whether the header line starts with one of the two
+// spellings of a name (with its colon).
+func hasName(line, canon, lower []byte) bool {
+	return len(line) >= len(canon) && (line[0] == canon[0] || line[0] == lower[0]) &&
+		(bytes.Equal(line[:len(canon)], canon) || bytes.Equal(line[:len(lower)], lower))
+}
+
+// contentLength parses a Content-Length value (spaces around it allowed);
+// -1 when it is not a number below 2^31.
+func contentLength(v []byte) int {
 	for len(v) > 0 && v[0] == ' ' {
 		v = v[1:]
 	}
-	n, digits := 0, 0
-	for ; digits < len(v) && v[digits] >= '0' && v[digits] <= '9'; digits++ {
-		if n > (1<<31)/10 {
-			return -1
-		}
-		n = n*10 + int(v[digits]-'0')
+	for len(v) > 0 && v[len(v)-1] == ' ' {
+		v = v[:len(v)-1]
 	}
-	if digits == 0 || digits == len(v) || (v[digits] != '\r' && v[digits] != ' ') || body > n {
+	if len(v) == 0 {
 		return -1
 	}
-	return n - body
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' || n > (1<<31)/10 {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 var (
-	crlf2   = []byte("\r\n\r\n")
-	teCanon = []byte("\r\nTransfer-Encoding:")
-	teLower = []byte("\r\ntransfer-encoding:")
-	clCanon = []byte("\r\nContent-Length:")
-	clLower = []byte("\r\ncontent-length:")
+	teCanon = []byte("Transfer-Encoding:")
+	teLower = []byte("transfer-encoding:")
+	clCanon = []byte("Content-Length:")
+	clLower = []byte("content-length:")
 )

@@ -149,8 +149,18 @@ func skipString(data []byte, i int) int {
 // backslash.
 func scanString(data []byte, i int) (end int, esc bool) {
 	for {
-		// Fast path - eight bytes at a time while there is no quote or
-		// backslash.
+		// Fast path - while there is no quote or backslash: four words
+		// (keys and most values end in them), then 32 bytes per step with
+		// AVX2 (quoteBlocks), then eight at a time.
+		if i+32 <= len(data) {
+			for k := i; k < i+32; k += 8 {
+				if m := quoteOrBackslashMask(load64(data, k)); m != 0 {
+					i = k + bits.TrailingZeros64(m)>>3
+					goto found
+				}
+			}
+			i = quoteBlocks(data, i+32)
+		}
 		for i+8 <= len(data) {
 			if m := quoteOrBackslashMask(load64(data, i)); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3

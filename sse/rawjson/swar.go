@@ -42,6 +42,18 @@ func specialMask(w uint64) uint64 {
 // indexSpecial returns the index of the first byte at or after i that is a
 // control character, '"', '\\' or >= 0x80, or len(s).
 func indexSpecial[T string | []byte](s T, i int) int {
+	// Four words (most strings end in them), then 32 bytes per step with
+	// AVX2 (specialBlocks).
+	if i+32 <= len(s) {
+		for k := i; k < i+32; k += 8 {
+			if m := specialMask(load64(s, k)); m != 0 {
+				return k + bits.TrailingZeros64(m)>>3
+			}
+		}
+		if i = specialBlocks(s, i+32); i < len(s) && isSpecial[s[i]] {
+			return i
+		}
+	}
 	for ; i+8 <= len(s); i += 8 {
 		if m := specialMask(load64(s, i)); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3

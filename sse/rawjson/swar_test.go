@@ -36,18 +36,21 @@ func TestRuneLen(t *testing.T) {
 	}
 }
 
-// TestIndexSpecial compares the word-at-a-time scan with a byte loop at every
-// alignment.
+// TestIndexSpecial compares the vector and word-at-a-time scans with a byte
+// loop at every alignment and length up to a few blocks, on slices and
+// strings.
 func TestIndexSpecial(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
-	buf := make([]byte, 64)
-	for range 20000 {
+	for range 40000 {
+		buf := make([]byte, r.IntN(160))
 		for i := range buf {
 			buf[i] = byte(0x20 + r.IntN(0x5f))
 		}
 		for range r.IntN(3) {
-			buf[r.IntN(len(buf))] = []byte{0x00, 0x1f, '"', '\\', 0x80, 0xff, 0x7f, 0x20, '!', '#', '[', ']'}[r.IntN(12)]
+			if len(buf) > 0 {
+				buf[r.IntN(len(buf))] = []byte{0x00, 0x1f, '"', '\\', 0x80, 0xff, 0x7f, 0x20, '!', '#', '[', ']'}[r.IntN(12)]
+			}
 		}
 		from := r.IntN(len(buf) + 1)
 		want := len(buf)
@@ -59,6 +62,49 @@ func TestIndexSpecial(t *testing.T) {
 		}
 		if got := rawjson.IndexSpecial(buf, from); got != want {
 			t.Fatalf("indexSpecial(%q, %d) = %d; want %d", buf, from, got, want)
+		}
+		if got := rawjson.IndexSpecialString(string(buf), from); got != want {
+			t.Fatalf("indexSpecial[string](%q, %d) = %d; want %d", buf, from, got, want)
+		}
+	}
+}
+
+// TestScanString compares the string-end scan with a byte loop on bodies
+// of every length up to a few blocks, with escapes anywhere (an escaped
+// quote included) and an unterminated body.
+func TestScanString(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 40000 {
+		buf := make([]byte, r.IntN(200))
+		for i := range buf {
+			buf[i] = byte(0x20 + r.IntN(0x5f))
+			if buf[i] == '"' || buf[i] == '\\' {
+				buf[i] = 'a'
+			}
+		}
+		for range r.IntN(6) {
+			if len(buf) > 0 {
+				buf[r.IntN(len(buf))] = []byte{'"', '\\'}[r.IntN(2)]
+			}
+		}
+		from := r.IntN(len(buf) + 1)
+		wantEnd, wantEsc := -1, false
+		for i := from; i < len(buf); i++ {
+			if buf[i] == '"' {
+				wantEnd = i + 1
+				break
+			}
+			if buf[i] == '\\' {
+				wantEsc = true
+				i++
+			}
+		}
+		end, esc := rawjson.ScanString(buf, from)
+		if end < 0 {
+			end = -1
+		}
+		if end != wantEnd || (end > 0 && esc != wantEsc) {
+			t.Fatalf("scanString(%q, %d) = %d, %v; want %d, %v", buf, from, end, esc, wantEnd, wantEsc)
 		}
 	}
 }
