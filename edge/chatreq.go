@@ -133,9 +133,9 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 			key, esc := c.Key()
 			val, _, _ := c.Value()
 			switch {
-			case keyIs(key, esc, "role"):
+			case rawjson.KeyIs(key, esc, "role"):
 				role = val // the last of duplicates, as a JSON parser reads it
-			case keyIs(key, esc, "thinking_blocks"):
+			case rawjson.KeyIs(key, esc, "thinking_blocks"):
 				thinking = true
 			}
 		}
@@ -151,15 +151,6 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 		}
 	}
 	return badRole, msgErr
-}
-
-// keyIs reports whether the raw quoted key (esc: spelled with a backslash)
-// is name.
-func keyIs(key []byte, esc bool, name string) bool {
-	if esc {
-		return rawjson.StringEquals(key, name)
-	}
-	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
 }
 
 func hasBackslash(b []byte) bool {

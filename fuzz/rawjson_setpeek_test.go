@@ -38,3 +38,28 @@ func FuzzRawJSONSetPeek(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenAIBufferedAnswer: on buffered chat answers (and any mutation of
+// them) RewriteModelUsage's one-walk fast path equals RewriteModel plus
+// ExtractUsage.
+func FuzzOpenAIBufferedAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Hello \"there\"\n"},"finish_reason":"stop"}],"usage":{"prompt_tokens":15,"completion_tokens":5,"total_tokens":20,"prompt_tokens_details":{"cached_tokens":3,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":2,"audio_tokens":0}},"system_fingerprint":"fp"}`,
+		`{"model":"a","usage":{"prompt_tokens":1.0,"total_tokens":"2"},"usage":{"completion_tokens":3,"completion_tokens_details":[1],"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":4}}}`,
+		`{"m\u006fdel":"a","usage":{"pr\u006fmpt_tokens":9},"usage":null}`,
+		`{"model":"a","model":"b","usage":{"total_tokens":1}}`,
+		`{"usage":{"total_tokens":1]}`,
+		`{"model":"a","usage":{"prompt_tokens_details":{"cached_tokens":1]}}`,
+		` {"model" : "a" , "usage" : { "total_tokens" : 7 } } `,
+	} {
+		f.Add([]byte(s))
+	}
+	alias := []byte(`"alias"`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, u, ok := openai.RewriteModelUsage(nil, data, alias)
+		wu, wok := openai.ExtractUsage(data)
+		if want := openai.RewriteModel(nil, data, alias); !bytes.Equal(out, want) || ok != wok || u != wu {
+			t.Fatalf("RewriteModelUsage(%q) = %q, %+v, %v; want %q, %+v, %v", data, out, u, ok, want, wu, wok)
+		}
+	})
+}

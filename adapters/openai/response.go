@@ -67,12 +67,107 @@ func ExtractUsage(data []byte) (u adapters.Usage, ok bool) {
 
 // RewriteModelUsage is RewriteModel and ExtractUsage in one pass over body.
 func RewriteModelUsage(dst, body, aliasJSON []byte) (out []byte, u adapters.Usage, ok bool) {
+	if start, end, u, ok, fast := walkAnswer(body); fast {
+		out = append(dst, body[:start]...)
+		out = append(out, aliasJSON...)
+		return append(out, body[end:]...), u, ok
+	}
 	out, usage, err := rawjson.SetPeek(dst, body, "model", aliasJSON, "usage")
 	if err != nil {
 		return append(dst, body...), u, false
 	}
 	u, ok = usageOf(usage)
 	return out, u, ok
+}
+
+// walkAnswer reads a buffered answer in one forward walk: the span of its
+// single `model` value and its usage, every byte once (SetPeek, then
+// usageOf's ScanTop and Gets, read the usage object three times). fast is
+// false whenever the walk cannot vouch for the same result as SetPeek and
+// usageOf: model absent or repeated, a walk error, a mismatched bracket.
+// Duplicate members resolve as there: the last occurrence wins.
+func walkAnswer(body []byte) (start, end int, u adapters.Usage, ok, fast bool) {
+	var c rawjson.Cursor
+	c.Reset(body)
+	if c.Kind() != rawjson.Object || !c.Begin() {
+		return
+	}
+	models := 0
+	for c.More() {
+		key, esc := c.Key()
+		switch {
+		case rawjson.KeyIs(key, esc, "model"):
+			models++
+			start = c.Pos()
+			v, _, _ := c.Value()
+			end = start + len(v)
+		case rawjson.KeyIs(key, esc, "usage"):
+			if c.Kind() != rawjson.Object {
+				c.Value()
+				u, ok = adapters.Usage{}, false // the last occurrence wins
+				break
+			}
+			if u, ok = walkUsage(&c); !ok {
+				return
+			}
+		default:
+			c.Value()
+		}
+	}
+	fast = models == 1 && c.Closer() == '}' && c.End() == nil
+	return
+}
+
+// walkUsage reads the usage object at the cursor as usageOf does; false
+// when its brackets do not match (usageOf's ScanTop and Get reject those).
+func walkUsage(c *rawjson.Cursor) (u adapters.Usage, ok bool) {
+	c.Begin()
+	for c.More() {
+		key, esc := c.Key()
+		switch {
+		case rawjson.KeyIs(key, esc, "prompt_tokens"):
+			u.Prompt = valueCount(c)
+		case rawjson.KeyIs(key, esc, "completion_tokens"):
+			u.Completion = valueCount(c)
+		case rawjson.KeyIs(key, esc, "total_tokens"):
+			u.Total = valueCount(c)
+		case rawjson.KeyIs(key, esc, "prompt_tokens_details"):
+			if u.Cached, ok = detailCount(c, "cached_tokens"); !ok {
+				return u, false
+			}
+		case rawjson.KeyIs(key, esc, "completion_tokens_details"):
+			if u.Reasoning, ok = detailCount(c, "reasoning_tokens"); !ok {
+				return u, false
+			}
+		default:
+			c.Value()
+		}
+	}
+	return u, c.Err() == nil && c.Closer() == '}'
+}
+
+func valueCount(c *rawjson.Cursor) int64 {
+	v, _, _ := c.Value()
+	return tokenCount(v)
+}
+
+// detailCount reads member name of the details object at the cursor (0
+// when absent or when the value is not an object).
+func detailCount(c *rawjson.Cursor, name string) (n int64, ok bool) {
+	if c.Kind() != rawjson.Object {
+		c.Value()
+		return 0, true
+	}
+	c.Begin()
+	for c.More() {
+		key, esc := c.Key()
+		if rawjson.KeyIs(key, esc, name) {
+			n = valueCount(c)
+		} else {
+			c.Value()
+		}
+	}
+	return n, c.Err() == nil && c.Closer() == '}'
 }
 
 // usageOf reads a chat `usage` object's raw value (nil: none).

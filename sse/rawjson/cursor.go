@@ -154,6 +154,16 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 	return data[start:j:j], esc
 }
 
+// KeyIs reports whether key, as Key returned it (the raw quoted key and
+// whether it holds an escape), is name: bytewise for a plain key, decoded
+// otherwise.
+func KeyIs(key []byte, esc bool, name string) bool {
+	if esc {
+		return StringEquals(key, name)
+	}
+	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+}
+
 // Value reads the whole value at the cursor: its raw span, its kind and,
 // for a string, whether it holds a backslash escape (a string without one
 // is its own decoded text between the quotes). It returns nil, Invalid on
