@@ -55,9 +55,17 @@ var (
 // case included, is rejected before an upstream call. A role spelled with
 // escapes is compared decoded, as the provider's parser would read it.
 func validRole(quoted []byte) bool {
-	esc := hasBackslash(quoted)
+	if len(quoted) >= 2 {
+		switch string(quoted[1 : len(quoted)-1]) {
+		case "user", "assistant", "system", "developer", "tool":
+			return quoted[0] == '"' && quoted[len(quoted)-1] == '"'
+		}
+	}
+	if !hasBackslash(quoted) {
+		return false
+	}
 	for _, r := range [...]string{"user", "assistant", "system", "developer", "tool"} {
-		if esc && rawjson.StringEquals(quoted, r) || len(quoted) == len(r)+2 && string(quoted[1:len(quoted)-1]) == r {
+		if rawjson.StringEquals(quoted, r) {
 			return true
 		}
 	}
@@ -65,8 +73,8 @@ func validRole(quoted []byte) bool {
 }
 
 // scanChatRequest validates body and extracts the policy fields in one
-// validating pass over the body plus one walk over messages. badRole is the index of
-// the first message with an invalid role, or -1.
+// validating pass over the body plus one walk over messages. badRole is
+// the index of the first message with an invalid role, or -1.
 func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatRequestError) {
 	badRole = -1
 	out.thinking, out.scanned, out.modelRaw = false, nil, nil // set again below for an accepted body
