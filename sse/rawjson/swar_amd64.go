@@ -14,10 +14,15 @@ import (
 var useAVX2 = cpu.X86.HasAVX2
 
 //go:noescape
-func specialAVX2(p *byte, n int) int
+func indexAVX2(p *byte, n int, below uint64) int
 
-//go:noescape
-func quoteAVX2(p *byte, n int) int
+// Thresholds for indexAVX2: the special bytes (control characters and
+// non-ASCII with the quote and backslash), or the quote and backslash
+// alone.
+const (
+	belowSpecial = lsb * 0x20
+	belowNone    = lsb * 0x80
+)
 
 // blockBytes is the least input worth a vector scan.
 const blockBytes = 32
@@ -29,7 +34,7 @@ func specialBlocks[T string | []byte](s T, i int) int {
 	if !useAVX2 || len(s)-i < blockBytes {
 		return i
 	}
-	return i + specialAVX2(at(s, i), len(s)-i)
+	return i + indexAVX2(at(s, i), len(s)-i, belowSpecial)
 }
 
 // quoteBlocks is specialBlocks for '"' and '\\'.
@@ -37,7 +42,7 @@ func quoteBlocks(s []byte, i int) int {
 	if !useAVX2 || len(s)-i < blockBytes {
 		return i
 	}
-	return i + quoteAVX2(&s[i], len(s)-i)
+	return i + indexAVX2(&s[i], len(s)-i, belowNone)
 }
 
 // at returns the address of s[i] (i < len(s)) for a string or a slice: both
