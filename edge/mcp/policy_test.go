@@ -1,10 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,12 +84,27 @@ func TestToolCallPolicy(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
 	type in struct {
 		Q string `json:"q"`
+		Z []any  `json:"z,omitempty"`
 	}
 	sdk.AddTool(srv, &sdk.Tool{Name: "query"}, func(_ context.Context, _ *sdk.CallToolRequest, i in) (*sdk.CallToolResult, map[string]any, error) {
 		calls.Add(1)
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "row id-42 for " + i.Q}}}, map[string]any{"ids": []any{"id-7"}, "n": 1}, nil
 	})
-	up := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	// The bodies the upstream receives, to check arguments a guardrail
+	// read but did not change are relayed byte for byte.
+	var bodies struct {
+		sync.Mutex
+		all []string
+	}
+	sdkH := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies.Lock()
+		bodies.all = append(bodies.all, string(b))
+		bodies.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		sdkH.ServeHTTP(w, r)
+	}))
 	defer up.Close()
 	src := strings.NewReplacer("URL", up.URL, "HASH", sha256Hex("sk-bench")).Replace(policyFile)
 	r := resources.Load([]byte(src), func(string) (string, bool) { return "", false })
@@ -120,10 +138,17 @@ func TestToolCallPolicy(t *testing.T) {
 		t.Fatal("the upstream was called with blocked arguments")
 	}
 
-	ctx = serveOnce(h, "", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up__query","arguments":{"q":"ok"}}}`, sid)
+	const args = `{ "q" : "ok",  "z":[1.50, "\u0041"] }`
+	ctx = serveOnce(h, "", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up__query","arguments":`+args+`}}`, sid)
 	body = string(ctx.Response.Body())
 	if strings.Contains(body, "id-42") || strings.Contains(body, "id-7") || strings.Contains(body, `"isError":true`) || !strings.Contains(body, "for ok") {
 		t.Fatalf("masked result: %s", body)
+	}
+	bodies.Lock()
+	relayed := slices.ContainsFunc(bodies.all, func(b string) bool { return strings.Contains(b, `"arguments":`+args) })
+	bodies.Unlock()
+	if !relayed {
+		t.Errorf("arguments the input guardrail passed were not relayed as sent; upstream bodies: %q", bodies.all)
 	}
 
 	recs := sink.wait(t, 2)

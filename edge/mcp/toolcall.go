@@ -120,6 +120,10 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 			return
 		case guard.Masked:
 			tc.applyMasks()
+		case guard.Pass:
+			if s.Type != resources.MCPTypeOpenAPI {
+				args = nil // read, not changed: relayed as the caller sent them
+			}
 		}
 	}
 
@@ -187,6 +191,10 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 			return
 		case guard.Masked:
 			tc.applyMasks()
+		case guard.Pass:
+			if s.Type != resources.MCPTypeOpenAPI {
+				args = nil // read, not changed: relayed as the caller sent them
+			}
 		}
 	}
 	tc.outcome = outcomeOK
