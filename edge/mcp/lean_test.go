@@ -350,6 +350,37 @@ func TestLeanRetries(t *testing.T) {
 			t.Fatalf("%d initialize, %d retries; want 2, 1", inits, leanSessionRetries.Get()-retries)
 		}
 	})
+	t.Run("fresh session ended too", func(t *testing.T) {
+		_, rec, up, _, _ := leanUpstream(t, true)
+		h := handlerFor(t, up.URL)
+		sid := initSession(t, h)
+		if ctx := serveOnce(h, "", echoCall, sid); ctx.Response.StatusCode() != 200 {
+			t.Fatalf("first call: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		// Every session the server hands out is gone by the call.
+		rec.mu.Lock()
+		rec.answer = func(w http.ResponseWriter, _ string) { http.Error(w, "session not found", http.StatusNotFound) }
+		rec.mu.Unlock()
+		retries := leanSessionRetries.Get()
+		ctx := serveOnce(h, "", echoCall, sid)
+		if body := string(ctx.Response.Body()); strings.Contains(body, `hi \"there\"`) || !strings.Contains(body, "error") && !strings.Contains(body, `"isError":true`) {
+			t.Fatalf("call while every session ends: %d %s; want an error", ctx.Response.StatusCode(), body)
+		}
+		if _, _, inits, _ := rec.snapshot(); inits != 2 || leanSessionRetries.Get()-retries != 1 {
+			t.Fatalf("%d initialize, %d retries; want 2, 1 (one new session, one retry)", inits, leanSessionRetries.Get()-retries)
+		}
+		// The failed fresh session was dropped: the next call opens
+		// another instead of reusing it.
+		rec.mu.Lock()
+		rec.answer = nil
+		rec.mu.Unlock()
+		if ctx := serveOnce(h, "", echoCall, sid); ctx.Response.StatusCode() != 200 || !strings.Contains(string(ctx.Response.Body()), `hi \"there\"`) {
+			t.Fatalf("call after the server recovered: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		if _, _, inits, _ := rec.snapshot(); inits != 3 {
+			t.Fatalf("%d initialize; want 3 (the failed session not reused)", inits)
+		}
+	})
 	t.Run("stale connection", func(t *testing.T) {
 		var mu sync.Mutex
 		idle := map[net.Conn]bool{}
