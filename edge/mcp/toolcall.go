@@ -109,21 +109,12 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 	if tc.gOn && len(tc.g.Chain.Input) > 0 && args != nil {
 		tc.setters = tc.setters[:0]
 		tc.walkArgs(&args, guard.RoleUser, guard.PartToolArguments)
-		switch tc.g.Judge(ctx, guard.Input, name, tc.g.Chain.Input) {
-		case guard.Blocked:
-			tc.outcome = outcomeBlocked
-			c.result(rejection(blockMessage(&tc.g, msgBlockedArgs)))
+		d, ok := tc.judge(ctx, c, guard.Input, name, tc.g.Chain.Input, msgBlockedArgs)
+		if !ok {
 			return
-		case guard.Unavailable:
-			tc.outcome = outcomeUnavailable
-			c.result(rejection(msgUnavailable))
-			return
-		case guard.Masked:
-			tc.applyMasks()
-		case guard.Pass:
-			if s.Type != resources.MCPTypeOpenAPI {
-				args = nil // read, not changed: relayed as the caller sent them
-			}
+		}
+		if d == guard.Pass && s.Type != resources.MCPTypeOpenAPI {
+			args = nil // read, not changed: relayed as the caller sent them
 		}
 	}
 
@@ -180,21 +171,8 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		h.chain(c, tc)
 		tc.setters = tc.setters[:0]
 		tc.resultTexts(res)
-		switch tc.g.Judge(ctx, guard.Output, name, tc.g.Chain.Output) {
-		case guard.Blocked:
-			tc.outcome = outcomeBlocked
-			c.result(rejection(blockMessage(&tc.g, msgBlockedResult)))
+		if _, ok := tc.judge(ctx, c, guard.Output, name, tc.g.Chain.Output, msgBlockedResult); !ok {
 			return
-		case guard.Unavailable:
-			tc.outcome = outcomeUnavailable
-			c.result(rejection(msgUnavailable))
-			return
-		case guard.Masked:
-			tc.applyMasks()
-		case guard.Pass:
-			if s.Type != resources.MCPTypeOpenAPI {
-				args = nil // read, not changed: relayed as the caller sent them
-			}
 		}
 	}
 	tc.outcome = outcomeOK
@@ -202,6 +180,25 @@ func (h *Handler) toolsCall(ctx context.Context, c *call) {
 		tc.outcome = outcomeToolError
 	}
 	c.toolResult(res)
+}
+
+// judge runs one guardrail phase over the texts collected and applies its
+// masks; false when it rejected the call (the rejection is answered).
+func (tc *toolCall) judge(ctx context.Context, c *call, p guard.Phase, name string, stages []*guard.Stage, blocked string) (guard.Decision, bool) {
+	d := tc.g.Judge(ctx, p, name, stages)
+	switch d {
+	case guard.Blocked:
+		tc.outcome = outcomeBlocked
+		c.result(rejection(blockMessage(&tc.g, blocked)))
+		return d, false
+	case guard.Unavailable:
+		tc.outcome = outcomeUnavailable
+		c.result(rejection(msgUnavailable))
+		return d, false
+	case guard.Masked:
+		tc.applyMasks()
+	}
+	return d, true
 }
 
 var callParamKeys = []string{"name", "arguments", "_meta"}
