@@ -491,36 +491,7 @@ func TestDeploymentTLS(t *testing.T) {
 // resent when it lands on a stale keep-alive connection: fasthttp drops the
 // stream once it is written, so a resend would go out with an empty body.
 func TestStaleIdleNoResendOfStream(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var mu sync.Mutex
-	var bodies []string
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				var req fasthttp.Request
-				if err := req.Read(bufio.NewReader(c)); err != nil {
-					return
-				}
-				mu.Lock()
-				bodies = append(bodies, string(req.Body()))
-				mu.Unlock()
-				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))
-				// Close without Connection: close, as an idle timeout does.
-			})
-		}
-	}()
-	base := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	base, bodiesOf := rawServer(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
 	c, _ := NewPool(Options{}).Client(Target{BaseURL: base})
 	var errs []error
 	for range 2 {
@@ -534,12 +505,10 @@ func TestStaleIdleNoResendOfStream(t *testing.T) {
 		fasthttp.ReleaseResponse(resp)
 		time.Sleep(50 * time.Millisecond) // the server has closed it by now
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if errs[0] != nil || errs[1] == nil || Classify(errs[1], 0) != KindTransport {
 		t.Fatalf("errors %v; want the second to fail (transport)", errs)
 	}
-	if len(bodies) != 1 || bodies[0] != "hello" {
+	if bodies := bodiesOf(); len(bodies) != 1 || bodies[0] != "hello" {
 		t.Fatalf("server read bodies %q; want only the first", bodies)
 	}
 }

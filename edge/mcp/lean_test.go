@@ -219,25 +219,7 @@ func TestLeanServerMessages(t *testing.T) {
 			}
 		},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authRT{}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		t.Fatal(err)
-	}
-	p := &sdk.CallToolParams{Name: "up__work"}
-	p.SetProgressToken("t1")
-	res, err := cs.CallTool(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if txt := res.Content[0].(*sdk.TextContent).Text; txt != "sampled:hello" {
-		t.Fatalf("work: %q", txt)
-	}
+	connectAndWork(t, c, url)
 	poll(t, "progress and log", func() bool { return got.has("progress:half") && got.has("log:working") })
 	if n := rec.leanCalls(); n != 1 {
 		t.Fatalf("%d calls with gw-call ids; want 1", n)

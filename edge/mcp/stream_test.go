@@ -122,31 +122,13 @@ func TestServerMessagesSDK(t *testing.T) {
 		},
 	})
 	c.AddRoots(&sdk.Root{URI: "file:///work"})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authRT{}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		t.Fatal(err)
-	}
-	p := &sdk.CallToolParams{Name: "up__work"}
-	p.SetProgressToken("t1")
-	res, err := cs.CallTool(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if txt := res.Content[0].(*sdk.TextContent).Text; txt != "sampled:hello" {
-		t.Fatalf("work: %q", txt)
-	}
+	ctx, cs := connectAndWork(t, c, url)
 	poll(t, "progress and log", func() bool { return rec.has("progress:half") && rec.has("log:working") })
 	if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "up__grow"}); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "tools/list_changed", func() bool { return rec.has("tools changed") })
-	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "up__ask"})
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "up__ask"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,4 +350,31 @@ func TestWriteResume(t *testing.T) {
 	}
 	h.close()
 	<-second
+}
+
+// connectAndWork connects the SDK client c to gw at url (closed with the
+// test), turns the server's logging to debug and calls up__work with a
+// progress token, whose answer needs the client's sampling handler.
+func connectAndWork(t *testing.T, c *sdk.Client, url string) (context.Context, *sdk.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: authRT{}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	p := &sdk.CallToolParams{Name: "up__work"}
+	p.SetProgressToken("t1")
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := res.Content[0].(*sdk.TextContent).Text; txt != "sampled:hello" {
+		t.Fatalf("work: %q", txt)
+	}
+	return ctx, cs
 }
