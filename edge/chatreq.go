@@ -54,18 +54,9 @@ var (
 // validRole: the lowercase roles the spec accepts; anything else, any other
 // case included, is rejected before an upstream call. A role spelled with
 // escapes is compared decoded, as the provider's parser would read it.
-func validRole(quoted []byte) bool {
-	if len(quoted) >= 2 {
-		switch string(quoted[1 : len(quoted)-1]) {
-		case "user", "assistant", "system", "developer", "tool":
-			return quoted[0] == '"' && quoted[len(quoted)-1] == '"'
-		}
-	}
-	if !hasBackslash(quoted) {
-		return false
-	}
+func validRole(quoted []byte, esc bool) bool {
 	for _, r := range [...]string{"user", "assistant", "system", "developer", "tool"} {
-		if rawjson.StringEquals(quoted, r) {
+		if rawjson.KeyIs(quoted, esc, r) {
 			return true
 		}
 	}
@@ -137,17 +128,18 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 		}
 		c.Begin()
 		var role []byte
+		var roleEsc bool
 		for c.More() {
 			key, esc := c.Key()
-			val, _, _ := c.Value()
+			val, _, valEsc := c.Value()
 			switch {
 			case rawjson.KeyIs(key, esc, "role"):
-				role = val // the last of duplicates, as a JSON parser reads it
+				role, roleEsc = val, valEsc // the last of duplicates, as a JSON parser reads it
 			case rawjson.KeyIs(key, esc, "thinking_blocks"):
 				thinking = true
 			}
 		}
-		if c.Err() != nil || rawjson.KindOf(role) != rawjson.String || !validRole(role) {
+		if c.Err() != nil || rawjson.KindOf(role) != rawjson.String || !validRole(role, roleEsc) {
 			badRole = i
 			break
 		}

@@ -2,6 +2,9 @@ package fuzz
 
 import (
 	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"gw/adapters/openai"
@@ -60,6 +63,42 @@ func FuzzOpenAIBufferedAnswer(f *testing.F) {
 		wu, wok := openai.ExtractUsage(data)
 		if want := openai.RewriteModel(nil, data, alias); !bytes.Equal(out, want) || ok != wok || u != wu {
 			t.Fatalf("RewriteModelUsage(%q) = %q, %+v, %v; want %q, %+v, %v", data, out, u, ok, want, wu, wok)
+		}
+		// Both share the usage walk: on valid JSON, check it against
+		// encoding/json (plain non-negative integer counts only).
+		var top map[string]json.RawMessage
+		if !json.Valid(data) || json.Unmarshal(data, &top) != nil {
+			return
+		}
+		var usage map[string]json.RawMessage
+		if json.Unmarshal(top["usage"], &usage) != nil || usage == nil {
+			if ok {
+				t.Fatalf("usage read from %q, which has no usage object", data)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("no usage read from %q", data)
+		}
+		count := func(m map[string]json.RawMessage, k string, got int64) {
+			raw := string(m[k])
+			if raw == "" || strings.Trim(raw, "0123456789") != "" || len(raw) > 15 {
+				return
+			}
+			if want, _ := strconv.ParseInt(raw, 10, 64); got != want {
+				t.Fatalf("%s = %d in %q; encoding/json reads %s", k, got, data, raw)
+			}
+		}
+		count(usage, "prompt_tokens", u.Prompt)
+		count(usage, "completion_tokens", u.Completion)
+		count(usage, "total_tokens", u.Total)
+		var details map[string]json.RawMessage
+		if json.Unmarshal(usage["prompt_tokens_details"], &details) == nil {
+			count(details, "cached_tokens", u.Cached)
+		}
+		details = nil
+		if json.Unmarshal(usage["completion_tokens_details"], &details) == nil {
+			count(details, "reasoning_tokens", u.Reasoning)
 		}
 	})
 }

@@ -89,9 +89,10 @@ func RewriteModelUsage(dst, body, aliasJSON []byte) (out []byte, u adapters.Usag
 func walkAnswer(body []byte) (start, end int, u adapters.Usage, ok, fast bool) {
 	var c rawjson.Cursor
 	c.Reset(body)
-	if c.Kind() != rawjson.Object || !c.Begin() {
+	if c.Kind() != rawjson.Object {
 		return
 	}
+	c.Begin()
 	models := 0
 	for c.More() {
 		key, esc := c.Key()
@@ -118,8 +119,9 @@ func walkAnswer(body []byte) (start, end int, u adapters.Usage, ok, fast bool) {
 	return
 }
 
-// walkUsage reads the usage object at the cursor as usageOf does; false
-// when its brackets do not match (usageOf's ScanTop and Get reject those).
+// walkUsage reads the usage object at the cursor (last occurrence of a
+// member wins; counts that are absent or not integers read 0); false when
+// the walk fails or a bracket does not match.
 func walkUsage(c *rawjson.Cursor) (u adapters.Usage, ok bool) {
 	c.Begin()
 	for c.More() {
@@ -170,23 +172,16 @@ func detailCount(c *rawjson.Cursor, name string) (n int64, ok bool) {
 	return n, c.Err() == nil && c.Closer() == '}'
 }
 
-// usageOf reads a chat `usage` object's raw value (nil: none).
+// usageOf reads a chat `usage` object's raw value (nil: none) with the
+// walk RewriteModelUsage uses, so both read usage the same way.
 func usageOf(usage []byte) (u adapters.Usage, ok bool) {
-	if rawjson.KindOf(usage) != rawjson.Object {
+	var c rawjson.Cursor
+	c.Reset(usage)
+	if c.Kind() != rawjson.Object {
 		return u, false
 	}
-	var v [5][]byte
-	if rawjson.ScanTop(usage, usageKeys, v[:]) != nil {
-		return u, false
-	}
-	u.Prompt = tokenCount(v[0])
-	u.Completion = tokenCount(v[1])
-	u.Total = tokenCount(v[2])
-	if d, _, ok := rawjson.Get(v[3], "cached_tokens"); ok {
-		u.Cached = tokenCount(d)
-	}
-	if d, _, ok := rawjson.Get(v[4], "reasoning_tokens"); ok {
-		u.Reasoning = tokenCount(d)
+	if u, ok = walkUsage(&c); !ok || c.End() != nil {
+		return adapters.Usage{}, false
 	}
 	return u, true
 }

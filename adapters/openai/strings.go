@@ -39,5 +39,4 @@ var (
 	strThinkingBlocks = []byte(`"thinking_blocks"`)
 	blockKeys         = []string{"type", "text"}
 	chunkKeys         = []string{"choices", "usage"}
-	usageKeys         = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "completion_tokens_details"}
 )

@@ -156,6 +156,19 @@ func leanUpstream(t *testing.T, jsonAnswers bool, connState ...func(net.Conn, ht
 	return s, rec, up, started, stopped
 }
 
+// leanCalled starts a JSON-answering upstream, a gw session on it and one
+// echo call through the lean path (so the upstream session exists).
+func leanCalled(t *testing.T) (*sdk.Server, *upRecorder, *Handler, string) {
+	t.Helper()
+	s, rec, up, _, _ := leanUpstream(t, true)
+	h := handlerFor(t, up.URL)
+	sid := initSession(t, h)
+	if ctx := serveOnce(h, "", echoCall, sid); ctx.Response.StatusCode() != 200 {
+		t.Fatalf("first call: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	return s, rec, h, sid
+}
+
 func initSession(t *testing.T, h *Handler) string {
 	t.Helper()
 	ctx := serveOnce(h, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "")
@@ -314,12 +327,7 @@ func TestLeanConnectionReuse(t *testing.T) {
 // closed while idle is replaced and the call sent again.
 func TestLeanRetries(t *testing.T) {
 	t.Run("session expired", func(t *testing.T) {
-		s, rec, up, _, _ := leanUpstream(t, true)
-		h := handlerFor(t, up.URL)
-		sid := initSession(t, h)
-		if ctx := serveOnce(h, "", echoCall, sid); ctx.Response.StatusCode() != 200 {
-			t.Fatalf("first call: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
-		}
+		s, rec, h, sid := leanCalled(t)
 		for ss := range s.Sessions() {
 			ss.Close()
 		}
@@ -333,12 +341,7 @@ func TestLeanRetries(t *testing.T) {
 		}
 	})
 	t.Run("fresh session ended too", func(t *testing.T) {
-		_, rec, up, _, _ := leanUpstream(t, true)
-		h := handlerFor(t, up.URL)
-		sid := initSession(t, h)
-		if ctx := serveOnce(h, "", echoCall, sid); ctx.Response.StatusCode() != 200 {
-			t.Fatalf("first call: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
-		}
+		_, rec, h, sid := leanCalled(t)
 		// Every session the server hands out is gone by the call.
 		rec.mu.Lock()
 		rec.answer = func(w http.ResponseWriter, _ string) { http.Error(w, "session not found", http.StatusNotFound) }

@@ -154,9 +154,9 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 	return data[start:j:j], esc
 }
 
-// KeyIs reports whether key, as Key returned it (the raw quoted key and
-// whether it holds an escape), is name: bytewise for a plain key, decoded
-// otherwise.
+// KeyIs reports whether key, a raw quoted string as Key (or Value, for a
+// string) returned it with whether it holds an escape, is name: bytewise
+// when plain, decoded otherwise.
 func KeyIs(key []byte, esc bool, name string) bool {
 	if esc {
 		return StringEquals(key, name)
