@@ -22,12 +22,14 @@ type ruleBackend struct {
 	status atomic.Int32
 	delay  atomic.Int64 // nanoseconds
 	hits   atomic.Int64
+	probes atomic.Int64 // active health checks (/healthz), always answered 200
 }
 
 func newRuleBackend(t *testing.T, name string) *ruleBackend {
 	b := &ruleBackend{name: name}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
+			b.probes.Add(1)
 			return
 		}
 		b.hits.Add(1)
@@ -131,6 +133,11 @@ func TestGatewayRulesE2E(t *testing.T) {
 			`"passive":{"healthy":{"http_statuses":[200],"successes":3},"unhealthy":{"http_statuses":[500],"http_failures":2}}}`
 		g.want(t, 201, "PUT", "/routes/pc", `{"uri":"/pc","upstream":{`+checks+`,"nodes":{"`+c.addr()+`":1,"`+d.addr()+`":1}}}`)
 		g.served(t, "/pc", "")
+		// The active checker probes each node once at start, then every
+		// 30 s. A first probe landing after the passive ejection (a slow
+		// CI machine) would mark C healthy again: wait for it first.
+		waitFor(t, "the first active probes", func() bool { return c.probes.Load() > 0 && d.probes.Load() > 0 })
+		time.Sleep(100 * time.Millisecond) // and for the checker to have read their answers
 		c.status.Store(500)
 		fails := 0
 		for i := 0; i < 40; i++ {
@@ -139,7 +146,7 @@ func TestGatewayRulesE2E(t *testing.T) {
 			}
 		}
 		// C answers 500 twice and is ejected by the passive check; the
-		// active probes (every 30 s) do not run within the test.
+		// next active probes (30 s on) do not run within the test.
 		if fails != 2 {
 			t.Fatalf("%d of 40 requests got C's 500; want 2 (then C ejected)", fails)
 		}
