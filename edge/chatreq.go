@@ -64,30 +64,55 @@ func validRole(quoted []byte, esc bool) bool {
 }
 
 // scanChatRequest validates body and extracts the policy fields in one
-// validating pass over the body plus one walk over messages. badRole is
-// the index of the first message with an invalid role, or -1.
+// strict cursor walk: the body is read once, the messages' roles and
+// thinking_blocks members as their bytes are validated. badRole is the
+// index of the first message with an invalid role, or -1. The errors keep
+// their order of precedence whatever the order of the members: invalid
+// JSON first, then model, stream, messages, each message.
 func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatRequestError) {
-	badRole = -1
 	out.thinking, out.scanned, out.modelRaw = false, nil, nil // set again below for an accepted body
 	if rawjson.KindOf(body) != rawjson.Object {
-		return badRole, errBodyNotJSON
+		return -1, errBodyNotJSON
 	}
-	var vals [4][]byte
-	dup, scanErr := rawjson.ScanTopValid(body, chatKeys, vals[:])
-	if scanErr != nil {
-		return badRole, errBodyNotJSON
+	var c rawjson.Cursor
+	c.ResetStrict(body)
+	c.Begin()
+	// Members are taken as a JSON parser takes them, the last duplicate
+	// winning; msgs holds what the last "messages" member said.
+	var model, stream, streamOpts []byte
+	var modelSeen, modelDup, msgsSeen bool
+	msgs := messagesScan{badRole: -1}
+	for c.More() {
+		key, esc := c.Key()
+		switch {
+		case rawjson.KeyIs(key, esc, "messages"):
+			msgsSeen = true
+			msgs = scanMessages(&c)
+			continue
+		case rawjson.KeyIs(key, esc, "model"):
+			model, _, _ = c.Value()
+			modelDup, modelSeen = modelSeen, true
+		case rawjson.KeyIs(key, esc, "stream"):
+			stream, _, _ = c.Value()
+		case rawjson.KeyIs(key, esc, "stream_options"):
+			streamOpts, _, _ = c.Value()
+		default:
+			c.Value()
+		}
 	}
-	model, stream, streamOpts, messages := vals[0], vals[1], vals[2], vals[3]
+	if c.End() != nil {
+		return -1, errBodyNotJSON
+	}
 	switch {
 	case model == nil:
-		return badRole, errModelMissing
+		return -1, errModelMissing
 	case rawjson.KindOf(model) != rawjson.String:
-		return badRole, errModelNotString
+		return -1, errModelNotString
 	}
 	if hasBackslash(model) {
 		m, e := rawjson.AppendUnquote(out.modelBuf[:0], model)
 		if e != nil {
-			return badRole, errModelNotString
+			return -1, errModelNotString
 		}
 		out.Model = m
 	} else {
@@ -98,7 +123,7 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 		out.Stream = true
 	case rawjson.False, rawjson.Null, rawjson.Invalid:
 	default:
-		return badRole, errStreamNotBool
+		return -1, errStreamNotBool
 	}
 	if streamOpts != nil && rawjson.KindOf(streamOpts) == rawjson.Object {
 		if v, _, ok := rawjson.Get(streamOpts, "include_usage"); ok && rawjson.KindOf(v) == rawjson.True {
@@ -106,25 +131,48 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 		}
 	}
 	switch {
-	case messages == nil:
-		return badRole, errMessagesMissing
-	case rawjson.KindOf(messages) != rawjson.Array:
-		return badRole, errMessagesNotArray
+	case !msgsSeen:
+		return -1, errMessagesMissing
+	case msgs.notArray:
+		return -1, errMessagesNotArray
+	case msgs.notObject:
+		return -1, errMessageNotObject
+	case msgs.badRole >= 0:
+		return msgs.badRole, nil
 	}
-	// One forward walk over the messages reads each one's role and
-	// whether it carries thinking_blocks (which OpenAI-family adapters
-	// strip): every byte of the conversation is read once more after the
-	// validation above, not twice (finding each element's end, then its
-	// members).
-	var msgErr *chatRequestError
-	thinking := false
-	var c rawjson.Cursor
-	c.Reset(messages)
+	out.thinking, out.scanned = msgs.thinking, body
+	if !modelDup { // "model" once: BuildChat may replace it in place
+		out.modelRaw = model
+	}
+	return -1, nil
+}
+
+// messagesScan is what one "messages" member says: not an array, the
+// first element that is not an object or has an invalid role (whichever
+// comes first), whether some message has thinking_blocks (which
+// OpenAI-family adapters strip).
+type messagesScan struct {
+	notArray, notObject, thinking bool
+	badRole                       int
+}
+
+// scanMessages reads the messages value at c (strict), every byte of it,
+// noting the first problem and reading on so that the whole body is
+// validated.
+func scanMessages(c *rawjson.Cursor) messagesScan {
+	m := messagesScan{badRole: -1}
+	if c.Kind() != rawjson.Array {
+		c.Value()
+		m.notArray = true
+		return m
+	}
 	c.Begin()
 	for i := 0; c.More(); i++ {
+		ok := !m.notObject && m.badRole < 0
 		if c.Kind() != rawjson.Object {
-			msgErr = errMessageNotObject
-			break
+			c.Value()
+			m.notObject = m.notObject || ok
+			continue
 		}
 		c.Begin()
 		var role []byte
@@ -136,21 +184,14 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 			case rawjson.KeyIs(key, esc, "role"):
 				role, roleEsc = val, valEsc // the last of duplicates, as a JSON parser reads it
 			case rawjson.KeyIs(key, esc, "thinking_blocks"):
-				thinking = true
+				m.thinking = true
 			}
 		}
-		if c.Err() != nil || rawjson.KindOf(role) != rawjson.String || !validRole(role, roleEsc) {
-			badRole = i
-			break
+		if ok && (rawjson.KindOf(role) != rawjson.String || !validRole(role, roleEsc)) {
+			m.badRole = i
 		}
 	}
-	if badRole < 0 && msgErr == nil {
-		out.thinking, out.scanned = thinking, body
-		if dup&1 == 0 { // "model" once: BuildChat may replace it in place
-			out.modelRaw = model
-		}
-	}
-	return badRole, msgErr
+	return m
 }
 
 func hasBackslash(b []byte) bool {

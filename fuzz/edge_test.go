@@ -14,6 +14,7 @@ import (
 
 	"gw/admin/resources"
 	"gw/edge"
+	"gw/sse/rawjson"
 )
 
 // FuzzEdgeChatRequest: the chat body scanner never panics and agrees with
@@ -30,6 +31,12 @@ func FuzzEdgeChatRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		info, err := edge.ParseChatRequest(body)
+		// The one-pass scanner against the same rules built from the
+		// package's slower pieces: validation, then each member read apart.
+		refInfo, refErr := refChatRequest(body)
+		if errText(err) != refErr || info != refInfo {
+			t.Fatalf("%q: scanner %+v %q; reference %+v %q", body, info, errText(err), refInfo, refErr)
+		}
 		if err != nil {
 			return
 		}
@@ -72,6 +79,75 @@ func FuzzEdgeChatRequest(f *testing.F) {
 			t.Fatalf("bad role at %d; encoding/json says %d: %q", info.BadRole, bad, body)
 		}
 	})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// refChatRequest is ParseChatRequest in separate passes: ScanTopValid,
+// then ForEachElem and ForEachKey over the messages.
+func refChatRequest(body []byte) (edge.ChatInfo, string) {
+	info := edge.ChatInfo{BadRole: -1}
+	const notJSON = "We could not parse the JSON body of your request. The body must be a JSON object."
+	if rawjson.KindOf(body) != rawjson.Object {
+		return info, notJSON
+	}
+	var vals [4][]byte
+	if _, err := rawjson.ScanTopValid(body, []string{"model", "stream", "stream_options", "messages"}, vals[:]); err != nil {
+		return info, notJSON
+	}
+	model, stream, opts, msgs := vals[0], vals[1], vals[2], vals[3]
+	if model == nil {
+		return edge.ChatInfo{BadRole: -1}, "you must provide a model parameter"
+	}
+	m, err := rawjson.AppendUnquote(nil, model)
+	if rawjson.KindOf(model) != rawjson.String || err != nil {
+		return edge.ChatInfo{BadRole: -1}, "model must be a string"
+	}
+	switch rawjson.KindOf(stream) {
+	case rawjson.True, rawjson.False, rawjson.Null, rawjson.Invalid:
+	default:
+		return edge.ChatInfo{BadRole: -1}, "stream must be a boolean"
+	}
+	info = edge.ChatInfo{Model: string(m), Stream: rawjson.KindOf(stream) == rawjson.True, BadRole: -1}
+	if v, _, ok := rawjson.Get(opts, "include_usage"); ok && rawjson.KindOf(opts) == rawjson.Object {
+		info.IncludeUsage = rawjson.KindOf(v) == rawjson.True
+	}
+	switch {
+	case msgs == nil:
+		return edge.ChatInfo{BadRole: -1}, "you must provide a messages parameter"
+	case rawjson.KindOf(msgs) != rawjson.Array:
+		return edge.ChatInfo{BadRole: -1}, "messages must be an array"
+	}
+	notObject := false
+	_ = rawjson.ForEachElem(msgs, func(i int, msg []byte, k rawjson.Kind) bool {
+		if k != rawjson.Object {
+			notObject = true
+			return false
+		}
+		var role []byte
+		_ = rawjson.ForEachKey(msg, func(key, v []byte, _ rawjson.Kind) bool {
+			if rawjson.StringEquals(key, "role") {
+				role = v
+			}
+			return true
+		})
+		r, err := rawjson.AppendUnquote(nil, role)
+		if rawjson.KindOf(role) != rawjson.String || err != nil ||
+			!slices.Contains([]string{"user", "assistant", "system", "developer", "tool"}, string(r)) {
+			info.BadRole = i
+			return false
+		}
+		return true
+	})
+	if notObject {
+		return edge.ChatInfo{BadRole: -1}, "each message must be an object"
+	}
+	return info, ""
 }
 
 // FuzzResourcesGlob: GlobMatch agrees with a direct definition.

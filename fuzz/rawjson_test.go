@@ -345,7 +345,8 @@ func rawjsonForEachTrace(v []byte, k rawjson.Kind, out []byte, depth int) []byte
 
 // FuzzRawJSONCursor: the one-pass Cursor never panics, and on valid JSON it sees
 // exactly the keys, elements and values ForEachKey/ForEachElem see, and
-// finds the document well-formed.
+// finds the document well-formed. A strict cursor's walk ends without error
+// exactly when Valid accepts the document, and sees the same.
 func FuzzRawJSONCursor(f *testing.F) {
 	rawjsonAddSeeds(f, func(seed []byte, _ int) { f.Add(seed) })
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -353,11 +354,20 @@ func FuzzRawJSONCursor(f *testing.F) {
 		c.Reset(data)
 		got := rawjsonCursorTrace(t, &c, nil, 0)
 		end := c.End()
+		c.ResetStrict(data)
+		strict := rawjsonCursorTrace(t, &c, nil, 0)
+		strictEnd := c.End()
+		if valid := rawjson.Valid(data); (strictEnd == nil) != valid {
+			t.Fatalf("%q: strict End %v, Valid %v", data, strictEnd, valid)
+		}
 		if !rawjson.Valid(data) {
 			return
 		}
 		if end != nil {
 			t.Fatalf("valid %q: End: %v", data, end)
+		}
+		if !bytes.Equal(strict, got) {
+			t.Fatalf("%q:\n strict  %q\n lenient %q", data, strict, got)
 		}
 		v, k, ok := rawjson.GetPath(data)
 		if !ok {

@@ -21,17 +21,40 @@ package rawjson
 //	err := c.End()
 //
 // The zero Cursor is at the end of an empty document.
+//
+// A strict cursor (ResetStrict) validates as it reads instead, so that a
+// body which must be valid JSON and is walked anyway is read once, not
+// validated in one pass and walked in another: see ResetStrict.
 type Cursor struct {
 	data   []byte
 	i      int  // the next byte to read
 	first  bool // the container just entered has had no value yet
 	closer byte // the bracket that closed the container More last left
 	err    error
+	// Strict mode only: the containers walked with Begin (bit set: object)
+	// and whether the member More stepped to still owes its Key.
+	strict  bool
+	wantKey bool
+	depth   int
+	stack   uint64
 }
 
 // Reset starts c at the first value of data.
 func (c *Cursor) Reset(data []byte) {
 	*c = Cursor{data: data, i: skipWS(data, 0)}
+}
+
+// ResetStrict starts c at the first value of data in strict mode: every
+// byte the walk passes is checked as Valid checks it. Key validates the
+// key, Value the whole value it returns (nesting within MaxDepth counting
+// the levels walked), More that a closing bracket matches its opener, and
+// each object member must be read with Key before its value. So when the
+// caller reads every value (descending with Begin or taking it whole with
+// Value) and End returns nil, the document is exactly what Valid accepts.
+// Strict mode walks at most 64 levels with Begin; deeper nesting is taken
+// whole with Value.
+func (c *Cursor) ResetStrict(data []byte) {
+	*c = Cursor{data: data, i: skipWS(data, 0), strict: true}
 }
 
 func (c *Cursor) fail(err error) {
@@ -56,8 +79,11 @@ func (c *Cursor) Kind() Kind {
 // Begin enters the object or array at the cursor. It returns false (and
 // records an error) if the value there is neither.
 func (c *Cursor) Begin() bool {
-	switch c.Kind() {
+	switch k := c.Kind(); k {
 	case Object, Array:
+		if c.strict && !c.push(k == Object) {
+			return false
+		}
 		c.i = skipWS(c.data, c.i+1)
 		c.first = true
 		return true
@@ -80,6 +106,10 @@ func (c *Cursor) More() bool {
 	if c.err != nil {
 		return false
 	}
+	if c.strict && c.depth == 0 {
+		c.fail(ErrSyntax) // not in a container Begin entered
+		return false
+	}
 	data := c.data
 	i := skipWS(data, c.i)
 	if i >= len(data) {
@@ -89,6 +119,9 @@ func (c *Cursor) More() bool {
 	switch data[i] {
 	case ']', '}':
 		c.closer = data[i]
+		if c.strict && !c.pop(data[i] == '}') {
+			return false
+		}
 		c.i = skipWS(data, i+1)
 		c.first = false // the container was a value of its enclosing one
 		return false
@@ -114,6 +147,36 @@ func (c *Cursor) More() bool {
 	}
 	c.i = i
 	c.first = false
+	if c.strict {
+		c.wantKey = c.stack&(1<<(c.depth-1)) != 0
+	}
+	return true
+}
+
+// push notes a container Begin enters (strict mode): a value where a key
+// is owed, or nesting past the stack, is a failure.
+func (c *Cursor) push(obj bool) bool {
+	if c.wantKey || c.depth >= 64 {
+		c.fail(ErrSyntax)
+		return false
+	}
+	if obj {
+		c.stack |= 1 << c.depth
+	} else {
+		c.stack &^= 1 << c.depth
+	}
+	c.depth++
+	return true
+}
+
+// pop checks a closing bracket against the innermost container walked
+// (strict mode).
+func (c *Cursor) pop(obj bool) bool {
+	if c.depth == 0 || (c.stack&(1<<(c.depth-1)) != 0) != obj {
+		c.fail(ErrSyntax)
+		return false
+	}
+	c.depth--
 	return true
 }
 
@@ -136,7 +199,17 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 		return nil, false
 	}
 	start := c.i
-	j, esc := scanString(data, start+1)
+	var j int
+	if c.strict {
+		if !c.wantKey {
+			c.fail(ErrSyntax)
+			return nil, false
+		}
+		c.wantKey = false
+		j, esc = validString(data, start+1)
+	} else {
+		j, esc = scanString(data, start+1)
+	}
 	if j < 0 {
 		c.fail(codeErr(j))
 		return nil, false
@@ -174,10 +247,13 @@ func (c *Cursor) Value() (val []byte, kind Kind, esc bool) {
 	}
 	data, i := c.data, c.i
 	var e int
-	if i < len(data) && data[i] == '"' {
+	switch {
+	case c.strict:
+		e, kind, esc = c.validValue()
+	case i < len(data) && data[i] == '"':
 		e, esc = scanString(data, i+1)
 		kind = String
-	} else {
+	default:
 		e, kind = skipValue(data, i)
 	}
 	if e < 0 {
@@ -186,6 +262,37 @@ func (c *Cursor) Value() (val []byte, kind Kind, esc bool) {
 	}
 	c.i = e
 	return data[i:e:e], kind, esc
+}
+
+// validValue is Value's reading in strict mode: the end of the value at
+// the cursor, validated, or a negative code.
+func (c *Cursor) validValue() (e int, kind Kind, esc bool) {
+	data, i := c.data, c.i
+	if c.wantKey {
+		return codeSyntax, Invalid, false
+	}
+	if i >= len(data) {
+		return codeEOF, Invalid, false
+	}
+	switch kind = kindOfByte[data[i]]; kind {
+	case String:
+		e, esc = validString(data, i+1)
+	case Object, Array:
+		// The levels walked count toward MaxDepth; a one-word stack covers
+		// what real documents nest (see Valid).
+		var small [1]uint64
+		r := 0
+		if e, r = validValue(data, i, small[:], MaxDepth-c.depth); r == validTooDeep {
+			var big [(MaxDepth + 63) / 64]uint64
+			e, r = validValue(data, i, big[:], MaxDepth-c.depth)
+		}
+		if r != validYes {
+			e = codeSyntax
+		}
+	default:
+		e, kind = skipValue(data, i)
+	}
+	return e, kind, esc
 }
 
 // End returns the first error met, or ErrSyntax if anything but whitespace

@@ -96,6 +96,72 @@ func TestCursorErrors(t *testing.T) {
 	}
 }
 
+// A strict walk of the whole document ends without error exactly when
+// Valid accepts it, and sees what the lenient walk sees.
+func TestCursorStrict(t *testing.T) {
+	for _, s := range []string{
+		// valid
+		`{}`, ` [ ] `, `"x"`, `1`, `-2.5e3`, `true`, `null`, `"\u00e9\n"`,
+		`{"a":1,"b":[true,false,null,"s\"q",{"c":{}}],"a":"dup"}`,
+		"{\n \"mod\\u0065l\" : \"x\" ,\t\"m\":[ 1 , 2 ]\n}\n",
+		`[[[[[[[[[[[[1,[2]]]]]]]]]]]]]`, `{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":{"j":[{}]}}}}}}}}}}`,
+		"[\"\xc3\xa9\"]",
+		// invalid, each only at a level or in a value the walk reads strictly
+		``, `[`, `[1,]`, `{"a":1,}`, `{"a":[1}`, `[1}`, `{"a":1]`, `[[[[[[[[[[{"a":[1}]]]]]]]]]]`,
+		`{"a":"\x"}`, `["\ud8"]`, "[\"\xff\"]", "{\"\xff\":1}", "[\"a\tb\"]",
+		`[01]`, `[1.]`, `[-]`, `[tru]`, `{"a":1}x`, `[[[[[[[[[[[{"a":"\q"}]]]]]]]]]]]`,
+		`{"k":{"a":[1}}`, `{"k":["\u12"]}`,
+	} {
+		data := []byte(s)
+		var c rawjson.Cursor
+		c.ResetStrict(data)
+		got := cursorTrace(t, &c, nil, 0)
+		err := c.End()
+		if valid := rawjson.Valid(data); (err == nil) != valid {
+			t.Errorf("%q: strict End %v, Valid %v", s, err, valid)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		c.Reset(data)
+		if want := cursorTrace(t, &c, nil, 0); !bytes.Equal(got, want) {
+			t.Errorf("%q:\n strict  %s\n lenient %s", s, got, want)
+		}
+	}
+	// Deeper than MaxDepth counting the walked levels: the walk descends
+	// 8 levels, Value validates the rest.
+	deep := strings.Repeat("[", rawjson.MaxDepth) + strings.Repeat("]", rawjson.MaxDepth)
+	for _, d := range []string{deep, "[" + deep + "]"} {
+		var c rawjson.Cursor
+		c.ResetStrict([]byte(d))
+		cursorTrace(t, &c, nil, 0)
+		if err, valid := c.End(), rawjson.Valid([]byte(d)); (err == nil) != valid {
+			t.Errorf("depth %d: strict End %v, Valid %v", len(d)/2, err, valid)
+		}
+	}
+}
+
+// In strict mode each member is read with Key before its value.
+func TestCursorStrictMisuse(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		walk       func(c *rawjson.Cursor)
+	}{
+		{"value without key", `{"a":1}`, func(c *rawjson.Cursor) { c.Begin(); c.More(); c.Value() }},
+		{"begin without key", `{"a":{}}`, func(c *rawjson.Cursor) { c.Begin(); c.More(); c.Begin() }},
+		{"key in an array", `["a":1]`, func(c *rawjson.Cursor) { c.Begin(); c.More(); c.Key() }},
+		{"more at top level", `{"a":1}`, func(c *rawjson.Cursor) { c.More() }},
+	} {
+		var c rawjson.Cursor
+		c.ResetStrict([]byte(tc.data))
+		tc.walk(&c)
+		if c.Err() == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
 // A misused cursor (Key on an array element, Value past the end) records
 // an error rather than panicking.
 func TestCursorMisuse(t *testing.T) {

@@ -1,7 +1,5 @@
 package rawjson
 
-import "bytes"
-
 // MaxDepth is the deepest nesting of objects and arrays that Valid accepts;
 // it is the limit encoding/json enforces.
 const MaxDepth = 10000
@@ -86,7 +84,7 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int) (int, int) {
 			}
 			continue
 		case '"':
-			i = validString(data, i+1)
+			i, _ = validString(data, i+1)
 		case 't':
 			i = skipLit(data, i, "true")
 		case 'f':
@@ -188,7 +186,8 @@ func scanTopValid(data []byte, keys []string, vals [][]byte, stack []uint64) (du
 			return 0, validNo
 		}
 		k0 := i
-		if i = validString(data, i+1); i < 0 {
+		var esc bool
+		if i, esc = validString(data, i+1); i < 0 {
 			return 0, validNo
 		}
 		raw := data[k0+1 : i-1]
@@ -200,7 +199,7 @@ func scanTopValid(data []byte, keys []string, vals [][]byte, stack []uint64) (du
 		if vr != validYes {
 			return 0, vr
 		}
-		plain := bytes.IndexByte(raw, '\\') < 0
+		plain := !esc
 		for k, key := range keys {
 			if plain && string(raw) == key || !plain && StringEquals(data[k0:k0+len(raw)+2], key) {
 				vals[k] = data[v0:end:end]
@@ -234,7 +233,7 @@ func validKey(data []byte, i int) int {
 	if i >= len(data) || data[i] != '"' {
 		return codeSyntax
 	}
-	i = validString(data, i+1)
+	i, _ = validString(data, i+1)
 	if i < 0 {
 		return i
 	}
@@ -247,39 +246,40 @@ func validKey(data []byte, i int) int {
 
 // validString strictly validates the string body at data[i] (just after the
 // opening quote) and returns the index past the closing quote, or a negative
-// code.
-func validString(data []byte, i int) int {
+// code, and whether the body holds a backslash escape.
+func validString(data []byte, i int) (end int, esc bool) {
 	for {
 		i = indexSpecial(data, i)
 		if i >= len(data) {
-			return codeEOF
+			return codeEOF, esc
 		}
 		switch c := data[i]; {
 		case c == '"':
-			return i + 1
+			return i + 1, esc
 		case c == '\\':
 			if i+1 >= len(data) {
-				return codeEOF
+				return codeEOF, esc
 			}
+			esc = true
 			switch data[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if hex4(data, i+2) < 0 {
-					return codeSyntax
+					return codeSyntax, esc
 				}
 				i += 6
 			default:
-				return codeSyntax
+				return codeSyntax, esc
 			}
 		case c >= 0x80:
 			k := utf8Run(data, i)
 			if k == i {
-				return codeSyntax
+				return codeSyntax, esc
 			}
 			i = k
 		default: // control character
-			return codeSyntax
+			return codeSyntax, esc
 		}
 	}
 }
