@@ -88,8 +88,8 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// refChatRequest is ParseChatRequest in separate passes: ScanTopValid,
-// then ForEachElem and ForEachKey over the messages.
+// refChatRequest is ParseChatRequest in separate passes: Valid and
+// ScanTop, then ForEachElem and ForEachKey over the messages.
 func refChatRequest(body []byte) (edge.ChatInfo, string) {
 	info := edge.ChatInfo{BadRole: -1}
 	const notJSON = "We could not parse the JSON body of your request. The body must be a JSON object."
@@ -97,7 +97,7 @@ func refChatRequest(body []byte) (edge.ChatInfo, string) {
 		return info, notJSON
 	}
 	var vals [4][]byte
-	if _, err := rawjson.ScanTopValid(body, []string{"model", "stream", "stream_options", "messages"}, vals[:]); err != nil {
+	if !rawjson.Valid(body) || rawjson.ScanTop(body, []string{"model", "stream", "stream_options", "messages"}, vals[:]) != nil {
 		return info, notJSON
 	}
 	model, stream, opts, msgs := vals[0], vals[1], vals[2], vals[3]

@@ -85,7 +85,6 @@ func FuzzRawJSONValid(f *testing.F) {
 		if got := rawjson.Valid(data); got != want {
 			t.Fatalf("Valid(%q) = %v; want %v", data, got, want)
 		}
-		rawjsonScanTopValid(t, data, want)
 		rawjsonReadAll(data, "model")
 		if !want || !rawjsonIsObject(data) {
 			return
@@ -377,53 +376,4 @@ func FuzzRawJSONCursor(f *testing.F) {
 			t.Fatalf("%q:\n cursor  %q\n foreach %q", data, got, want)
 		}
 	})
-}
-
-// rawjsonScanTopValid checks ScanTopValid against Valid, KindOf and ScanTop
-// (and its duplicate bits against a count of ForEachKey's members).
-func rawjsonScanTopValid(t *testing.T, data []byte, valid bool) {
-	keys := []string{"model", "messages", "stream", "a", "é", ""}
-	var got, want [6][]byte
-	dup, err := rawjson.ScanTopValid(data, keys, got[:])
-	isObj := valid && rawjsonIsObject(data)
-	switch {
-	case !valid:
-		if err != rawjson.ErrSyntax {
-			t.Fatalf("ScanTopValid(%q) of invalid JSON: %v", data, err)
-		}
-	case !isObj:
-		if err != rawjson.ErrNotObject {
-			t.Fatalf("ScanTopValid(%q) of a non-object: %v", data, err)
-		}
-	case err != nil:
-		t.Fatalf("ScanTopValid(%q) of a valid object: %v", data, err)
-	}
-	if err != nil {
-		for k := range got {
-			if got[k] != nil {
-				t.Fatalf("ScanTopValid(%q) failed but set %q", data, keys[k])
-			}
-		}
-		return
-	}
-	if rawjson.ScanTop(data, keys, want[:]) != nil {
-		t.Fatalf("ScanTop(%q) failed on a valid object", data)
-	}
-	count := make([]int, len(keys))
-	_ = rawjson.ForEachKey(data, func(k, _ []byte, _ rawjson.Kind) bool {
-		for i, key := range keys {
-			if rawjson.StringEquals(k, key) {
-				count[i]++
-			}
-		}
-		return true
-	})
-	for k := range keys {
-		if string(got[k]) != string(want[k]) || (got[k] == nil) != (want[k] == nil) {
-			t.Fatalf("ScanTopValid(%q)[%q] = %q; ScanTop %q", data, keys[k], got[k], want[k])
-		}
-		if d := dup&(1<<k) != 0; d != (count[k] > 1) {
-			t.Fatalf("ScanTopValid(%q): dup of %q = %v; %d occurrences", data, keys[k], d, count[k])
-		}
-	}
 }
