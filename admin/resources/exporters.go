@@ -28,10 +28,13 @@ const (
 	AuthModeStatic        = "static"         // access_key_id + secret_access_key
 )
 
-// OTLP compression values.
+// Compression values of otlp_http and object_store.
 const (
-	OTLPCompressionNone = "none"
-	OTLPCompressionGzip = "gzip"
+	CompressionNone = "none"
+	CompressionGzip = "gzip"
+
+	OTLPCompressionNone = CompressionNone
+	OTLPCompressionGzip = CompressionGzip
 )
 
 // Exporter defaults and bounds.
@@ -87,6 +90,7 @@ type ObjectStoreExporter struct {
 	AuthMode        string // AuthModeCloudIdentity (default) or AuthModeStatic
 	AccessKeyID     Secret // static only (gcs: HMAC interoperability key)
 	SecretAccessKey Secret // static only
+	Compression     string // CompressionNone (default) or CompressionGzip: .ndjson.gz objects
 }
 
 // SLSExporter writes to an Aliyun Log Service logstore.
@@ -109,7 +113,7 @@ type DatadogExporter struct {
 // rejected by name.
 var exporterFields = map[string][]string{
 	ExporterOTLPHTTP:    {"endpoint", "headers", "timeout_ms", "compression"},
-	ExporterObjectStore: {"provider", "bucket", "prefix", "endpoint", "region", "auth_mode", "access_key_id", "secret_access_key"},
+	ExporterObjectStore: {"provider", "bucket", "prefix", "endpoint", "region", "auth_mode", "access_key_id", "secret_access_key", "compression"},
 	ExporterSLS:         {"endpoint", "project", "logstore", "access_key_id", "access_key_secret"},
 	ExporterDatadog:     {"site", "api_key", "service"},
 }
@@ -280,7 +284,7 @@ func decodeOTLPExporter(o *obj) *OTLPHTTPExporter {
 }
 
 func decodeObjectStoreExporter(o *obj) *ObjectStoreExporter {
-	x := &ObjectStoreExporter{AuthMode: AuthModeCloudIdentity}
+	x := &ObjectStoreExporter{AuthMode: AuthModeCloudIdentity, Compression: CompressionNone}
 	if !o.has("provider") {
 		o.raw("provider")
 		o.errf("provider", "required; one of gcs, s3")
@@ -333,6 +337,9 @@ func decodeObjectStoreExporter(o *obj) *ObjectStoreExporter {
 		why := "accepted only with auth_mode static (cloud_identity uses the workload's own identity)"
 		o.rejectSet("access_key_id", why)
 		o.rejectSet("secret_access_key", why)
+	}
+	if v, ok := o.enum("compression", CompressionNone, CompressionGzip); ok {
+		x.Compression = v
 	}
 	return x
 }

@@ -24,7 +24,7 @@ func TestExporterDefaults(t *testing.T) {
 	if dd.Datadog.Site != "datadoghq.com" || dd.Datadog.Service != "gw" || dd.Datadog.APIKey.Reveal() != "dd-test" {
 		t.Fatalf("got %+v", dd.Datadog)
 	}
-	if g.ObjectStore.AuthMode != AuthModeCloudIdentity || g.ObjectStore.Endpoint != "" || g.ObjectStore.AccessKeyID.IsSet() {
+	if g.ObjectStore.AuthMode != AuthModeCloudIdentity || g.ObjectStore.Endpoint != "" || g.ObjectStore.AccessKeyID.IsSet() || g.ObjectStore.Compression != CompressionNone {
 		t.Fatalf("got %+v", g.ObjectStore)
 	}
 }
@@ -41,7 +41,7 @@ func TestExporterKinds(t *testing.T) {
 		}
 	}
 	if os := s3.ObjectStore; os.Provider != "s3" || os.Region != "eu-west-1" || os.Prefix != "events/" || os.SecretAccessKey.Reveal() != "aws-secret" ||
-		os.AccessKeyID.Reveal() != "AKIATEST" || s3.BatchSize != 2000 || s3.FlushIntervalMS != 60000 {
+		os.AccessKeyID.Reveal() != "AKIATEST" || os.Compression != CompressionGzip || s3.BatchSize != 2000 || s3.FlushIntervalMS != 60000 {
 		t.Fatalf("got %+v", os)
 	}
 	if x := sls.SLS; x.Project != "gw-prod" || x.Logstore != "usage" || x.AccessKeySecret.Reveal() != "sls-secret" {
@@ -118,6 +118,7 @@ func TestExporterRejections(t *testing.T) {
 	os := "  - {name: x, kind: object_store, "
 	f(os+"bucket: b1b}\n", at+"provider: required; one of gcs, s3")
 	f(os+"provider: azure, bucket: b1b}\n", at+`provider: unknown value "azure"; allowed: gcs, s3`)
+	f(os+"provider: s3, bucket: b1b, compression: zstd}\n", at+`compression: unknown value "zstd"; allowed: none, gzip`)
 	f(os+"provider: s3}\n", at+"bucket: required")
 	f(os+"provider: s3, bucket: My_Bucket}\n", at+"bucket: must be a bucket name: 3 to 63 lowercase letters, digits, '.', '_' or '-', starting and ending with a letter or digit")
 	f(os+"provider: s3, bucket: b1b, prefix: /events}\n", at+"prefix: must not start with '/' (object keys are relative to the bucket)")

@@ -293,6 +293,7 @@ observability_exporters:
     auth_mode: static
     access_key_id: ${AWS_KEY_ID}
     secret_access_key: ${AWS_SECRET}
+    compression: gzip
     batch_size: 2000
     flush_interval_ms: 60000
   - name: sls
