@@ -1,0 +1,267 @@
+// Package gzipdelta writes gzip members of batches whose items repeat each
+// other (OTLP spans, NDJSON usage records), without a general deflate
+// encoder's match search: the caller knows what each piece of an item is
+// to be compared with (the same attribute of the span before, the same
+// member of the line before), so a piece that agrees becomes a back
+// reference at that fixed distance and the rest literals. The block uses
+// deflate's fixed Huffman codes (RFC 1951 3.2.6), so no code tables are
+// counted, built or sent. The output is an ordinary gzip member any
+// receiver inflates; it is larger than klauspost's level 1 (see
+// docs/USAGE.md), at a fraction of its CPU: hashing every position and
+// building dynamic tables per 64 KiB were most of an exporter's cost.
+package gzipdelta
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+)
+
+// minMatch is the shortest new back reference worth its bits: a fixed-code
+// length and distance cost about as much as three literals.
+const minMatch = 4
+
+// MaxDist is deflate's window: a reference reaches at most this far back.
+const MaxDist = 32768
+
+// code is a fixed Huffman code, bit-reversed (deflate sends Huffman codes
+// most significant bit first into an LSB-first stream), with any extra
+// bits already shifted in above it.
+type code struct {
+	bits uint32
+	n    uint8
+}
+
+var (
+	litCodes  [257]code // 0-255 literals, 256 end of block
+	lenCodes  [256]code // match length 3-258 at [length-3]: symbol and extra bits
+	distCodes [30]uint32
+)
+
+func init() {
+	rev := func(c uint32, n uint8) uint32 { return uint32(bits.Reverse16(uint16(c))) >> (16 - n) }
+	for v := 0; v <= 256; v++ {
+		switch {
+		case v < 144:
+			litCodes[v] = code{rev(0x30+uint32(v), 8), 8}
+		case v < 256:
+			litCodes[v] = code{rev(0x190+uint32(v-144), 9), 9}
+		default:
+			litCodes[v] = code{0, 7} // 256: 0000000
+		}
+	}
+	// Length symbols 257-285: base lengths and extra bits (RFC 1951 3.2.5).
+	base := [29]int{3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258}
+	extra := [29]uint8{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0}
+	for s := 28; s >= 0; s-- {
+		sym := uint32(257 + s)
+		var c code
+		if sym < 280 {
+			c = code{rev(sym-256, 7), 7}
+		} else {
+			c = code{rev(0xc0+sym-280, 8), 8}
+		}
+		top := 258
+		if s < 28 {
+			top = base[s+1] - 1
+		}
+		for l := base[s]; l <= top; l++ {
+			lenCodes[l-3] = code{c.bits | uint32(l-base[s])<<c.n, c.n + extra[s]}
+		}
+	}
+	for d := range distCodes {
+		distCodes[d] = rev(uint32(d), 5)
+	}
+}
+
+// Writer writes one gzip member with a single fixed-Huffman block:
+// Start, then Literals, Match, Run and Delta in stream order, then Finish.
+type Writer struct {
+	out      []byte
+	acc      uint64 // bits not yet in out: fewer than 32 between writes
+	n        uint
+	pendLen  int // a back reference not yet written: runs at one distance merge
+	pendDist int
+	dist     int    // the distance whose code is dcode: a run's references share one
+	dcode    uint32 // dist's code and extra bits (see code)
+	dn       uint8
+}
+
+// put writes n ≤ 32 bits.
+func (z *Writer) put(b uint32, n uint8) {
+	z.acc |= uint64(b) << z.n
+	z.n += uint(n)
+	if z.n >= 32 {
+		z.out = binary.LittleEndian.AppendUint32(z.out, uint32(z.acc))
+		z.acc >>= 32
+		z.n -= 32
+	}
+}
+
+// Start writes the gzip header (no name, no time, OS unknown, as
+// compress/gzip and klauspost write it) and the block header: final,
+// fixed codes.
+func (z *Writer) Start(dst []byte) {
+	z.out = append(dst, 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff)
+	z.acc, z.n, z.pendLen, z.pendDist, z.dist = 0, 0, 0, 0, 0
+	z.put(1|1<<1, 3) // BFINAL=1, BTYPE=01
+}
+
+// Literals writes p, two bytes per step (two codes of at most 9 bits fit
+// above the fewer than 32 bits waiting) into room made beforehand.
+func (z *Writer) Literals(p []byte) {
+	z.flushMatch()
+	out := slices.Grow(z.out, len(p)*9/8+8)
+	buf, o := out[:cap(out)], len(out)
+	acc, n := z.acc, z.n
+	i := 0
+	for ; i+1 < len(p); i += 2 {
+		c0, c1 := litCodes[p[i]], litCodes[p[i+1]]
+		acc |= (uint64(c0.bits) | uint64(c1.bits)<<(c0.n&63)) << (n & 63)
+		n += uint(c0.n) + uint(c1.n)
+		if n >= 32 {
+			binary.LittleEndian.PutUint32(buf[o:], uint32(acc))
+			o += 4
+			acc >>= 32
+			n -= 32
+		}
+	}
+	z.acc, z.n, z.out = acc, n, out[:o]
+	if i < len(p) {
+		c := litCodes[p[i]]
+		z.put(c.bits, c.n)
+	}
+}
+
+// Match queues a back reference of l bytes at distance d, merged with the
+// one before when that ended here at the same distance.
+func (z *Writer) Match(l, d int) {
+	if z.pendLen > 0 && z.pendDist == d {
+		z.pendLen += l
+		return
+	}
+	z.flushMatch()
+	z.pendLen, z.pendDist = l, d
+}
+
+// flushMatch writes the queued reference in pieces of 3-258 bytes, each
+// length code and distance code in one put (at most 13 + 18 bits).
+func (z *Writer) flushMatch() {
+	p := z.pendLen
+	if p == 0 {
+		return
+	}
+	z.pendLen = 0
+	if z.pendDist != z.dist {
+		z.setDist(z.pendDist)
+	}
+	for p > 0 {
+		t := min(p, 258)
+		if r := p - t; r > 0 && r < 3 {
+			t = p - 3
+		}
+		c := lenCodes[t-3]
+		z.put(c.bits|z.dcode<<c.n, c.n+z.dn)
+		p -= t
+	}
+}
+
+// setDist makes d's code the current one.
+func (z *Writer) setDist(d int) {
+	z.dist = d
+	x := uint32(d - 1)
+	if x < 4 {
+		z.dcode, z.dn = distCodes[x], 5
+		return
+	}
+	n := uint8(bits.Len32(x) - 1) // x in [2^n, 2^(n+1)): n-1 extra bits
+	sym := 2*uint32(n) + (x>>(n-1))&1
+	z.dcode, z.dn = distCodes[sym]|(x&(1<<(n-1)-1))<<5, 5+n-1
+}
+
+// Finish ends the block and appends the gzip trailer of the uncompressed
+// bytes' CRC-32 and length.
+func (z *Writer) Finish(crc uint32, size int) []byte {
+	z.flushMatch()
+	c := litCodes[256]
+	z.put(c.bits, c.n)
+	for z.n > 0 {
+		z.out = append(z.out, byte(z.acc))
+		z.acc >>= 8
+		z.n -= min(z.n, 8)
+	}
+	z.out = binary.LittleEndian.AppendUint32(z.out, crc)
+	return binary.LittleEndian.AppendUint32(z.out, uint32(size))
+}
+
+// Run writes stream bytes s[a:b] against those d bytes earlier (d 0:
+// literals).
+func (z *Writer) Run(s []byte, a, b, d int) {
+	switch {
+	case b <= a:
+	case d == 0:
+		z.Literals(s[a:b])
+	default:
+		z.Delta(s[a:b], s[a-d:b-d], d)
+	}
+}
+
+// Delta writes cur, whose bytes are at stream offset pos, against ref, the
+// corresponding bytes d = pos - (ref's offset) earlier: each stretch of at
+// least minMatch bytes where they agree is a back reference, the rest
+// literals. A reference pending at distance d goes on while they agree.
+func (z *Writer) Delta(cur, ref []byte, d int) {
+	ref = ref[:min(len(ref), len(cur))]
+	i := 0
+	if z.pendLen > 0 && z.pendDist == d {
+		i = CommonPrefix(cur, ref)
+		z.pendLen += i
+	}
+	for i < len(cur) {
+		j := i
+		// The first of minMatch (4) bytes that agree, a word at a time.
+		for j+minMatch <= len(ref) && binary.LittleEndian.Uint32(cur[j:j+4]) != binary.LittleEndian.Uint32(ref[j:j+4]) {
+			j++
+		}
+		if j+minMatch > len(ref) {
+			j = len(cur)
+		}
+		if j > i {
+			z.Literals(cur[i:j])
+		}
+		if j < len(cur) {
+			l := CommonPrefix(cur[j:], ref[j:])
+			z.Match(l, d)
+			j += l
+		}
+		i = j
+	}
+}
+
+// CommonPrefix is the length of the longest common prefix of a and b,
+// found 32 bytes per step where they agree (most of a span).
+func CommonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	for len(a) >= 32 && len(b) >= 32 {
+		x := binary.LittleEndian.Uint64(a[0:8]) ^ binary.LittleEndian.Uint64(b[0:8])
+		x |= binary.LittleEndian.Uint64(a[8:16]) ^ binary.LittleEndian.Uint64(b[8:16])
+		x |= binary.LittleEndian.Uint64(a[16:24]) ^ binary.LittleEndian.Uint64(b[16:24])
+		x |= binary.LittleEndian.Uint64(a[24:32]) ^ binary.LittleEndian.Uint64(b[24:32])
+		if x != 0 {
+			break
+		}
+		a, b = a[32:], b[32:]
+	}
+	for len(a) >= 8 && len(b) >= 8 {
+		if x := binary.LittleEndian.Uint64(a[0:8]) ^ binary.LittleEndian.Uint64(b[0:8]); x != 0 {
+			return n - len(a) + bits.TrailingZeros64(x)/8
+		}
+		a, b = a[8:], b[8:]
+	}
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return n - len(a) + i
+}

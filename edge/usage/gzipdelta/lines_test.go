@@ -1,0 +1,110 @@
+package gzipdelta_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"gw/edge/usage"
+	"gw/edge/usage/gzipdelta"
+	"gw/edge/usage/usagetest"
+)
+
+func inflate(t testing.TB, gz []byte) []byte {
+	t.Helper()
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatalf("gzip header: %v", err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("inflate: %v", err)
+	}
+	return out
+}
+
+// records is the NDJSON body of n usage records as the object_store sink
+// writes it, with the variety a gateway's traffic has: distinct IDs and
+// times, token counts of different widths, optional members coming and
+// going, a failure with its message.
+func records(n int) []byte {
+	var body []byte
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		r := usagetest.Record(i * 37)
+		r.OccurredAt = t0.Add(time.Duration(i) * 1234567 * time.Microsecond)
+		r.Latency = time.Duration(100+i*7) * time.Millisecond
+		if i%5 == 0 {
+			r.UserID, r.UserName = "", ""
+		}
+		if i%7 == 3 {
+			r.StatusCode, r.ErrorClass, r.ErrorMessage = 502, "upstream_error", `upstream said "no", then ","`
+		}
+		if i%11 == 0 {
+			r.AppliedGuardrails = []string{"pii", "keyword"}
+		}
+		body = usage.NDJSON{}.AppendRecord(body, r)
+	}
+	return body
+}
+
+func TestAppendLinesRoundTrip(t *testing.T) {
+	long := strings.Repeat("x", 40000)
+	for name, body := range map[string][]byte{
+		"empty":           nil,
+		"one line":        []byte("{\"a\":1}\n"),
+		"no final eol":    []byte("{\"a\":1}\n{\"a\":2}"),
+		"blank lines":     []byte("\n\n{\"a\":1}\n\n"),
+		"not json":        []byte("abc,\"def\":ghi\nabc,\"deg\":ghi,\"\n,\",\":\n"),
+		"longer than 32K": []byte(`{"a":"` + long + `","b":1}` + "\n" + `{"a":"` + long + `","b":2}` + "\n"),
+		"records":         records(512),
+		"array members":   []byte(`{"g":["a","b","c"],"x":1}` + "\n" + `{"g":["a","c"],"x":1}` + "\n"),
+	} {
+		var z gzipdelta.Writer
+		gz := z.AppendLines([]byte("prefix"), body)
+		if !bytes.HasPrefix(gz, []byte("prefix")) {
+			t.Fatalf("%s: dst not kept", name)
+		}
+		if got := inflate(t, gz[len("prefix"):]); !bytes.Equal(got, body) {
+			t.Fatalf("%s: inflated %d bytes differ from the %d written", name, len(got), len(body))
+		}
+	}
+}
+
+// Records repeat each other: the member-by-member comparison should keep
+// most of a line as references.
+func TestAppendLinesRatio(t *testing.T) {
+	body := records(512)
+	var z gzipdelta.Writer
+	gz := z.AppendLines(nil, body)
+	if ratio := float64(len(gz)) / float64(len(body)); ratio > 0.25 {
+		t.Fatalf("compressed to %.2f of %d bytes; want ≤ 0.25", ratio, len(body))
+	}
+	t.Logf("%d → %d bytes (%.3f), %.0f bytes per record", len(body), len(gz), float64(len(gz))/float64(len(body)), float64(len(gz))/512)
+}
+
+func TestAppendLinesAllocs(t *testing.T) {
+	body := records(64)
+	var z gzipdelta.Writer
+	buf := z.AppendLines(nil, body)
+	if n := testing.AllocsPerRun(20, func() { buf = z.AppendLines(buf[:0], body) }); n != 0 {
+		t.Fatalf("%v allocs per batch", n)
+	}
+}
+
+// BenchmarkAppendLines: one 512-record NDJSON batch per op.
+func BenchmarkAppendLines(b *testing.B) {
+	body := records(512)
+	var z gzipdelta.Writer
+	var buf []byte
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		buf = z.AppendLines(buf[:0], body)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/record")
+	b.ReportMetric(float64(len(buf))/512, "bytes/record")
+}
