@@ -123,18 +123,30 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 		if i+1 < len(sc.spans) {
 			end = int(sc.spans[i+1].tag)
 		}
+		cu := units[sp.u0:sp.u1]
+		if i == 0 {
+			z.literals(ss[sp.tag:sp.body])
+			sa, sb, sd = int(sp.body), end, 0
+			continue
+		}
+		p := &sc.spans[i-1]
+		pu := units[p.u0:p.u1]
+		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= maxDist && sameUnits(cu, pu) {
+			// The span has the previous one's size and layout (nearly
+			// always): the whole of it, length included, is one run,
+			// which continues the previous span's when that had its
+			// predecessor's size too.
+			if sb != int(sp.tag) || sd != d {
+				z.run(ss, sa, sb, sd)
+				sa, sd = int(sp.tag), d
+			}
+			sb = end
+			continue
+		}
 		z.run(ss, sa, sb, sd)
 		z.literals(ss[sp.tag:sp.body])
 		sa, sb, sd = 0, 0, 0
-		var pu []unit // the previous span's units
-		if i > 0 {
-			pu = units[sc.spans[i-1].u0:sc.spans[i-1].u1]
-		}
-		pbody := 0
-		if i > 0 {
-			pbody = int(sc.spans[i-1].body)
-		}
-		cu := units[sp.u0:sp.u1]
+		pbody := int(p.body)
 		j := 0 // next unit of pu to look at
 		for k := range cu {
 			a, b := int(sp.body)+int(cu[k].off), end
@@ -163,6 +175,20 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	}
 	z.run(ss, sa, sb, sd)
 	return z.finish(crc, len(sc.head)+len(ss))
+}
+
+// sameUnits reports whether two spans have the same attributes at the
+// same offsets.
+func sameUnits(a, b []unit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // scratch holds the encoder's reusable buffers.
