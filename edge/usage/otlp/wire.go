@@ -308,20 +308,23 @@ func valid(s string) string {
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
-// ascii reports whether s is all ASCII, a word at a time.
+// ascii reports whether s is all ASCII, a word at a time; the last 4-7
+// bytes as two overlapping halves.
 func ascii(s string) bool {
+	var or uint64
 	for ; len(s) >= 8; s = s[8:] {
-		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		or |= uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		if w&0x8080808080808080 != 0 {
-			return false
-		}
 	}
-	var or byte
-	for i := 0; i < len(s); i++ {
-		or |= s[i]
+	switch k := len(s); {
+	case k >= 4:
+		t := s[k-4:]
+		or |= uint64(uint32(s[0])|uint32(s[1])<<8|uint32(s[2])<<16|uint32(s[3])<<24) |
+			uint64(uint32(t[0])|uint32(t[1])<<8|uint32(t[2])<<16|uint32(t[3])<<24)
+	case k > 0:
+		or |= uint64(s[0] | s[k/2] | s[k-1])
 	}
-	return or < utf8.RuneSelf
+	return or&0x8080808080808080 == 0
 }
 
 // strSize is the wire size of a string field with a one-byte tag.
@@ -373,6 +376,13 @@ func attrHead(dst []byte, k *attrKey, valSize int) []byte {
 func (sc *scratch) attrStr(dst []byte, k *attrKey, v string) []byte {
 	sc.mark(dst, k)
 	v = valid(v)
+	if kv := len(k.head) + 3 + len(v); kv < 128 {
+		// Every length below 128: one byte each.
+		dst = append(dst, 9<<3|byte(protowire.BytesType), byte(kv))
+		dst = append(dst, k.head...)
+		dst = append(dst, byte(2+len(v)), 1<<3|byte(protowire.BytesType), byte(len(v)))
+		return append(dst, v...)
+	}
 	return appendStr(attrHead(dst, k, strSize(v)), 1, v)
 }
 
@@ -385,9 +395,10 @@ func (sc *scratch) attrOptStr(dst []byte, k *attrKey, v string) []byte {
 
 func (sc *scratch) attrInt(dst []byte, k *attrKey, v int64) []byte {
 	sc.mark(dst, k)
-	if uint64(v) < 0x80 {
-		dst = attrHead(dst, k, 2)
-		return append(dst, 3<<3|byte(protowire.VarintType), byte(v))
+	if uint64(v) < 0x80 && len(k.head) < 128-4 {
+		dst = append(dst, 9<<3|byte(protowire.BytesType), byte(len(k.head)+3))
+		dst = append(dst, k.head...)
+		return append(dst, 2, 3<<3|byte(protowire.VarintType), byte(v))
 	}
 	dst = attrHead(dst, k, 1+protowire.SizeVarint(uint64(v)))
 	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
