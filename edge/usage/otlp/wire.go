@@ -61,7 +61,7 @@ func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 	u0 := len(sc.units)
 	tag := len(ss)
 	ss = append(ss, 2<<3|byte(protowire.BytesType), 0, 0)
-	sc.base = len(ss)
+	sc.base, sc.shape = len(ss), 0
 	ss = sc.appendSpan(ss, r)
 	n := len(ss) - sc.base
 	if w := protowire.SizeVarint(uint64(n)); w != 2 {
@@ -71,7 +71,7 @@ func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 		ss = ss[:body+n]
 	}
 	protowire.AppendVarint(ss[tag+1:tag+1], uint64(n))
-	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units))})
+	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units)), shape: sc.shape})
 	return ss
 }
 
@@ -131,11 +131,13 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 		}
 		p := &sc.spans[i-1]
 		pu := units[p.u0:p.u1]
-		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= maxDist && sameUnits(cu, pu) {
+		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= maxDist && sp.shape == p.shape {
 			// The span has the previous one's size and layout (nearly
 			// always): the whole of it, length included, is one run,
 			// which continues the previous span's when that had its
-			// predecessor's size too.
+			// predecessor's size too. (Two layouts with one shape would
+			// cost compression, not correctness: any bytes may be
+			// compared.)
 			if sb != int(sp.tag) || sd != d {
 				z.run(ss, sa, sb, sd)
 				sa, sd = int(sp.tag), d
@@ -177,24 +179,11 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	return z.finish(crc, len(sc.head)+len(ss))
 }
 
-// sameUnits reports whether two spans have the same attributes at the
-// same offsets.
-func sameUnits(a, b []unit) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if a[k] != b[k] {
-			return false
-		}
-	}
-	return true
-}
-
 // scratch holds the encoder's reusable buffers.
 type scratch struct {
 	scopeSpans, head []byte
 	base             int       // where the span being written starts its body
+	shape            uint64    // a hash of its units' offsets and keys
 	units            []unit    // every span's attributes, in order
 	spans            []spanRef // where each span is in scopeSpans
 	z                deflater
@@ -208,17 +197,26 @@ type unit struct {
 }
 
 // spanRef places one span in scopeSpans: its tag and length at tag, its
-// body from body on, its units at units[u0:u1].
-type spanRef struct{ tag, body, u0, u1 int32 }
+// body from body on, its units at units[u0:u1] (and their shape).
+type spanRef struct {
+	tag, body, u0, u1 int32
+	shape             uint64
+}
 
+// mark notes where a unit starts. The units' shape (FNV-1a over offsets
+// and key IDs) tells gzipSpans which spans share a layout without
+// comparing their units.
 func (sc *scratch) mark(dst []byte, key *attrKey) {
-	sc.units = append(sc.units, unit{off: int32(len(dst) - sc.base), key: key})
+	off := int32(len(dst) - sc.base)
+	sc.units = append(sc.units, unit{off: off, key: key})
+	sc.shape = (sc.shape ^ uint64(off)<<8 ^ uint64(key.id)) * 0x100000001b3
 }
 
 // attrKey is a span attribute's key with the bytes of its KeyValue that
 // do not depend on the value, built once: writing the key was the largest
 // part of writing an attribute.
 type attrKey struct {
+	id   uint8 // unique, for the shape of a span
 	name string
 	// head is, for a value of variable size, the KeyValue body up to the
 	// AnyValue's length: key (1), then value (2)'s tag. For a value of
@@ -226,24 +224,33 @@ type attrKey struct {
 	head string
 }
 
+// keys counts the attrKeys made.
+var keys uint8
+
+// newKey makes the key name with the given head.
+func newKey(name string, head []byte) *attrKey {
+	keys++
+	return &attrKey{id: keys, name: name, head: string(head)}
+}
+
 // varKey is the key of an attribute whose value's size varies.
 func varKey(name string) *attrKey {
 	h := appendStr(nil, 1, name)
-	return &attrKey{name: name, head: string(protowire.AppendTag(h, 2, protowire.BytesType))}
+	return newKey(name, protowire.AppendTag(h, 2, protowire.BytesType))
 }
 
 // fixedKey is the key of an attribute whose AnyValue is field num of
 // type typ with a value of size bytes.
 func fixedKey(name string, num protowire.Number, typ protowire.Type, size int) *attrKey {
 	h := appendKVHead(nil, 9, name, 1+size)
-	return &attrKey{name: name, head: string(protowire.AppendTag(h, num, typ))}
+	return newKey(name, protowire.AppendTag(h, num, typ))
 }
 
 func f64Key(name string) *attrKey  { return fixedKey(name, 4, protowire.Fixed64Type, 8) }
 func boolKey(name string) *attrKey { return fixedKey(name, 2, protowire.VarintType, 1) }
 
 // The span's units that are not attributes.
-var spanHead, spanStatus = &attrKey{}, &attrKey{}
+var spanHead, spanStatus = newKey("", nil), newKey("", nil)
 
 var (
 	kOperationName = varKey("gen_ai.operation.name")
