@@ -95,11 +95,12 @@ func appendHead(dst []byte, service string, n int) []byte {
 // deflate.go): each attribute of a span is written against the same
 // attribute of the span before it.
 func appendRequestGzip(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
+	sc.gzip = true
 	return sc.gzipSpans(dst, sc.encodeSpans(batch), service)
 }
 
 // gzipSpans compresses the request around ss, the ScopeSpans body whose
-// spans sc noted.
+// spans sc noted, with their units (sc.gzip set before they were encoded).
 func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	sc.head = appendHead(sc.head[:0], service, len(ss))
 	crc := crc32.Update(crc32.ChecksumIEEE(sc.head), crc32.IEEETable, ss)
@@ -183,7 +184,8 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 type scratch struct {
 	scopeSpans, head []byte
 	base             int       // where the span being written starts its body
-	shape            uint64    // a hash of its units' offsets and keys
+	shape            uint64    // a hash of its units' offsets
+	gzip             bool      // units are noted (for gzipSpans)
 	units            []unit    // every span's attributes, in order
 	spans            []spanRef // where each span is in scopeSpans
 	z                deflater
@@ -203,20 +205,22 @@ type spanRef struct {
 	shape             uint64
 }
 
-// mark notes where a unit starts. The units' shape (FNV-1a over offsets
-// and key IDs) tells gzipSpans which spans share a layout without
+// mark notes where a unit starts, for the gzip. The units' shape (a hash
+// of their offsets) tells gzipSpans which spans share a layout without
 // comparing their units.
 func (sc *scratch) mark(dst []byte, key *attrKey) {
+	if !sc.gzip {
+		return
+	}
 	off := int32(len(dst) - sc.base)
 	sc.units = append(sc.units, unit{off: off, key: key})
-	sc.shape = (sc.shape ^ uint64(off)<<8 ^ uint64(key.id)) * 0x100000001b3
+	sc.shape = sc.shape*0x100000001b3 + uint64(off)
 }
 
 // attrKey is a span attribute's key with the bytes of its KeyValue that
 // do not depend on the value, built once: writing the key was the largest
 // part of writing an attribute.
 type attrKey struct {
-	id   uint8 // unique, for the shape of a span
 	name string
 	// head is, for a value of variable size, the KeyValue body up to the
 	// AnyValue's length: key (1), then value (2)'s tag. For a value of
@@ -224,33 +228,24 @@ type attrKey struct {
 	head string
 }
 
-// keys counts the attrKeys made.
-var keys uint8
-
-// newKey makes the key name with the given head.
-func newKey(name string, head []byte) *attrKey {
-	keys++
-	return &attrKey{id: keys, name: name, head: string(head)}
-}
-
 // varKey is the key of an attribute whose value's size varies.
 func varKey(name string) *attrKey {
 	h := appendStr(nil, 1, name)
-	return newKey(name, protowire.AppendTag(h, 2, protowire.BytesType))
+	return &attrKey{name: name, head: string(protowire.AppendTag(h, 2, protowire.BytesType))}
 }
 
 // fixedKey is the key of an attribute whose AnyValue is field num of
 // type typ with a value of size bytes.
 func fixedKey(name string, num protowire.Number, typ protowire.Type, size int) *attrKey {
 	h := appendKVHead(nil, 9, name, 1+size)
-	return newKey(name, protowire.AppendTag(h, num, typ))
+	return &attrKey{name: name, head: string(protowire.AppendTag(h, num, typ))}
 }
 
 func f64Key(name string) *attrKey  { return fixedKey(name, 4, protowire.Fixed64Type, 8) }
 func boolKey(name string) *attrKey { return fixedKey(name, 2, protowire.VarintType, 1) }
 
 // The span's units that are not attributes.
-var spanHead, spanStatus = newKey("", nil), newKey("", nil)
+var spanHead, spanStatus = &attrKey{}, &attrKey{}
 
 var (
 	kOperationName = varKey("gen_ai.operation.name")
