@@ -19,9 +19,9 @@ import (
 // it byte for byte and field by field through the official types), without
 // building the message tree: the generated types cost three allocations
 // per attribute. Every length is computed before its message is written,
-// so a span's attributes are written once, in place; the span is then
-// copied twice (into the scope's list, then into dst), the least a
-// length-prefixed encoding allows without a size pass over each span.
+// so a span's attributes are written once, in place, and so is the span
+// (see appendScopeSpan); the scope's list is then copied into dst, which
+// needs its length first.
 func appendRequest(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	ss := sc.encodeSpans(batch)
 	return append(appendHead(dst, service, len(ss)), ss...)
