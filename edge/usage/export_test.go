@@ -17,3 +17,9 @@ var AppendMS = appendMS
 
 // AppendTime exposes the occurred_at formatter.
 var AppendTime = appendTime
+
+// AppendInt exposes the integer formatter.
+var AppendInt = appendInt
+
+// AppendStr exposes the string field writer.
+var AppendStr = appendStr

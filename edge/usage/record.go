@@ -81,16 +81,35 @@ func NewRequestID() RequestID {
 	return id
 }
 
-// AppendString appends the canonical 8-4-4-4-12 form.
+// AppendString appends the canonical 8-4-4-4-12 form, eight hex digits
+// per step.
 func (id RequestID) AppendString(dst []byte) []byte {
-	const hex = "0123456789abcdef"
-	for i, b := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			dst = append(dst, '-')
-		}
-		dst = append(dst, hex[b>>4], hex[b&15])
-	}
-	return dst
+	var b [36]byte
+	h1, h2 := hex8(id[4:8]), hex8(id[8:12])
+	binary.BigEndian.PutUint64(b[0:], hex8(id[0:4]))
+	b[8] = '-'
+	binary.BigEndian.PutUint32(b[9:], uint32(h1>>32))
+	b[13] = '-'
+	binary.BigEndian.PutUint32(b[14:], uint32(h1))
+	b[18] = '-'
+	binary.BigEndian.PutUint32(b[19:], uint32(h2>>32))
+	b[23] = '-'
+	binary.BigEndian.PutUint32(b[24:], uint32(h2))
+	binary.BigEndian.PutUint64(b[28:], hex8(id[12:16]))
+	return append(dst, b[:]...)
+}
+
+// hex8 is the lowercase hex of four bytes, as the eight bytes of a
+// big-endian word: each nibble spread to a byte of its own, then turned
+// into its digit.
+func hex8(p []byte) uint64 {
+	x := uint64(binary.BigEndian.Uint32(p))
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	x = (x | x<<8) & 0x00ff00ff00ff00ff
+	x = (x | x<<4) & 0x0f0f0f0f0f0f0f0f
+	// 10-15 carry into bit 4 when 6 is added: they take 'a'-'0'-10 more.
+	letters := (x + 0x0606060606060606) >> 4 & 0x0101010101010101
+	return x + 0x3030303030303030 + letters*('a'-'0'-10)
 }
 
 func (id RequestID) String() string { return string(id.AppendString(make([]byte, 0, 36))) }

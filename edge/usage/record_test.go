@@ -10,6 +10,7 @@ import (
 	"gw/admin/resources"
 	"gw/edge/usage"
 	"gw/edge/usage/usagetest"
+	"gw/sse/rawjson"
 )
 
 func sampleRecords() []usage.Record {
@@ -214,6 +215,67 @@ func TestAppendTime(t *testing.T) {
 		tm = tm.Add(time.Duration(i)*time.Hour + 7777777*time.Nanosecond)
 		if got, want := string(usage.AppendTime(nil, tm)), tm.UTC().Format(usage.TimeLayout); got != want {
 			t.Fatalf("AppendTime(%v) = %s; want %s", tm, got, want)
+		}
+	}
+}
+
+// TestAppendInt: the integer formatter writes what strconv does, across
+// the lengths it writes itself and the ones it leaves to strconv.
+func TestAppendInt(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, 999999999, 1e9, 1e9 + 1, -1, -9, -10, -1000, 1<<63 - 1, -1 << 63}
+	for v := int64(0); v < 20000; v += 3 {
+		vals = append(vals, v)
+	}
+	for _, v := range vals {
+		if got, want := string(usage.AppendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Fatalf("AppendInt(%d) = %s; want %s", v, got, want)
+		}
+	}
+}
+
+// TestAppendStr: a string field is the key and the value as
+// rawjson.AppendQuote quotes it, for values of every length up to two
+// words with a byte that needs escaping (or that does not) at each place.
+func TestAppendStr(t *testing.T) {
+	for _, c := range []struct {
+		b     byte
+		plain bool
+	}{{'a', true}, {'~', true}, {' ', true}, {0x7f, true}, {0, false}, {0x1f, false}, {'"', false}, {'\\', false}, {0x80, false}, {0xff, false}} {
+		for n := 0; n <= 17; n++ {
+			for at := 0; at < max(n, 1); at++ {
+				v := []byte(strings.Repeat("m", n))
+				if n > 0 {
+					v[at] = c.b
+				}
+				got := string(usage.AppendStr([]byte("{"), `"k":"`, string(v)))
+				want := `{"k":` + string(rawjson.AppendQuote(nil, string(v)))
+				if got != want {
+					t.Fatalf("%q: got %q; want %q", v, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRequestIDString: the canonical form, digit by digit.
+func TestRequestIDString(t *testing.T) {
+	const hex = "0123456789abcdef"
+	for i := 0; i < 1000; i++ {
+		id := usage.NewRequestID()
+		if i < 16 {
+			for k := range id {
+				id[k] = byte(i * 17) // every digit in every place
+			}
+		}
+		var want []byte
+		for k, b := range id {
+			if k == 4 || k == 6 || k == 8 || k == 10 {
+				want = append(want, '-')
+			}
+			want = append(want, hex[b>>4], hex[b&15])
+		}
+		if got := id.AppendString([]byte("x")); string(got) != "x"+string(want) {
+			t.Fatalf("%x: got %s; want %s", id[:], got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package otlp
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // The gzip body of an OTLP batch is written here, not by a general
@@ -79,12 +80,16 @@ func init() {
 // deflater writes one gzip member with a single fixed-Huffman block.
 type deflater struct {
 	out      []byte
-	acc      uint64
+	acc      uint64 // bits not yet in out: fewer than 32 between writes
 	n        uint
 	pendLen  int // a back reference not yet written: runs at one distance merge
 	pendDist int
+	dist     int    // the distance whose code is dcode: a run's references share one
+	dcode    uint32 // dist's code and extra bits (see code)
+	dn       uint8
 }
 
+// put writes n ≤ 32 bits.
 func (z *deflater) put(b uint32, n uint8) {
 	z.acc |= uint64(b) << z.n
 	z.n += uint(n)
@@ -100,14 +105,32 @@ func (z *deflater) put(b uint32, n uint8) {
 // fixed codes.
 func (z *deflater) start(dst []byte) {
 	z.out = append(dst, 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff)
-	z.acc, z.n, z.pendLen, z.pendDist = 0, 0, 0, 0
+	z.acc, z.n, z.pendLen, z.pendDist, z.dist = 0, 0, 0, 0, 0
 	z.put(1|1<<1, 3) // BFINAL=1, BTYPE=01
 }
 
+// literals writes p, two bytes per step (two codes of at most 9 bits fit
+// above the fewer than 32 bits waiting) into room made beforehand.
 func (z *deflater) literals(p []byte) {
 	z.flushMatch()
-	for _, b := range p {
-		c := litCodes[b]
+	out := slices.Grow(z.out, len(p)*9/8+8)
+	buf, o := out[:cap(out)], len(out)
+	acc, n := z.acc, z.n
+	i := 0
+	for ; i+1 < len(p); i += 2 {
+		c0, c1 := litCodes[p[i]], litCodes[p[i+1]]
+		acc |= (uint64(c0.bits) | uint64(c1.bits)<<(c0.n&63)) << (n & 63)
+		n += uint(c0.n) + uint(c1.n)
+		if n >= 32 {
+			binary.LittleEndian.PutUint32(buf[o:], uint32(acc))
+			o += 4
+			acc >>= 32
+			n -= 32
+		}
+	}
+	z.acc, z.n, z.out = acc, n, out[:o]
+	if i < len(p) {
+		c := litCodes[p[i]]
 		z.put(c.bits, c.n)
 	}
 }
@@ -123,27 +146,39 @@ func (z *deflater) match(l, d int) {
 	z.pendLen, z.pendDist = l, d
 }
 
-// flushMatch writes the queued reference in pieces of 3-258 bytes.
+// flushMatch writes the queued reference in pieces of 3-258 bytes, each
+// length code and distance code in one put (at most 13 + 18 bits).
 func (z *deflater) flushMatch() {
-	p, d := z.pendLen, z.pendDist
+	p := z.pendLen
+	if p == 0 {
+		return
+	}
 	z.pendLen = 0
+	if z.pendDist != z.dist {
+		z.setDist(z.pendDist)
+	}
 	for p > 0 {
 		t := min(p, 258)
 		if r := p - t; r > 0 && r < 3 {
 			t = p - 3
 		}
 		c := lenCodes[t-3]
-		z.put(c.bits, c.n)
-		x := uint32(d - 1)
-		if x < 4 {
-			z.put(distCodes[x], 5)
-		} else {
-			n := uint8(bits.Len32(x) - 1) // x in [2^n, 2^(n+1)): n-1 extra bits
-			sym := 2*uint32(n) + (x>>(n-1))&1
-			z.put(distCodes[sym]|(x&(1<<(n-1)-1))<<5, 5+n-1)
-		}
+		z.put(c.bits|z.dcode<<c.n, c.n+z.dn)
 		p -= t
 	}
+}
+
+// setDist makes d's code the current one.
+func (z *deflater) setDist(d int) {
+	z.dist = d
+	x := uint32(d - 1)
+	if x < 4 {
+		z.dcode, z.dn = distCodes[x], 5
+		return
+	}
+	n := uint8(bits.Len32(x) - 1) // x in [2^n, 2^(n+1)): n-1 extra bits
+	sym := 2*uint32(n) + (x>>(n-1))&1
+	z.dcode, z.dn = distCodes[sym]|(x&(1<<(n-1)-1))<<5, 5+n-1
 }
 
 // finish ends the block and appends the gzip trailer of the uncompressed
@@ -174,42 +209,61 @@ func (z *deflater) run(s []byte, a, b, d int) {
 }
 
 // delta writes cur, whose bytes are at stream offset pos, against ref, the
-// corresponding bytes d = pos - (ref's offset) earlier: each stretch where
-// they agree is a back reference, the rest literals.
+// corresponding bytes d = pos - (ref's offset) earlier: each stretch of at
+// least minMatch bytes where they agree is a back reference, the rest
+// literals. A reference pending at distance d goes on while they agree.
 func (z *deflater) delta(cur, ref []byte, d int) {
 	ref = ref[:min(len(ref), len(cur))]
-	for i := 0; i < len(cur); {
-		if i < len(ref) && cur[i] == ref[i] {
-			l := commonPrefix(cur[i:], ref[i:])
-			if l >= minMatch || (z.pendLen > 0 && z.pendDist == d) {
-				z.match(l, d)
-				i += l
-				continue
-			}
+	i := 0
+	if z.pendLen > 0 && z.pendDist == d {
+		i = commonPrefix(cur, ref)
+		z.pendLen += i
+	}
+	for i < len(cur) {
+		j := i
+		// The first of minMatch (4) bytes that agree, a word at a time.
+		for j+minMatch <= len(ref) && binary.LittleEndian.Uint32(cur[j:j+4]) != binary.LittleEndian.Uint32(ref[j:j+4]) {
+			j++
 		}
-		// Literals up to the next byte that agrees: a differing value is
-		// usually followed by equal bytes again.
-		z.flushMatch()
-		c := litCodes[cur[i]]
-		z.put(c.bits, c.n)
-		for i++; i < len(cur) && (i >= len(ref) || cur[i] != ref[i]); i++ {
-			c := litCodes[cur[i]]
-			z.put(c.bits, c.n)
+		if j+minMatch > len(ref) {
+			j = len(cur)
 		}
+		if j > i {
+			z.literals(cur[i:j])
+		}
+		if j < len(cur) {
+			l := commonPrefix(cur[j:], ref[j:])
+			z.match(l, d)
+			j += l
+		}
+		i = j
 	}
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
+// commonPrefix is the length of the longest common prefix of a and b,
+// found 32 bytes per step where they agree (most of a span).
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	a, b = a[:n], b[:n]
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		if x := binary.LittleEndian.Uint64(a[i:i+8]) ^ binary.LittleEndian.Uint64(b[i:i+8]); x != 0 {
-			return i + bits.TrailingZeros64(x)/8
+	for len(a) >= 32 && len(b) >= 32 {
+		x := binary.LittleEndian.Uint64(a[0:8]) ^ binary.LittleEndian.Uint64(b[0:8])
+		x |= binary.LittleEndian.Uint64(a[8:16]) ^ binary.LittleEndian.Uint64(b[8:16])
+		x |= binary.LittleEndian.Uint64(a[16:24]) ^ binary.LittleEndian.Uint64(b[16:24])
+		x |= binary.LittleEndian.Uint64(a[24:32]) ^ binary.LittleEndian.Uint64(b[24:32])
+		if x != 0 {
+			break
 		}
+		a, b = a[32:], b[32:]
 	}
-	for ; i < n && a[i] == b[i]; i++ {
+	for len(a) >= 8 && len(b) >= 8 {
+		if x := binary.LittleEndian.Uint64(a[0:8]) ^ binary.LittleEndian.Uint64(b[0:8]); x != 0 {
+			return n - len(a) + bits.TrailingZeros64(x)/8
+		}
+		a, b = a[8:], b[8:]
 	}
-	return i
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return n - len(a) + i
 }

@@ -13,3 +13,6 @@ func AppendRequestGzip(batch []usage.Record, service string) []byte {
 	var sc scratch
 	return appendRequestGzip(nil, batch, service, &sc)
 }
+
+// Valid exposes the UTF-8 repair of string values.
+var Valid = valid

@@ -37,7 +37,9 @@ var _ usage.Sink = (*Sink)(nil)
 
 // New builds the sink of one otlp_http exporter.
 func New(cfg *resources.OTLPHTTPExporter, service string) *Sink {
-	return &Sink{cfg: cfg, client: &http.Client{Timeout: time.Duration(cfg.TimeoutMS) * time.Millisecond}, service: service}
+	s := &Sink{cfg: cfg, client: &http.Client{Timeout: time.Duration(cfg.TimeoutMS) * time.Millisecond}, service: service}
+	s.sc.gzip = cfg.Compression == resources.OTLPCompressionGzip
+	return s
 }
 
 // AppendRecord appends r's span to body, the batch's ScopeSpans body.

@@ -3,6 +3,7 @@ package otlp_test
 import (
 	"bytes"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,5 +140,55 @@ func TestWireMatchesOfficialTypes(t *testing.T) {
 	// message are the ones the official marshaller writes.
 	if ref, err := (proto.MarshalOptions{Deterministic: true}).Marshal(want); err != nil || !bytes.Equal(wire, ref) {
 		t.Fatalf("wire bytes differ from proto.Marshal (%v): %d vs %d bytes", err, len(wire), len(ref))
+	}
+}
+
+// TestValid: strings pass as they are exactly when they are UTF-8, for
+// every length up to two words with a non-ASCII byte at each place.
+func TestValid(t *testing.T) {
+	for _, ins := range []string{"\x80", "\xff", "é", "\u2028", "\xc3"} {
+		for n := 0; n <= 17; n++ {
+			for at := 0; at <= n; at++ {
+				s := strings.Repeat("a", at) + ins + strings.Repeat("b", n-at)
+				if got, want := otlp.Valid(s), strings.ToValidUTF8(s, "\uFFFD"); got != want {
+					t.Fatalf("Valid(%q) = %q; want %q", s, got, want)
+				}
+			}
+			if s := strings.Repeat("c", n); otlp.Valid(s) != s {
+				t.Fatalf("Valid(%q) changed it", s)
+			}
+		}
+	}
+}
+
+// TestWireSpanSizes: a span is written in place after two bytes kept for
+// its length; spans whose length takes three or four bytes are moved, and
+// still encode as proto.Marshal does, the spans after them too.
+func TestWireSpanSizes(t *testing.T) {
+	// Around 7.6k the message (twice in the span) crosses 16 KiB, around
+	// 1 MiB 2 MiB.
+	sizes := []int{0, 1<<20 - 1000, 1 << 20}
+	for n := 7500; n < 7700; n += 3 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		var batch []usage.Record
+		for i := 0; i < 3; i++ {
+			r := *usagetest.Record(i)
+			if i == 1 {
+				r.StatusCode, r.ErrorClass, r.ErrorMessage = 502, "upstream_status", strings.Repeat("e", n)
+			}
+			batch = append(batch, r)
+		}
+		want, err := (proto.MarshalOptions{Deterministic: true}).Marshal(otlp.Request(batch, "gw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := otlp.AppendRequest(batch, "gw"); !bytes.Equal(got, want) {
+			t.Fatalf("message of %d bytes: wire bytes differ from proto.Marshal", n)
+		}
+		if got := gunzip(t, otlp.AppendRequestGzip(batch, "gw")); !bytes.Equal(got, want) {
+			t.Fatalf("message of %d bytes: gzip inflates to other bytes", n)
+		}
 	}
 }

@@ -19,9 +19,9 @@ import (
 // it byte for byte and field by field through the official types), without
 // building the message tree: the generated types cost three allocations
 // per attribute. Every length is computed before its message is written,
-// so a span's attributes are written once, in place; the span is then
-// copied twice (into the scope's list, then into dst), the least a
-// length-prefixed encoding allows without a size pass over each span.
+// so a span's attributes are written once, in place, and so is the span
+// (see appendScopeSpan); the scope's list is then copied into dst, which
+// needs its length first.
 func appendRequest(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	ss := sc.encodeSpans(batch)
 	return append(appendHead(dst, service, len(ss)), ss...)
@@ -51,18 +51,28 @@ func (sc *scratch) startScope(ss []byte) []byte {
 
 // appendScopeSpan appends r's span to the ScopeSpans body ss (starting it
 // when empty), noting where the span and each of its attributes is for
-// gzipSpans.
+// gzipSpans. The span is written in place after two bytes kept for its
+// length, enough for every span below 16 KiB; only a span whose length
+// takes another number of bytes is moved.
 func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 	if len(ss) == 0 {
 		ss = sc.startScope(ss)
 	}
 	u0 := len(sc.units)
-	sc.span = sc.appendSpan(sc.span[:0], r)
 	tag := len(ss)
-	ss = protowire.AppendTag(ss, 2, protowire.BytesType)
-	ss = protowire.AppendVarint(ss, uint64(len(sc.span)))
-	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss)), u0: int32(u0), u1: int32(len(sc.units))})
-	return append(ss, sc.span...)
+	ss = append(ss, 2<<3|byte(protowire.BytesType), 0, 0)
+	sc.base, sc.shape = len(ss), 0
+	ss = sc.appendSpan(ss, r)
+	n := len(ss) - sc.base
+	if w := protowire.SizeVarint(uint64(n)); w != 2 {
+		body := tag + 1 + w
+		ss = append(ss, make([]byte, max(w-2, 0))...)
+		copy(ss[body:], ss[sc.base:sc.base+n])
+		ss = ss[:body+n]
+	}
+	protowire.AppendVarint(ss[tag+1:tag+1], uint64(n))
+	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units)), shape: sc.shape})
+	return ss
 }
 
 // appendHead appends what precedes a ScopeSpans body of n bytes.
@@ -85,11 +95,12 @@ func appendHead(dst []byte, service string, n int) []byte {
 // deflate.go): each attribute of a span is written against the same
 // attribute of the span before it.
 func appendRequestGzip(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
+	sc.gzip = true
 	return sc.gzipSpans(dst, sc.encodeSpans(batch), service)
 }
 
 // gzipSpans compresses the request around ss, the ScopeSpans body whose
-// spans sc noted.
+// spans sc noted, with their units (sc.gzip set before they were encoded).
 func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	sc.head = appendHead(sc.head[:0], service, len(ss))
 	crc := crc32.Update(crc32.ChecksumIEEE(sc.head), crc32.IEEETable, ss)
@@ -113,18 +124,32 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 		if i+1 < len(sc.spans) {
 			end = int(sc.spans[i+1].tag)
 		}
+		cu := units[sp.u0:sp.u1]
+		if i == 0 {
+			z.literals(ss[sp.tag:sp.body])
+			sa, sb, sd = int(sp.body), end, 0
+			continue
+		}
+		p := &sc.spans[i-1]
+		pu := units[p.u0:p.u1]
+		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= maxDist && sp.shape == p.shape {
+			// The span has the previous one's size and layout (nearly
+			// always): the whole of it, length included, is one run,
+			// which continues the previous span's when that had its
+			// predecessor's size too. (Two layouts with one shape would
+			// cost compression, not correctness: any bytes may be
+			// compared.)
+			if sb != int(sp.tag) || sd != d {
+				z.run(ss, sa, sb, sd)
+				sa, sd = int(sp.tag), d
+			}
+			sb = end
+			continue
+		}
 		z.run(ss, sa, sb, sd)
 		z.literals(ss[sp.tag:sp.body])
 		sa, sb, sd = 0, 0, 0
-		var pu []unit // the previous span's units
-		if i > 0 {
-			pu = units[sc.spans[i-1].u0:sc.spans[i-1].u1]
-		}
-		pbody := 0
-		if i > 0 {
-			pbody = int(sc.spans[i-1].body)
-		}
-		cu := units[sp.u0:sp.u1]
+		pbody := int(p.body)
 		j := 0 // next unit of pu to look at
 		for k := range cu {
 			a, b := int(sp.body)+int(cu[k].off), end
@@ -157,37 +182,151 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 
 // scratch holds the encoder's reusable buffers.
 type scratch struct {
-	scopeSpans, span, head []byte
-	units                  []unit    // every span's attributes, in order
-	spans                  []spanRef // where each span is in scopeSpans
-	z                      deflater
+	scopeSpans, head []byte
+	base             int       // where the span being written starts its body
+	shape            uint64    // a hash of its units' offsets
+	gzip             bool      // units are noted (for gzipSpans)
+	units            []unit    // every span's attributes, in order
+	spans            []spanRef // where each span is in scopeSpans
+	z                deflater
 }
 
-// unit is one part of a span: the fields before the attributes (key ""),
-// an attribute, or the status. off is from the start of the span's body.
+// unit is one part of a span: the fields before the attributes, an
+// attribute, or the status. off is from the start of the span's body.
 type unit struct {
 	off int32
-	key string // a constant: equal keys compare by pointer first
+	key *attrKey
 }
 
 // spanRef places one span in scopeSpans: its tag and length at tag, its
-// body from body on, its units at units[u0:u1].
-type spanRef struct{ tag, body, u0, u1 int32 }
-
-func (sc *scratch) mark(dst []byte, key string) {
-	sc.units = append(sc.units, unit{off: int32(len(dst)), key: key})
+// body from body on, its units at units[u0:u1] (and their shape).
+type spanRef struct {
+	tag, body, u0, u1 int32
+	shape             uint64
 }
+
+// mark notes where a unit starts, for the gzip. The units' shape (a hash
+// of their offsets) tells gzipSpans which spans share a layout without
+// comparing their units.
+func (sc *scratch) mark(dst []byte, key *attrKey) {
+	if !sc.gzip {
+		return
+	}
+	off := int32(len(dst) - sc.base)
+	sc.units = append(sc.units, unit{off: off, key: key})
+	sc.shape = sc.shape*0x100000001b3 + uint64(off)
+}
+
+// attrKey is a span attribute's key with the bytes of its KeyValue that
+// do not depend on the value, built once: writing the key was the largest
+// part of writing an attribute.
+type attrKey struct {
+	name string
+	// head is, for a value of variable size, the KeyValue body up to the
+	// AnyValue's length: key (1), then value (2)'s tag. For a value of
+	// fixed size it is the whole attribute up to the value's own bytes.
+	head string
+}
+
+// varKey is the key of an attribute whose value's size varies.
+func varKey(name string) *attrKey {
+	h := appendStr(nil, 1, name)
+	return &attrKey{name: name, head: string(protowire.AppendTag(h, 2, protowire.BytesType))}
+}
+
+// fixedKey is the key of an attribute whose AnyValue is field num of
+// type typ with a value of size bytes.
+func fixedKey(name string, num protowire.Number, typ protowire.Type, size int) *attrKey {
+	h := appendKVHead(nil, 9, name, 1+size)
+	return &attrKey{name: name, head: string(protowire.AppendTag(h, num, typ))}
+}
+
+func f64Key(name string) *attrKey  { return fixedKey(name, 4, protowire.Fixed64Type, 8) }
+func boolKey(name string) *attrKey { return fixedKey(name, 2, protowire.VarintType, 1) }
+
+// The span's units that are not attributes.
+var spanHead, spanStatus = &attrKey{}, &attrKey{}
+
+var (
+	kOperationName = varKey("gen_ai.operation.name")
+	kRequestModel  = varKey("gen_ai.request.model")
+	kResponseModel = varKey("gen_ai.response.model")
+	kProviderName  = varKey("gen_ai.provider.name")
+	kSystem        = varKey("gen_ai.system")
+	kInputTokens   = varKey("gen_ai.usage.input_tokens")
+	kOutputTokens  = varKey("gen_ai.usage.output_tokens")
+	kStatusCode    = varKey("http.response.status_code")
+	kErrorType     = varKey("error.type")
+	kUserID        = varKey("user.id")
+	kUserName      = varKey("user.name")
+	kRequestID     = varKey("gw.usage.request_id")
+	kAttempt       = varKey("gw.usage.attempt")
+	kAttemptKind   = varKey("gw.usage.attempt_kind")
+	kErrorMessage  = varKey("gw.usage.error_message")
+	kAPIKeyID      = varKey("gw.usage.api_key_id")
+	kAPIKeyName    = varKey("gw.usage.api_key_name")
+	kTeamID        = varKey("gw.usage.team_id")
+	kTargetModel   = varKey("gw.usage.target_model")
+	kProviderKey   = varKey("gw.usage.provider_key")
+	kProviderKeyID = varKey("gw.usage.provider_key_id")
+	kTagKind       = varKey("gw.usage.telemetry_tags.kind")
+	kTagFeatured   = boolKey("gw.usage.telemetry_tags.featured")
+	kTagBranded    = varKey("gw.usage.telemetry_tags.branded_provider")
+	kTagPKLabel    = varKey("gw.usage.telemetry_tags.pk_label")
+	kTagBYOLabel   = varKey("gw.usage.telemetry_tags.byo_label")
+	kInbound       = varKey("gw.usage.inbound_protocol")
+	kOperation     = varKey("gw.usage.operation")
+	kCacheStatus   = varKey("gw.usage.cache_status")
+	kStream        = boolKey("gw.usage.stream")
+	kReasoning     = varKey("gw.usage.reasoning_tokens")
+	kCachedPrompt  = varKey("gw.usage.cached_prompt_tokens")
+	kTotalTokens   = varKey("gw.usage.total_tokens")
+	kCostUSD       = f64Key("gw.usage.cost_usd")
+	kLatencyMS     = f64Key("gw.usage.latency_ms")
+	kAudioSeconds  = f64Key("gw.usage.audio_seconds")
+	kTTFT          = f64Key("gw.usage.ttft_ms")
+	kUpLatency     = f64Key("gw.usage.upstream_latency_ms")
+	kUpTTFT        = f64Key("gw.usage.upstream_ttft_ms")
+	kReqBytes      = varKey("gw.usage.request_body_bytes")
+	kRespBytes     = varKey("gw.usage.response_body_bytes")
+	kGuardrails    = varKey("gw.usage.applied_guardrails")
+	kEnforcedHits  = varKey("gw.usage.guardrail_enforced_hits")
+	kMonitorHits   = varKey("gw.usage.guardrail_monitor_hits")
+	kBypassed      = varKey("gw.usage.guardrail_bypassed_reason")
+	kFailClosed    = boolKey("gw.usage.guardrail_blocked_fail_closed")
+)
 
 // valid returns s with each run of invalid UTF-8 replaced by U+FFFD:
 // protobuf string fields must be UTF-8, and a receiver built on the
 // official types (the Collector) rejects the whole request otherwise. A
 // caller-supplied user name, say, could make a batch of 512 spans
-// undeliverable. Allocates only for an invalid string.
+// undeliverable. Allocates only for an invalid string. Nearly every value
+// is short ASCII, which utf8.ValidString checks byte by byte past its
+// last full word.
 func valid(s string) string {
-	if utf8.ValidString(s) {
+	if ascii(s) || utf8.ValidString(s) {
 		return s
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// ascii reports whether s is all ASCII, a word at a time; the last 4-7
+// bytes as two overlapping halves.
+func ascii(s string) bool {
+	var or uint64
+	for ; len(s) >= 8; s = s[8:] {
+		or |= uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	}
+	switch k := len(s); {
+	case k >= 4:
+		t := s[k-4:]
+		or |= uint64(uint32(s[0])|uint32(s[1])<<8|uint32(s[2])<<16|uint32(s[3])<<24) |
+			uint64(uint32(t[0])|uint32(t[1])<<8|uint32(t[2])<<16|uint32(t[3])<<24)
+	case k > 0:
+		or |= uint64(s[0] | s[k/2] | s[k-1])
+	}
+	return or&0x8080808080808080 == 0
 }
 
 // strSize is the wire size of a string field with a one-byte tag.
@@ -213,12 +352,6 @@ func kvSize(key string, valSize int) int { return strSize(key) + 1 + protowire.S
 // appendKVHead appends field num holding a KeyValue, up to the AnyValue's
 // length; the caller appends the AnyValue body of exactly valSize bytes.
 func appendKVHead(dst []byte, num protowire.Number, key string, valSize int) []byte {
-	if kv := kvSize(key, valSize); num < 16 && kv < 128 {
-		// Every length below 128: one byte each (see appendStr).
-		dst = append(dst, byte(num)<<3|byte(protowire.BytesType), byte(kv), 1<<3|byte(protowire.BytesType), byte(len(key)))
-		dst = append(dst, key...)
-		return append(dst, 2<<3|byte(protowire.BytesType), byte(valSize))
-	}
 	dst = protowire.AppendTag(dst, num, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(kvSize(key, valSize)))
 	dst = appendStr(dst, 1, key)
@@ -226,50 +359,69 @@ func appendKVHead(dst []byte, num protowire.Number, key string, valSize int) []b
 	return protowire.AppendVarint(dst, uint64(valSize))
 }
 
+// attrHead appends attribute k of a variable-size value, up to the
+// AnyValue's body of valSize bytes.
+func attrHead(dst []byte, k *attrKey, valSize int) []byte {
+	if kv := len(k.head) + 1 + valSize; kv < 128 {
+		// Every length below 128: one byte each.
+		dst = append(dst, 9<<3|byte(protowire.BytesType), byte(kv))
+		dst = append(dst, k.head...)
+		return append(dst, byte(valSize))
+	}
+	return appendKVHead(dst, 9, k.name, valSize)
+}
+
 // Span attributes (9), each a KeyValue whose AnyValue is one of:
 // string_value (1), bool_value (2), int_value (3), double_value (4),
 // array_value (5).
 
-func (sc *scratch) attrStr(dst []byte, key, v string) []byte {
-	sc.mark(dst, key)
+func (sc *scratch) attrStr(dst []byte, k *attrKey, v string) []byte {
+	sc.mark(dst, k)
 	v = valid(v)
-	dst = appendKVHead(dst, 9, key, strSize(v))
-	return appendStr(dst, 1, v)
+	if kv := len(k.head) + 3 + len(v); kv < 128 {
+		// Every length below 128: one byte each.
+		dst = append(dst, 9<<3|byte(protowire.BytesType), byte(kv))
+		dst = append(dst, k.head...)
+		dst = append(dst, byte(2+len(v)), 1<<3|byte(protowire.BytesType), byte(len(v)))
+		return append(dst, v...)
+	}
+	return appendStr(attrHead(dst, k, strSize(v)), 1, v)
 }
 
-func (sc *scratch) attrOptStr(dst []byte, key, v string) []byte {
+func (sc *scratch) attrOptStr(dst []byte, k *attrKey, v string) []byte {
 	if v == "" {
 		return dst
 	}
-	return sc.attrStr(dst, key, v)
+	return sc.attrStr(dst, k, v)
 }
 
-func (sc *scratch) attrInt(dst []byte, key string, v int64) []byte {
-	sc.mark(dst, key)
-	dst = appendKVHead(dst, 9, key, 1+protowire.SizeVarint(uint64(v)))
+func (sc *scratch) attrInt(dst []byte, k *attrKey, v int64) []byte {
+	sc.mark(dst, k)
+	if uint64(v) < 0x80 && len(k.head) < 128-4 {
+		dst = append(dst, 9<<3|byte(protowire.BytesType), byte(len(k.head)+3))
+		dst = append(dst, k.head...)
+		return append(dst, 2, 3<<3|byte(protowire.VarintType), byte(v))
+	}
+	dst = attrHead(dst, k, 1+protowire.SizeVarint(uint64(v)))
 	dst = protowire.AppendTag(dst, 3, protowire.VarintType)
 	return protowire.AppendVarint(dst, uint64(v))
 }
 
-func (sc *scratch) attrF64(dst []byte, key string, v float64) []byte {
-	sc.mark(dst, key)
-	dst = appendKVHead(dst, 9, key, 9)
-	dst = protowire.AppendTag(dst, 4, protowire.Fixed64Type)
-	return protowire.AppendFixed64(dst, math.Float64bits(v))
+func (sc *scratch) attrF64(dst []byte, k *attrKey, v float64) []byte {
+	sc.mark(dst, k)
+	return binary.LittleEndian.AppendUint64(append(dst, k.head...), math.Float64bits(v))
 }
 
-func (sc *scratch) attrBool(dst []byte, key string, v bool) []byte {
-	sc.mark(dst, key)
-	dst = appendKVHead(dst, 9, key, 2)
-	dst = protowire.AppendTag(dst, 2, protowire.VarintType)
-	return protowire.AppendVarint(dst, protowire.EncodeBool(v))
+func (sc *scratch) attrBool(dst []byte, k *attrKey, v bool) []byte {
+	sc.mark(dst, k)
+	return append(append(dst, k.head...), byte(protowire.EncodeBool(v)))
 }
 
 // attrStrings appends an array of strings: array_value (5) { values (1)
 // AnyValue { string_value (1) } }. Element i is a[i], or a[i] + ":" + b[i]
 // when b is given (guardrail:action), written without building the string.
-func (sc *scratch) attrStrings(dst []byte, key string, n int, a, b func(int) string) []byte {
-	sc.mark(dst, key)
+func (sc *scratch) attrStrings(dst []byte, k *attrKey, n int, a, b func(int) string) []byte {
+	sc.mark(dst, k)
 	elem := func(i int) int {
 		l := len(valid(a(i)))
 		if b != nil {
@@ -281,7 +433,7 @@ func (sc *scratch) attrStrings(dst []byte, key string, n int, a, b func(int) str
 	for i := 0; i < n; i++ {
 		arr += 1 + protowire.SizeBytes(1+protowire.SizeBytes(elem(i)))
 	}
-	dst = appendKVHead(dst, 9, key, 1+protowire.SizeBytes(arr))
+	dst = attrHead(dst, k, 1+protowire.SizeBytes(arr))
 	dst = protowire.AppendTag(dst, 5, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(arr))
 	for i := 0; i < n; i++ {
@@ -301,115 +453,110 @@ func (sc *scratch) attrStrings(dst []byte, key string, n int, a, b func(int) str
 // appendSpan appends one Span message body; field order and attribute
 // order follow Span().
 func (sc *scratch) appendSpan(dst []byte, r *usage.Record) []byte {
-	sc.mark(dst, "")
+	sc.mark(dst, spanHead)
 	end := r.OccurredAt
 	start := end.Add(-r.Latency)
 	op, model := valid(genAIOperation(r.Operation)), valid(r.Model)
-	kind := 2 // SPAN_KIND_SERVER
+	kind := byte(2) // SPAN_KIND_SERVER
 	if r.AttemptKind == usage.AttemptFailed {
 		kind, start = 3, end // SPAN_KIND_CLIENT, a point in time
 	}
-	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	dst = protowire.AppendBytes(dst, r.RequestID[:])
 	var b [20]byte
 	copy(b[:], r.RequestID[:])
 	binary.LittleEndian.PutUint32(b[16:], uint32(r.Attempt))
-	var id [8]byte
-	binary.BigEndian.PutUint64(id[:], xxhash.Sum64(b[:]))
-	dst = protowire.AppendTag(dst, 2, protowire.BytesType)
-	dst = protowire.AppendBytes(dst, id[:])
+	// trace_id (1), span_id (2), name (5), kind (6)
+	dst = append(dst, 1<<3|byte(protowire.BytesType), 16)
+	dst = append(dst, r.RequestID[:]...)
+	dst = append(dst, 2<<3|byte(protowire.BytesType), 8)
+	dst = binary.BigEndian.AppendUint64(dst, xxhash.Sum64(b[:]))
 	dst = protowire.AppendTag(dst, 5, protowire.BytesType)
 	dst = protowire.AppendVarint(dst, uint64(len(op)+1+len(model)))
 	dst = append(append(append(dst, op...), ' '), model...)
-	dst = protowire.AppendTag(dst, 6, protowire.VarintType)
-	dst = protowire.AppendVarint(dst, uint64(kind))
+	dst = append(dst, 6<<3|byte(protowire.VarintType), kind)
 	// proto3 leaves a zero scalar out (only at the Unix epoch here).
 	if t := uint64(start.UnixNano()); t != 0 {
-		dst = protowire.AppendTag(dst, 7, protowire.Fixed64Type)
-		dst = protowire.AppendFixed64(dst, t)
+		dst = binary.LittleEndian.AppendUint64(append(dst, 7<<3|byte(protowire.Fixed64Type)), t)
 	}
 	if t := uint64(end.UnixNano()); t != 0 {
-		dst = protowire.AppendTag(dst, 8, protowire.Fixed64Type)
-		dst = protowire.AppendFixed64(dst, t)
+		dst = binary.LittleEndian.AppendUint64(append(dst, 8<<3|byte(protowire.Fixed64Type)), t)
 	}
 
-	dst = sc.attrStr(dst, "gen_ai.operation.name", op)
-	dst = sc.attrStr(dst, "gen_ai.request.model", r.Model)
-	dst = sc.attrOptStr(dst, "gen_ai.response.model", r.UpstreamModel)
-	dst = sc.attrOptStr(dst, "gen_ai.provider.name", r.Provider)
-	dst = sc.attrOptStr(dst, "gen_ai.system", r.Provider)
-	dst = sc.attrInt(dst, "gen_ai.usage.input_tokens", r.PromptTokens)
-	dst = sc.attrInt(dst, "gen_ai.usage.output_tokens", r.CompletionTokens)
-	dst = sc.attrInt(dst, "http.response.status_code", int64(r.StatusCode))
-	dst = sc.attrOptStr(dst, "error.type", r.ErrorClass)
-	dst = sc.attrOptStr(dst, "user.id", r.UserID)
-	dst = sc.attrOptStr(dst, "user.name", r.UserName)
+	dst = sc.attrStr(dst, kOperationName, op)
+	dst = sc.attrStr(dst, kRequestModel, model)
+	dst = sc.attrOptStr(dst, kResponseModel, r.UpstreamModel)
+	dst = sc.attrOptStr(dst, kProviderName, r.Provider)
+	dst = sc.attrOptStr(dst, kSystem, r.Provider)
+	dst = sc.attrInt(dst, kInputTokens, r.PromptTokens)
+	dst = sc.attrInt(dst, kOutputTokens, r.CompletionTokens)
+	dst = sc.attrInt(dst, kStatusCode, int64(r.StatusCode))
+	dst = sc.attrOptStr(dst, kErrorType, r.ErrorClass)
+	dst = sc.attrOptStr(dst, kUserID, r.UserID)
+	dst = sc.attrOptStr(dst, kUserName, r.UserName)
 	const idLen = 36 // the 8-4-4-4-12 form
-	sc.mark(dst, "gw.usage.request_id")
-	dst = appendKVHead(dst, 9, "gw.usage.request_id", 1+protowire.SizeBytes(idLen))
-	dst = protowire.AppendTag(dst, 1, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, idLen)
+	sc.mark(dst, kRequestID)
+	dst = attrHead(dst, kRequestID, 2+idLen)
+	dst = append(dst, 1<<3|byte(protowire.BytesType), idLen)
 	dst = r.RequestID.AppendString(dst)
-	dst = sc.attrInt(dst, "gw.usage.attempt", int64(r.Attempt))
-	dst = sc.attrStr(dst, "gw.usage.attempt_kind", r.AttemptKind)
-	dst = sc.attrOptStr(dst, "gw.usage.error_message", r.ErrorMessage)
-	dst = sc.attrOptStr(dst, "gw.usage.api_key_id", r.APIKeyID)
-	dst = sc.attrOptStr(dst, "gw.usage.api_key_name", r.APIKeyName)
-	dst = sc.attrOptStr(dst, "gw.usage.team_id", r.TeamID)
-	dst = sc.attrOptStr(dst, "gw.usage.target_model", r.TargetModel)
-	dst = sc.attrOptStr(dst, "gw.usage.provider_key", r.ProviderKey)
-	dst = sc.attrOptStr(dst, "gw.usage.provider_key_id", r.ProviderKeyID)
+	dst = sc.attrInt(dst, kAttempt, int64(r.Attempt))
+	dst = sc.attrStr(dst, kAttemptKind, r.AttemptKind)
+	dst = sc.attrOptStr(dst, kErrorMessage, r.ErrorMessage)
+	dst = sc.attrOptStr(dst, kAPIKeyID, r.APIKeyID)
+	dst = sc.attrOptStr(dst, kAPIKeyName, r.APIKeyName)
+	dst = sc.attrOptStr(dst, kTeamID, r.TeamID)
+	dst = sc.attrOptStr(dst, kTargetModel, r.TargetModel)
+	dst = sc.attrOptStr(dst, kProviderKey, r.ProviderKey)
+	dst = sc.attrOptStr(dst, kProviderKeyID, r.ProviderKeyID)
 	if t := r.Tags; t != nil {
-		dst = sc.attrOptStr(dst, "gw.usage.telemetry_tags.kind", t.Kind)
-		dst = sc.attrBool(dst, "gw.usage.telemetry_tags.featured", t.Featured)
-		dst = sc.attrOptStr(dst, "gw.usage.telemetry_tags.branded_provider", t.BrandedProvider)
-		dst = sc.attrOptStr(dst, "gw.usage.telemetry_tags.pk_label", t.PKLabel)
-		dst = sc.attrOptStr(dst, "gw.usage.telemetry_tags.byo_label", t.BYOLabel)
+		dst = sc.attrOptStr(dst, kTagKind, t.Kind)
+		dst = sc.attrBool(dst, kTagFeatured, t.Featured)
+		dst = sc.attrOptStr(dst, kTagBranded, t.BrandedProvider)
+		dst = sc.attrOptStr(dst, kTagPKLabel, t.PKLabel)
+		dst = sc.attrOptStr(dst, kTagBYOLabel, t.BYOLabel)
 	}
-	dst = sc.attrStr(dst, "gw.usage.inbound_protocol", r.InboundProtocol)
-	dst = sc.attrStr(dst, "gw.usage.operation", r.Operation)
-	dst = sc.attrStr(dst, "gw.usage.cache_status", r.CacheStatus)
-	dst = sc.attrBool(dst, "gw.usage.stream", r.Stream)
-	dst = sc.attrInt(dst, "gw.usage.reasoning_tokens", r.ReasoningTokens)
-	dst = sc.attrInt(dst, "gw.usage.cached_prompt_tokens", r.CachedPromptTokens)
+	dst = sc.attrStr(dst, kInbound, r.InboundProtocol)
+	dst = sc.attrStr(dst, kOperation, r.Operation)
+	dst = sc.attrStr(dst, kCacheStatus, r.CacheStatus)
+	dst = sc.attrBool(dst, kStream, r.Stream)
+	dst = sc.attrInt(dst, kReasoning, r.ReasoningTokens)
+	dst = sc.attrInt(dst, kCachedPrompt, r.CachedPromptTokens)
 	if r.TotalTokens > 0 {
-		dst = sc.attrInt(dst, "gw.usage.total_tokens", r.TotalTokens)
+		dst = sc.attrInt(dst, kTotalTokens, r.TotalTokens)
 	}
-	dst = sc.attrF64(dst, "gw.usage.cost_usd", r.CostUSD)
-	dst = sc.attrF64(dst, "gw.usage.latency_ms", ms(r.Latency))
+	dst = sc.attrF64(dst, kCostUSD, r.CostUSD)
+	dst = sc.attrF64(dst, kLatencyMS, ms(r.Latency))
 	if r.AudioSeconds > 0 {
-		dst = sc.attrF64(dst, "gw.usage.audio_seconds", r.AudioSeconds)
+		dst = sc.attrF64(dst, kAudioSeconds, r.AudioSeconds)
 	}
 	for _, d := range [...]struct {
-		k string
+		k *attrKey
 		v time.Duration
-	}{{"gw.usage.ttft_ms", r.TTFT}, {"gw.usage.upstream_latency_ms", r.UpstreamLatency}, {"gw.usage.upstream_ttft_ms", r.UpstreamTTFT}} {
+	}{{kTTFT, r.TTFT}, {kUpLatency, r.UpstreamLatency}, {kUpTTFT, r.UpstreamTTFT}} {
 		if d.v > 0 {
 			dst = sc.attrF64(dst, d.k, ms(d.v))
 		}
 	}
-	dst = sc.attrInt(dst, "gw.usage.request_body_bytes", r.RequestBodyBytes)
-	dst = sc.attrInt(dst, "gw.usage.response_body_bytes", r.ResponseBodyBytes)
+	dst = sc.attrInt(dst, kReqBytes, r.RequestBodyBytes)
+	dst = sc.attrInt(dst, kRespBytes, r.ResponseBodyBytes)
 	if g := r.AppliedGuardrails; len(g) > 0 {
-		dst = sc.attrStrings(dst, "gw.usage.applied_guardrails", len(g), func(i int) string { return g[i] }, nil)
+		dst = sc.attrStrings(dst, kGuardrails, len(g), func(i int) string { return g[i] }, nil)
 	}
 	for _, h := range [...]struct {
-		k    string
+		k    *attrKey
 		hits []usage.GuardrailHit
-	}{{"gw.usage.guardrail_enforced_hits", r.GuardrailEnforcedHits}, {"gw.usage.guardrail_monitor_hits", r.GuardrailMonitorHits}} {
+	}{{kEnforcedHits, r.GuardrailEnforcedHits}, {kMonitorHits, r.GuardrailMonitorHits}} {
 		if hs := h.hits; len(hs) > 0 {
 			dst = sc.attrStrings(dst, h.k, len(hs), func(i int) string { return hs[i].Guardrail }, func(i int) string { return hs[i].Action })
 		}
 	}
-	dst = sc.attrOptStr(dst, "gw.usage.guardrail_bypassed_reason", r.GuardrailBypassedReason)
-	dst = sc.attrBool(dst, "gw.usage.guardrail_blocked_fail_closed", r.GuardrailBlockedFailClosed)
+	dst = sc.attrOptStr(dst, kBypassed, r.GuardrailBypassedReason)
+	dst = sc.attrBool(dst, kFailClosed, r.GuardrailBlockedFailClosed)
 	if r.StatusCode >= 400 { // status (15) { message (2), code (3) = STATUS_CODE_ERROR }
 		msg := valid(r.ErrorMessage)
 		st := 2 // code
 		if msg != "" {
 			st += strSize(msg)
 		}
-		sc.mark(dst, "\x00status")
+		sc.mark(dst, spanStatus)
 		dst = protowire.AppendTag(dst, 15, protowire.BytesType)
 		dst = protowire.AppendVarint(dst, uint64(st))
 		if msg != "" {
