@@ -32,7 +32,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkEncodeGzip: one 512-record batch as the gzip sink sends it
 // (encode and compress), against the same bytes through the general
 // deflate writer (klauspost level 1, usage.Gzipper) that compressed them
-// before: the attribute-aligned fixed-code writer of deflate.go.
+// before: the attribute-aligned fixed-code writer of edge/usage/gzipdelta.
 func BenchmarkEncodeGzip(b *testing.B) {
 	batch := make([]usage.Record, 512)
 	for i := range batch {

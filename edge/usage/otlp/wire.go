@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"gw/edge/usage"
+	"gw/edge/usage/gzipdelta"
 )
 
 // appendRequest encodes the batch as TracesData straight to protobuf wire
@@ -92,7 +93,7 @@ func appendHead(dst []byte, service string, n int) []byte {
 }
 
 // appendRequestGzip appends the gzip stream of appendRequest's bytes (see
-// deflate.go): each attribute of a span is written against the same
+// edge/usage/gzipdelta): each attribute of a span is written against the same
 // attribute of the span before it.
 func appendRequestGzip(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	sc.gzip = true
@@ -105,13 +106,13 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	sc.head = appendHead(sc.head[:0], service, len(ss))
 	crc := crc32.Update(crc32.ChecksumIEEE(sc.head), crc32.IEEETable, ss)
 	z := &sc.z
-	z.start(dst)
-	z.literals(sc.head)
+	z.Start(dst)
+	z.Literals(sc.head)
 	first := len(ss)
 	if len(sc.spans) > 0 {
 		first = int(sc.spans[0].tag)
 	}
-	z.literals(ss[:first])
+	z.Literals(ss[:first])
 	units := sc.units
 	// A run of attributes that sit at one distance from their
 	// counterparts in the previous span (all lengths agreed so far) is
@@ -126,13 +127,13 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 		}
 		cu := units[sp.u0:sp.u1]
 		if i == 0 {
-			z.literals(ss[sp.tag:sp.body])
+			z.Literals(ss[sp.tag:sp.body])
 			sa, sb, sd = int(sp.body), end, 0
 			continue
 		}
 		p := &sc.spans[i-1]
 		pu := units[p.u0:p.u1]
-		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= maxDist && sp.shape == p.shape {
+		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= gzipdelta.MaxDist && sp.shape == p.shape {
 			// The span has the previous one's size and layout (nearly
 			// always): the whole of it, length included, is one run,
 			// which continues the previous span's when that had its
@@ -140,14 +141,14 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 			// cost compression, not correctness: any bytes may be
 			// compared.)
 			if sb != int(sp.tag) || sd != d {
-				z.run(ss, sa, sb, sd)
+				z.Run(ss, sa, sb, sd)
 				sa, sd = int(sp.tag), d
 			}
 			sb = end
 			continue
 		}
-		z.run(ss, sa, sb, sd)
-		z.literals(ss[sp.tag:sp.body])
+		z.Run(ss, sa, sb, sd)
+		z.Literals(ss[sp.tag:sp.body])
 		sa, sb, sd = 0, 0, 0
 		pbody := int(p.body)
 		j := 0 // next unit of pu to look at
@@ -162,7 +163,7 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 			for m := j; m < len(pu) && m < j+8; m++ {
 				if pu[m].key == cu[k].key {
 					j = m + 1
-					if ra := pbody + int(pu[m].off); a-ra <= maxDist {
+					if ra := pbody + int(pu[m].off); a-ra <= gzipdelta.MaxDist {
 						d = a - ra
 					}
 					break
@@ -172,12 +173,12 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 				sb = b // same distance, contiguous on both sides: one run
 				continue
 			}
-			z.run(ss, sa, sb, sd)
+			z.Run(ss, sa, sb, sd)
 			sa, sb, sd = a, b, d
 		}
 	}
-	z.run(ss, sa, sb, sd)
-	return z.finish(crc, len(sc.head)+len(ss))
+	z.Run(ss, sa, sb, sd)
+	return z.Finish(crc, len(sc.head)+len(ss))
 }
 
 // scratch holds the encoder's reusable buffers.
@@ -188,7 +189,7 @@ type scratch struct {
 	gzip             bool      // units are noted (for gzipSpans)
 	units            []unit    // every span's attributes, in order
 	spans            []spanRef // where each span is in scopeSpans
-	z                deflater
+	z                gzipdelta.Writer
 }
 
 // unit is one part of a span: the fields before the attributes, an
