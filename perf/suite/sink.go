@@ -49,8 +49,8 @@ func (s *sink) Puts() int64     { return s.puts.Load() }
 func (s *sink) Close()          { _ = s.ln.Close() }
 
 // exportersBlock is the observability_exporters section of scenario 8's
-// gw-exporters process: OTLP/HTTP (gzip) and an S3 object store, both at
-// the discard sink base.
+// gw-exporters process: OTLP/HTTP and an S3 object store, both gzip (as an
+// archive is usually kept), both at the discard sink base.
 func exportersBlock(base string) string {
 	return `observability_exporters:
   - name: perf-otlp
@@ -66,5 +66,6 @@ func exportersBlock(base string) string {
     auth_mode: static
     access_key_id: perf
     secret_access_key: perf-secret
+    compression: gzip
 `
 }

@@ -99,6 +99,7 @@ observability_exporters:
     auth_mode: static
     access_key_id: perf
     secret_access_key: perf-secret
+    compression: gzip
 `
 }
 
@@ -206,7 +207,9 @@ func BenchmarkExportEncode(b *testing.B) {
 	xs := r.Resources.ObservabilityExporters
 	plain := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: xs[0].OTLP.Endpoint, TimeoutMS: 1000}, exporters.ServiceName)}
 	gz := &usage.Encoder{Sink: otlp.New(xs[0].OTLP, exporters.ServiceName)}
-	obj, err := objstore.New(xs[1].ObjectStore)
+	plainObj := *xs[1].ObjectStore
+	plainObj.Compression = resources.CompressionNone
+	obj, err := objstore.New(&plainObj)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,6 +229,12 @@ func BenchmarkExportEncode(b *testing.B) {
 	run("otlp", func() int { buf, _ = plain.Encode(buf[:0], batch); return len(buf) })
 	run("otlp-gzip", func() int { buf, _ = gz.Encode(buf[:0], batch); return len(buf) })
 	run("ndjson", func() int { buf, _ = objEnc.Encode(buf[:0], batch); return len(buf) })
+	objGz, err := objstore.New(xs[1].ObjectStore) // compression: gzip
+	if err != nil {
+		b.Fatal(err)
+	}
+	objGzEnc := usage.Encoder{Sink: objGz}
+	run("ndjson-gzip", func() int { buf, _ = objGzEnc.Encode(buf[:0], batch); return len(buf) })
 	nd, _ := objEnc.Encode(nil, batch)
 	run("md5", func() int { s := md5.Sum(nd); return len(nd) + int(s[0]&0) })
 	tab := crc32.MakeTable(crc32.Castagnoli)

@@ -2,6 +2,8 @@ package objstore_test
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,53 @@ func TestObjectStoreS3(t *testing.T) {
 	}
 }
 
+// TestObjectStoreS3Gzip: with compression: gzip each batch is one
+// .ndjson.gz object stored with Content-Encoding: gzip whose inflated
+// lines are the batch's records.
+func TestObjectStoreS3Gzip(t *testing.T) {
+	s3 := usagetest.StartS3(t, "gw-usage")
+	cfg := s3Config(s3)
+	cfg.Compression = resources.CompressionGzip
+	sink, err := objstore.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
+	for i := 0; i < 25; i++ {
+		p.Emit(usagetest.Record(i))
+	}
+	var objs map[string][]byte
+	usagetest.Eventually(t, 10*time.Second, "3 objects in the bucket", func() bool { objs = s3.Objects(t); return len(objs) == 3 })
+	n := 0
+	for k, b := range objs {
+		if !strings.HasSuffix(k, ".ndjson.gz") {
+			t.Fatalf("object name %q", k)
+		}
+		if enc := s3.ContentEncoding(t, k); enc != "gzip" {
+			t.Fatalf("%s stored with Content-Encoding %q", k, enc)
+		}
+		lines := gunzip(t, b)
+		usagetest.ValidateNDJSON(t, lines)
+		n += bytes.Count(lines, []byte("\n"))
+	}
+	if n != 25 {
+		t.Fatalf("%d records in the objects; want 25", n)
+	}
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a gzip object: %v", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("cannot inflate: %v", err)
+	}
+	return out
+}
+
 // TestObjectStoreOutage: the server is down, the batch is retried, and it
 // lands once the server is back (within the 5-minute budget).
 func TestObjectStoreOutage(t *testing.T) {
@@ -98,27 +147,45 @@ func TestObjectStoreGCSCloudIdentity(t *testing.T) {
 	g := usagetest.StartGCS(t, "gw-usage")
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", g.CredentialsFile)
 	t.Setenv("STORAGE_EMULATOR_HOST", g.Host)
-	sink, err := objstore.New(&resources.ObjectStoreExporter{Provider: resources.ObjectStoreGCS, Bucket: g.Bucket, Prefix: "events",
+	// One exporter writes plain objects, one gzip objects (the upload's
+	// contentEncoding parameter), through the same identity.
+	plain, err := objstore.New(&resources.ObjectStoreExporter{Provider: resources.ObjectStoreGCS, Bucket: g.Bucket, Prefix: "events",
 		AuthMode: resources.AuthModeCloudIdentity})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
-	for i := 0; i < 25; i++ {
-		p.Emit(usagetest.Record(i))
+	gz, err := objstore.New(&resources.ObjectStoreExporter{Provider: resources.ObjectStoreGCS, Bucket: g.Bucket, Prefix: "gz",
+		AuthMode: resources.AuthModeCloudIdentity, Compression: resources.CompressionGzip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range []*objstore.Sink{plain, gz} {
+		p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
+		for i := 0; i < 25; i++ {
+			p.Emit(usagetest.Record(i))
+		}
 	}
 	var objs map[string][]byte
-	usagetest.Eventually(t, 15*time.Second, "25 records in the bucket", func() bool { objs = g.Objects(t); return records(objs) == 25 })
-	if len(objs) != 3 {
-		t.Fatalf("%d objects; want 3 batches", len(objs))
-	}
+	usagetest.Eventually(t, 15*time.Second, "6 objects in the bucket", func() bool { objs = g.Objects(t); return len(objs) == 6 })
+	n := map[string]int{}
 	for k, b := range objs {
-		if !strings.HasPrefix(k, "events/dt=") || !strings.HasSuffix(k, ".ndjson") {
+		switch {
+		case strings.HasPrefix(k, "events/dt=") && strings.HasSuffix(k, ".ndjson"):
+		case strings.HasPrefix(k, "gz/dt=") && strings.HasSuffix(k, ".ndjson.gz"):
+			// Stored as gzip; Objects' client inflates it on the way.
+			if enc := g.ContentEncoding(t, k); enc != "gzip" {
+				t.Fatalf("%s stored with contentEncoding %q", k, enc)
+			}
+		default:
 			t.Fatalf("object name %q", k)
 		}
 		usagetest.ValidateNDJSON(t, b)
+		n[k[:strings.IndexByte(k, '/')]] += bytes.Count(b, []byte("\n"))
 	}
-	if g.Grants() != 1 || g.Denied() != 0 {
-		t.Fatalf("%d token grants, %d refused requests; want one token reused for every upload", g.Grants(), g.Denied())
+	if n["events"] != 25 || n["gz"] != 25 {
+		t.Fatalf("records per exporter %v; want 25 each", n)
+	}
+	if g.Grants() != 2 || g.Denied() != 0 {
+		t.Fatalf("%d token grants, %d refused requests; want one token per exporter, reused for every upload", g.Grants(), g.Denied())
 	}
 }

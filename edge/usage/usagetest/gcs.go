@@ -163,6 +163,25 @@ func StartGCS(tb testing.TB, bucket string) *GCSServer {
 func (g *GCSServer) Grants() int { g.mu.Lock(); defer g.mu.Unlock(); return g.grants }
 func (g *GCSServer) Denied() int { g.mu.Lock(); defer g.mu.Unlock(); return g.denied }
 
+// ContentEncoding returns the contentEncoding of object name's metadata.
+// (Objects reads the objects through Go's client, which inflates a gzip
+// one as a browser would.)
+func (g *GCSServer) ContentEncoding(tb testing.TB, name string) string {
+	tb.Helper()
+	resp, err := http.Get(g.emu + "/storage/v1/b/" + g.Bucket + "/o/" + url.PathEscape(name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var meta struct {
+		ContentEncoding string `json:"contentEncoding"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil {
+		tb.Fatal(err)
+	}
+	return meta.ContentEncoding
+}
+
 // Objects returns the bucket's objects by name, read from the emulator.
 func (g *GCSServer) Objects(tb testing.TB) map[string][]byte {
 	tb.Helper()

@@ -97,6 +97,21 @@ func (s *S3Server) Kill() {
 	s.cmd = nil
 }
 
+// ContentEncoding returns the Content-Encoding the object key was stored
+// with.
+func (s *S3Server) ContentEncoding(tb testing.TB, key string) string {
+	tb.Helper()
+	c, err := minio.New("127.0.0.1:"+strconv.Itoa(s.port), &minio.Options{Creds: credentials.NewStaticV4(S3Key, S3Secret, "")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	info, err := c.StatObject(context.Background(), s.Bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		tb.Fatalf("cannot stat %s: %v", key, err)
+	}
+	return info.Metadata.Get("Content-Encoding")
+}
+
 // Objects returns every object of the bucket by key, read through the S3
 // API.
 func (s *S3Server) Objects(tb testing.TB) map[string][]byte {
