@@ -38,34 +38,61 @@ func (z *Writer) line(body []byte, p, c, end int) {
 	cur, ref := body[:end], body[:c]
 	i, j := c, p // the next byte of each line to compare
 	for i < end {
-		if d := i - j; j < c && d <= MaxDist {
+		if j < c && i-j <= MaxDist {
 			if l := CommonPrefix(cur[i:], ref[j:]); l >= minMatch {
-				z.Match(l, d)
+				z.Match(l, i-j)
 				i += l
 				j += l
 				continue
 			}
+			if isSep(cur, i) && isSep(ref, j) {
+				// Two members with different keys: the line before may
+				// have this one further on; if not, it is new here and
+				// the line before stays where it is.
+				if k := findMember(cur, i, ref, j); k > j {
+					j = k
+					continue
+				}
+				k := nextSep(cur, i+1)
+				z.Literals(cur[i:k])
+				i = k
+				continue
+			}
 		}
-		// A value that differs: literals to the next member.
-		k := end
-		if x := bytes.Index(cur[i+1:], memberSep); x >= 0 {
-			k = i + 1 + x
-		}
+		// A value that differs: literals to the next member, where both
+		// lines resume.
+		k := nextSep(cur, i+1)
 		z.Literals(cur[i:k])
 		i = k
-		if i < end {
-			j = findMember(cur, i, ref, j)
+		if j < c {
+			j = nextSep(ref, j+1)
 		}
 	}
 }
 
-var (
-	memberSep = []byte(`,"`)
-	keyEnd    = []byte(`":`)
-)
+// isSep reports a member separator (`,"`) at b[i].
+func isSep(b []byte, i int) bool { return i+1 < len(b) && b[i] == ',' && b[i+1] == '"' }
 
-// maxKey bounds the key looked up in the line before: a longer one is
-// compared where the line before stands.
+// nextSep returns the index of the first member separator (`,"`) in b at
+// or after i, or len(b).
+func nextSep(b []byte, i int) int {
+	for i < len(b) {
+		k := bytes.IndexByte(b[i:], ',')
+		if k < 0 {
+			break
+		}
+		i += k
+		if i+1 < len(b) && b[i+1] == '"' {
+			return i
+		}
+		i++
+	}
+	return len(b)
+}
+
+var keyEnd = []byte(`":`)
+
+// maxKey bounds the key looked up in the line before.
 const maxKey = 64
 
 // findMember returns where in ref, at j or after, the member whose
