@@ -55,7 +55,7 @@ var (
 // case included, is rejected before an upstream call. A role spelled with
 // escapes is compared decoded, as the provider's parser would read it.
 func validRole(quoted []byte, esc bool) bool {
-	for _, r := range [...]string{"user", "assistant", "system", "developer", "tool"} {
+	for _, r := range [...]string{`"user"`, `"assistant"`, `"system"`, `"developer"`, `"tool"`} {
 		if rawjson.KeyIs(quoted, esc, r) {
 			return true
 		}
@@ -85,16 +85,16 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 	for c.More() {
 		key, esc := c.Key()
 		switch {
-		case rawjson.KeyIs(key, esc, "messages"):
+		case rawjson.KeyIs(key, esc, `"messages"`):
 			msgsSeen = true
 			msgs = scanMessages(&c)
 			continue
-		case rawjson.KeyIs(key, esc, "model"):
+		case rawjson.KeyIs(key, esc, `"model"`):
 			model, _, _ = c.Value()
 			modelDup, modelSeen = modelSeen, true
-		case rawjson.KeyIs(key, esc, "stream"):
+		case rawjson.KeyIs(key, esc, `"stream"`):
 			stream, _, _ = c.Value()
-		case rawjson.KeyIs(key, esc, "stream_options"):
+		case rawjson.KeyIs(key, esc, `"stream_options"`):
 			streamOpts, _, _ = c.Value()
 		default:
 			c.Value()
@@ -181,9 +181,9 @@ func scanMessages(c *rawjson.Cursor) messagesScan {
 			key, esc := c.Key()
 			val, _, valEsc := c.Value()
 			switch {
-			case rawjson.KeyIs(key, esc, "role"):
+			case rawjson.KeyIs(key, esc, `"role"`):
 				role, roleEsc = val, valEsc // the last of duplicates, as a JSON parser reads it
-			case rawjson.KeyIs(key, esc, "thinking_blocks"):
+			case rawjson.KeyIs(key, esc, `"thinking_blocks"`):
 				m.thinking = true
 			}
 		}

@@ -97,12 +97,12 @@ func walkAnswer(body []byte) (start, end int, u adapters.Usage, ok, fast bool) {
 	for c.More() {
 		key, esc := c.Key()
 		switch {
-		case rawjson.KeyIs(key, esc, "model"):
+		case rawjson.KeyIs(key, esc, `"model"`):
 			models++
 			start = c.Pos()
 			v, _, _ := c.Value()
 			end = start + len(v)
-		case rawjson.KeyIs(key, esc, "usage"):
+		case rawjson.KeyIs(key, esc, `"usage"`):
 			if c.Kind() != rawjson.Object {
 				c.Value()
 				u, ok = adapters.Usage{}, false // the last occurrence wins
@@ -127,18 +127,18 @@ func walkUsage(c *rawjson.Cursor) (u adapters.Usage, ok bool) {
 	for c.More() {
 		key, esc := c.Key()
 		switch {
-		case rawjson.KeyIs(key, esc, "prompt_tokens"):
+		case rawjson.KeyIs(key, esc, `"prompt_tokens"`):
 			u.Prompt = valueCount(c)
-		case rawjson.KeyIs(key, esc, "completion_tokens"):
+		case rawjson.KeyIs(key, esc, `"completion_tokens"`):
 			u.Completion = valueCount(c)
-		case rawjson.KeyIs(key, esc, "total_tokens"):
+		case rawjson.KeyIs(key, esc, `"total_tokens"`):
 			u.Total = valueCount(c)
-		case rawjson.KeyIs(key, esc, "prompt_tokens_details"):
-			if u.Cached, ok = detailCount(c, "cached_tokens"); !ok {
+		case rawjson.KeyIs(key, esc, `"prompt_tokens_details"`):
+			if u.Cached, ok = detailCount(c, `"cached_tokens"`); !ok {
 				return u, false
 			}
-		case rawjson.KeyIs(key, esc, "completion_tokens_details"):
-			if u.Reasoning, ok = detailCount(c, "reasoning_tokens"); !ok {
+		case rawjson.KeyIs(key, esc, `"completion_tokens_details"`):
+			if u.Reasoning, ok = detailCount(c, `"reasoning_tokens"`); !ok {
 				return u, false
 			}
 		default:
@@ -153,8 +153,8 @@ func valueCount(c *rawjson.Cursor) int64 {
 	return tokenCount(v)
 }
 
-// detailCount reads member name of the details object at the cursor (0
-// when absent or when the value is not an object).
+// detailCount reads member name (quoted, for KeyIs) of the details object
+// at the cursor (0 when absent or when the value is not an object).
 func detailCount(c *rawjson.Cursor, name string) (n int64, ok bool) {
 	if c.Kind() != rawjson.Object {
 		c.Value()

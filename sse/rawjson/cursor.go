@@ -228,13 +228,16 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 }
 
 // KeyIs reports whether key, a raw quoted string as Key (or Value, for a
-// string) returned it with whether it holds an escape, is name: bytewise
-// when plain, decoded otherwise.
-func KeyIs(key []byte, esc bool, name string) bool {
-	if esc {
-		return StringEquals(key, name)
+// string) returned it with whether it holds an escape, is the name quoted
+// (given with its quotes: `"model"`): bytewise when plain, decoded
+// otherwise. Taking the name quoted keeps KeyIs small enough to inline, so
+// that against a constant the plain case is a length check and a word
+// compare or two, no call.
+func KeyIs(key []byte, esc bool, quoted string) bool {
+	if !esc {
+		return string(key) == quoted
 	}
-	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
+	return StringEquals(key, quoted[1:len(quoted)-1])
 }
 
 // Value reads the whole value at the cursor: its raw span, its kind and,
