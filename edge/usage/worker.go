@@ -292,7 +292,11 @@ func (w *worker) add(r *Record) {
 			w.freeLow = 0
 		}
 	}
-	w.pend = append(w.pend, *r)
+	// Not append(w.pend, *r): that copies *r to the stack first, then
+	// into the chunk (pend has room: a full chunk went above).
+	n := len(w.pend)
+	w.pend = w.pend[:n+1]
+	w.pend[n] = *r
 }
 
 // chunkCap is a chunk's capacity: a 2 ms drain at 128k records/s (about
