@@ -92,6 +92,13 @@ type worker struct {
 	// trimmed: chunks the dispatcher did not need (see trimFree).
 	freeLow int
 	trimmed time.Time
+	// stale is how many records of a previous round pend's array holds:
+	// a pooled chunk comes back uncleared (clearing every record cost
+	// more than copying it), the dispatcher overwrites them as it fills
+	// the chunk and clears those left over when it hands the chunk on, so
+	// no old record keeps its strings alive past a trim (pooled chunks) or
+	// a hand-off (the chunk's tail).
+	stale int
 }
 
 type sinkBox struct{ s Sink }
@@ -172,9 +179,10 @@ func (w *worker) run() {
 		if w.p.parked.Load() {
 			return // the pipeline is idle: the GC takes the chunk
 		}
-		clear(chunk) // drop the snapshot strings the records point at
+		// Not cleared: the dispatcher overwrites the records it reuses
+		// and clears the rest (see stale).
 		select {
-		case w.free <- chunk[:0]:
+		case w.free <- chunk:
 		default:
 		}
 	}
@@ -285,7 +293,8 @@ func (w *worker) add(r *Record) {
 	if w.pend == nil {
 		w.since = time.Now()
 		select {
-		case w.pend = <-w.free:
+		case c := <-w.free:
+			w.pend, w.stale = c[:0], len(c)
 			w.freeLow = min(w.freeLow, len(w.free))
 		default:
 			w.pend = make([]Record, 0, chunkCap)
@@ -370,6 +379,10 @@ func (w *worker) handOff(now time.Time, force bool) {
 // send puts pend, already counted in queued, on the worker's channel.
 func (w *worker) send() {
 	n := len(w.pend)
+	if n < w.stale {
+		clear(w.pend[n:w.stale])
+	}
+	w.stale = 0
 	select {
 	case w.ch <- w.pend:
 	default:
