@@ -256,10 +256,12 @@ func (b *openBatch) add(w *worker, r *Record) {
 	if b.n == 0 {
 		b.sink = w.sink.Load().s
 		b.oldest, b.newest = r.OccurredAt, r.OccurredAt
-	} else if r.OccurredAt.Before(b.oldest) {
-		b.oldest = r.OccurredAt
-	} else if r.OccurredAt.After(b.newest) {
+	} else if c := r.OccurredAt.Compare(b.newest); c > 0 {
+		// Records come mostly in time order: one comparison for a record
+		// as new as the newest or newer.
 		b.newest = r.OccurredAt
+	} else if c < 0 && r.OccurredAt.Before(b.oldest) {
+		b.oldest = r.OccurredAt
 	}
 	b.body = b.sink.AppendRecord(b.body, r)
 	b.n++
