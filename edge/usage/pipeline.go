@@ -306,7 +306,12 @@ func (p *Pipeline) dispatch() {
 		var wake chan struct{} // nil (never ready) while polling
 		var tc <-chan time.Time = tick.C
 		if idle >= idleTicks {
-			p.parked.Store(true)
+			if !p.parked.Swap(true) {
+				// Idle: the pooled chunks go (workers stop pooling).
+				for _, w := range list {
+					w.dropFree()
+				}
+			}
 			if p.in.peek() != nil { // published before parked was visible
 				p.parked.Store(false)
 				p.drainIn(list, false)
@@ -364,12 +369,6 @@ func (p *Pipeline) dispatch() {
 // big enough or old enough (see worker.handOff), or now when force is set.
 func (p *Pipeline) drainIn(list []*worker, force bool) int {
 	n := 0
-	// A chunk sized for the backlog at once: growing it by appending
-	// would copy every record again at each doubling.
-	hint := int(min(p.in.backlog(), SinkQueueSize))
-	for _, w := range list {
-		w.hint = hint
-	}
 	for r := p.in.peek(); r != nil; r = p.in.peek() {
 		p.fanout(r, list)
 		p.in.release()

@@ -60,19 +60,24 @@ func (e *SendError) Error() string {
 // scheduler more than that. A chunk is handed over when it holds a
 // batch's worth (up to chunkCap records) or its first record is
 // handOffHold old, not at every 2 ms drain: at moderate load that is one
-// worker wake-up per batch instead of one per drain. queued counts the
+// worker wake-up per batch instead of one per drain.
+//
+// Chunks have one size (chunkCap records) and go round between the
+// dispatcher and the worker through free: a drain bigger than a chunk
+// fills several, so a loaded dispatcher allocates nothing (a chunk sized
+// for each drain's backlog was a new multi-hundred-KB object, zeroed,
+// scanned and freed by the GC, every few drains). queued counts the
 // records handed over and not yet taken into a batch, held those still in
 // the dispatcher's chunk; the per-sink bound (SinkQueueSize) covers both,
 // the same as a channel of records.
 type worker struct {
 	name   string
 	ch     chan []Record // chunks of records; never more chunks than queued records
-	free   chan []Record // emptied chunks back to the dispatcher
+	free   chan []Record // emptied chunks back to the dispatcher (see trimFree)
 	queued atomic.Int64  // records in ch (or in the chunk being taken apart)
 	held   atomic.Int64  // len(pend) after the last drain (for status)
 	pend   []Record      // the dispatcher's chunk, not yet handed over
 	since  time.Time     // when pend got its first record
-	hint   int           // records the current drain may bring (sizes a new chunk)
 	p      *Pipeline
 	cfg    atomic.Pointer[SinkConfig]
 	sink   atomic.Pointer[sinkBox]
@@ -82,6 +87,18 @@ type worker struct {
 	exit   chan struct{}
 	stats  sinkStats
 	buf    []byte
+
+	// freeLow is the fewest chunks free held after add took one since
+	// trimmed: chunks the dispatcher did not need (see trimFree).
+	freeLow int
+	trimmed time.Time
+	// stale is how many records of a previous round pend's array holds:
+	// a pooled chunk comes back uncleared (clearing every record cost
+	// more than copying it), the dispatcher overwrites them as it fills
+	// the chunk and clears those left over when it hands the chunk on, so
+	// no old record keeps its strings alive past a trim (pooled chunks) or
+	// a hand-off (the chunk's tail).
+	stale int
 }
 
 type sinkBox struct{ s Sink }
@@ -94,7 +111,7 @@ type sinkStats struct {
 }
 
 func (p *Pipeline) startWorker(cfg SinkConfig, s Sink) *worker {
-	w := &worker{name: cfg.Name, ch: make(chan []Record, SinkQueueSize), free: make(chan []Record, 4), p: p,
+	w := &worker{name: cfg.Name, ch: make(chan []Record, SinkQueueSize), free: make(chan []Record, maxFreeChunks), p: p,
 		quit: make(chan time.Time, 1), exit: make(chan struct{})}
 	w.hard, w.kill = context.WithCancel(context.Background())
 	w.swap(cfg, s)
@@ -159,9 +176,13 @@ func (w *worker) run() {
 		}
 	}
 	recycle := func(chunk []Record) {
-		clear(chunk) // drop the snapshot strings the records point at
+		if w.p.parked.Load() {
+			return // the pipeline is idle: the GC takes the chunk
+		}
+		// Not cleared: the dispatcher overwrites the records it reuses
+		// and clears the rest (see stale).
 		select {
-		case w.free <- chunk[:0]:
+		case w.free <- chunk:
 		default:
 		}
 	}
@@ -235,10 +256,12 @@ func (b *openBatch) add(w *worker, r *Record) {
 	if b.n == 0 {
 		b.sink = w.sink.Load().s
 		b.oldest, b.newest = r.OccurredAt, r.OccurredAt
-	} else if r.OccurredAt.Before(b.oldest) {
-		b.oldest = r.OccurredAt
-	} else if r.OccurredAt.After(b.newest) {
+	} else if c := r.OccurredAt.Compare(b.newest); c > 0 {
+		// Records come mostly in time order: one comparison for a record
+		// as new as the newest or newer.
 		b.newest = r.OccurredAt
+	} else if c < 0 && r.OccurredAt.Before(b.oldest) {
+		b.oldest = r.OccurredAt
 	}
 	b.body = b.sink.AppendRecord(b.body, r)
 	b.n++
@@ -273,28 +296,61 @@ func (w *worker) add(r *Record) {
 		w.since = time.Now()
 		select {
 		case c := <-w.free:
-			// Reused while it fits this drain; a burst's big chunk is let
-			// go once drains are small again.
-			if cap(c) >= w.hint && cap(c) <= max(maxPooledChunk, 4*w.hint) {
-				w.pend = c
-			}
+			w.pend, w.stale = c[:0], len(c)
+			w.freeLow = min(w.freeLow, len(w.free))
 		default:
-		}
-		if w.pend == nil {
-			w.pend = make([]Record, 0, max(chunkCap, w.hint))
+			w.pend = make([]Record, 0, chunkCap)
+			w.freeLow = 0
 		}
 	}
-	w.pend = append(w.pend, *r)
+	// Not append(w.pend, *r): that copies *r to the stack first, then
+	// into the chunk (pend has room: a full chunk went above).
+	n := len(w.pend)
+	w.pend = w.pend[:n+1]
+	w.pend[n] = *r
 }
 
-// chunkCap is a new chunk's least capacity: a 2 ms drain at 100k
-// records/s. A pooled chunk over maxPooledChunk is reused only while
-// drains are big (the dispatcher behind, when allocating a chunk per drain
-// would add GC work), so a burst leaves no big chunk behind.
+// chunkCap is a chunk's capacity: a 2 ms drain at 128k records/s (about
+// 150 KB). maxFreeChunks is enough chunks to hold a full sink queue, so
+// a sink's backlog, however big, recycles its chunks instead of
+// allocating; trimFree lets go of those a steady load no longer needs.
 const (
-	chunkCap       = 256
-	maxPooledChunk = 4 * chunkCap
+	chunkCap      = 256
+	maxFreeChunks = SinkQueueSize/chunkCap + 2
 )
+
+// trimEvery is how often the dispatcher lets go of the pooled chunks
+// that no drain since the last trim needed.
+const trimEvery = time.Second
+
+// trimFree drops the chunks free held throughout the last trimEvery
+// (the fewest it held when add took a chunk): a burst's chunks go once
+// the load is steady again. A parked dispatcher lets all of them go (see
+// dispatch). Dispatcher only.
+func (w *worker) trimFree(now time.Time) {
+	if now.Sub(w.trimmed) < trimEvery {
+		return
+	}
+	for ; w.freeLow > 0; w.freeLow-- {
+		select {
+		case <-w.free:
+		default:
+		}
+	}
+	w.trimmed, w.freeLow = now, len(w.free)
+}
+
+// dropFree lets go of every pooled chunk. Dispatcher only.
+func (w *worker) dropFree() {
+	for {
+		select {
+		case <-w.free:
+		default:
+			w.freeLow = 0
+			return
+		}
+	}
+}
 
 // handOffHold is how long a chunk may wait at the dispatcher for more
 // records (at most a fifth of the sink's flush interval).
@@ -304,6 +360,7 @@ const handOffHold = 20 * time.Millisecond
 // a batch's worth of records (up to chunkCap), or when its first record
 // waited handOffHold. Dispatcher only.
 func (w *worker) handOff(now time.Time, force bool) {
+	w.trimFree(now)
 	n := len(w.pend)
 	if n == 0 {
 		w.held.Store(0)
@@ -324,6 +381,10 @@ func (w *worker) handOff(now time.Time, force bool) {
 // send puts pend, already counted in queued, on the worker's channel.
 func (w *worker) send() {
 	n := len(w.pend)
+	if n < w.stale {
+		clear(w.pend[n:w.stale])
+	}
+	w.stale = 0
 	select {
 	case w.ch <- w.pend:
 	default:
