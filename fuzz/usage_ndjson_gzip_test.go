@@ -2,11 +2,10 @@ package fuzz
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"testing"
 
 	"gw/edge/usage/gzipdelta"
+	"gw/edge/usage/usagetest"
 )
 
 // FuzzNDJSONGzip: the object store's gzip writer (each line written
@@ -31,15 +30,7 @@ func FuzzNDJSONGzip(f *testing.F) {
 		}
 		var z gzipdelta.Writer
 		gz := z.AppendLines(nil, lines)
-		zr, err := gzip.NewReader(bytes.NewReader(gz))
-		if err != nil {
-			t.Fatalf("not a gzip stream: %v", err)
-		}
-		got, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatalf("cannot inflate: %v", err)
-		}
-		if !bytes.Equal(got, lines) {
+		if got := usagetest.Gunzip(t, gz); !bytes.Equal(got, lines) {
 			t.Fatalf("inflated %d bytes differ from the %d written", len(got), len(lines))
 		}
 	})

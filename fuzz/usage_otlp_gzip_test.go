@@ -2,8 +2,6 @@ package fuzz
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"gw/admin/resources"
 	"gw/edge/usage"
 	"gw/edge/usage/otlp"
+	"gw/edge/usage/usagetest"
 )
 
 // FuzzOTLPGzip: the OTLP sink's own gzip writer (each span's attributes
@@ -50,15 +49,7 @@ func FuzzOTLPGzip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(z))
-		if err != nil {
-			t.Fatalf("not a gzip stream: %v", err)
-		}
-		got, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatalf("cannot inflate: %v", err)
-		}
-		if !bytes.Equal(got, want) {
+		if got := usagetest.Gunzip(t, z); !bytes.Equal(got, want) {
 			t.Fatalf("inflated %d bytes differ from the %d wire bytes", len(got), len(want))
 		}
 	})

@@ -5,7 +5,6 @@ package usage_test
 import (
 	"context"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,18 +41,9 @@ func (s *gateSink) Send(context.Context, *usage.Batch) error {
 // chunk, recycle the sinks' chunks instead of allocating new ones (a
 // chunk sized for each drain's backlog cost ~1 KB per record here).
 func TestFanoutReusesChunks(t *testing.T) {
-	p := usage.New(usage.Options{})
-	defer p.Close(time.Second)
 	sinks := []*gateSink{{}, {}}
-	var specs []usage.SinkSpec
-	for i, s := range sinks {
-		s := s
-		specs = append(specs, usage.SinkSpec{Config: usage.SinkConfig{Name: "s" + strconv.Itoa(i), Kind: "test", BatchSize: 128, FlushInterval: time.Second, Fingerprint: "f"},
-			Build: func() (usage.Sink, error) { return s, nil }})
-	}
-	if errs := p.SetSinks(specs); len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	p := startSinks(t, 128, sinks[0], sinks[1])
+	defer p.Close(time.Second)
 	r := sampleRecords()[1]
 	var emitted int64
 	deadline := time.Now().Add(10 * time.Second)

@@ -49,24 +49,30 @@ func (s *discardSink) Finish(dst, _ []byte, n int) ([]byte, error) {
 }
 func (s *discardSink) Send(context.Context, *usage.Batch) error { return nil }
 
+// startSinks runs a pipeline whose sinks are sinks, batches of batch.
+func startSinks(tb testing.TB, batch int, sinks ...usage.Sink) *usage.Pipeline {
+	tb.Helper()
+	p := usage.New(usage.Options{})
+	var specs []usage.SinkSpec
+	for i, s := range sinks {
+		specs = append(specs, usage.SinkSpec{Config: usage.SinkConfig{Name: "s" + strconv.Itoa(i), Kind: "test", BatchSize: batch, FlushInterval: time.Second, Fingerprint: "f"},
+			Build: func() (usage.Sink, error) { return s, nil }})
+	}
+	if errs := p.SetSinks(specs); len(errs) > 0 {
+		tb.Fatal(errs)
+	}
+	return p
+}
+
 // BenchmarkPipelineTwoSinks is the pipeline's own CPU per record with two
 // sinks, batches of 512 (scenario 8's exporters): emit, dispatcher,
 // per-sink queues and batching, measured as process CPU time (getrusage),
 // so goroutine wake-ups and the scheduler count too. The emitter keeps at
 // most 4096 records ahead of the sinks so nothing is dropped.
 func BenchmarkPipelineTwoSinks(b *testing.B) {
-	p := usage.New(usage.Options{})
-	defer p.Close(time.Second)
 	sinks := []*discardSink{{}, {}}
-	var specs []usage.SinkSpec
-	for i, s := range sinks {
-		s := s
-		specs = append(specs, usage.SinkSpec{Config: usage.SinkConfig{Name: "s" + strconv.Itoa(i), Kind: "test", BatchSize: 512, FlushInterval: time.Second, Fingerprint: "f"},
-			Build: func() (usage.Sink, error) { return s, nil }})
-	}
-	if errs := p.SetSinks(specs); len(errs) > 0 {
-		b.Fatal(errs)
-	}
+	p := startSinks(b, 512, sinks[0], sinks[1])
+	defer p.Close(time.Second)
 	r := sampleRecords()[1]
 	behind := func() int64 { return min(sinks[0].records.Load(), sinks[1].records.Load()) }
 	var ru0, ru1 syscall.Rusage

@@ -2,8 +2,6 @@ package gzipdelta_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,19 +10,6 @@ import (
 	"gw/edge/usage/gzipdelta"
 	"gw/edge/usage/usagetest"
 )
-
-func inflate(t testing.TB, gz []byte) []byte {
-	t.Helper()
-	r, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		t.Fatalf("gzip header: %v", err)
-	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatalf("inflate: %v", err)
-	}
-	return out
-}
 
 // records is the NDJSON body of n usage records as the object_store sink
 // writes it, with the variety a gateway's traffic has: distinct IDs and
@@ -68,7 +53,7 @@ func TestAppendLinesRoundTrip(t *testing.T) {
 		if !bytes.HasPrefix(gz, []byte("prefix")) {
 			t.Fatalf("%s: dst not kept", name)
 		}
-		if got := inflate(t, gz[len("prefix"):]); !bytes.Equal(got, body) {
+		if got := usagetest.Gunzip(t, gz[len("prefix"):]); !bytes.Equal(got, body) {
 			t.Fatalf("%s: inflated %d bytes differ from the %d written", name, len(got), len(body))
 		}
 	}

@@ -2,8 +2,6 @@ package objstore_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -29,76 +27,48 @@ func records(objs map[string][]byte) int {
 }
 
 // TestObjectStoreS3: batches land as NDJSON objects under the prefix with
-// time-partitioned names; every line validates against the schema.
+// time-partitioned names; every line validates against the schema. With
+// compression: gzip each is a .ndjson.gz object stored with
+// Content-Encoding: gzip whose inflated lines are the batch's records.
 func TestObjectStoreS3(t *testing.T) {
-	s3 := usagetest.StartS3(t, "gw-usage")
-	sink, err := objstore.New(s3Config(s3))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ compression, suffix, encoding string }{
+		{resources.CompressionNone, ".ndjson", ""},
+		{resources.CompressionGzip, ".ndjson.gz", "gzip"},
+	} {
+		t.Run(tc.compression, func(t *testing.T) {
+			s3 := usagetest.StartS3(t, "gw-usage")
+			cfg := s3Config(s3)
+			cfg.Compression = tc.compression
+			sink, err := objstore.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
+			for i := 0; i < 25; i++ {
+				p.Emit(usagetest.Record(i))
+			}
+			var objs map[string][]byte
+			usagetest.Eventually(t, 10*time.Second, "3 objects in the bucket", func() bool { objs = s3.Objects(t); return len(objs) == 3 })
+			day := time.Now().UTC().Format("dt=2006-01-02/hour=")
+			n := 0
+			for k, b := range objs {
+				if !strings.HasPrefix(k, "events/"+day) || !strings.HasSuffix(k, tc.suffix) {
+					t.Fatalf("object name %q", k)
+				}
+				if enc := s3.ContentEncoding(t, k); enc != tc.encoding {
+					t.Fatalf("%s stored with Content-Encoding %q; want %q", k, enc, tc.encoding)
+				}
+				if tc.encoding == "gzip" {
+					b = usagetest.Gunzip(t, b)
+				}
+				usagetest.ValidateNDJSON(t, b)
+				n += bytes.Count(b, []byte("\n"))
+			}
+			if n != 25 {
+				t.Fatalf("%d records in the objects; want 25", n)
+			}
+		})
 	}
-	p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
-	for i := 0; i < 25; i++ {
-		p.Emit(usagetest.Record(i))
-	}
-	var objs map[string][]byte
-	usagetest.Eventually(t, 10*time.Second, "25 records in the bucket", func() bool { objs = s3.Objects(t); return records(objs) == 25 })
-	if len(objs) != 3 {
-		t.Fatalf("%d objects; want 3 batches", len(objs))
-	}
-	day := time.Now().UTC().Format("dt=2006-01-02/hour=")
-	for k, b := range objs {
-		if !strings.HasPrefix(k, "events/"+day) || !strings.HasSuffix(k, ".ndjson") {
-			t.Fatalf("object name %q", k)
-		}
-		usagetest.ValidateNDJSON(t, b)
-	}
-}
-
-// TestObjectStoreS3Gzip: with compression: gzip each batch is one
-// .ndjson.gz object stored with Content-Encoding: gzip whose inflated
-// lines are the batch's records.
-func TestObjectStoreS3Gzip(t *testing.T) {
-	s3 := usagetest.StartS3(t, "gw-usage")
-	cfg := s3Config(s3)
-	cfg.Compression = resources.CompressionGzip
-	sink, err := objstore.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := usagetest.Pipeline(t, "object_store", 10, usage.ExporterPolicy, nil, sink)
-	for i := 0; i < 25; i++ {
-		p.Emit(usagetest.Record(i))
-	}
-	var objs map[string][]byte
-	usagetest.Eventually(t, 10*time.Second, "3 objects in the bucket", func() bool { objs = s3.Objects(t); return len(objs) == 3 })
-	n := 0
-	for k, b := range objs {
-		if !strings.HasSuffix(k, ".ndjson.gz") {
-			t.Fatalf("object name %q", k)
-		}
-		if enc := s3.ContentEncoding(t, k); enc != "gzip" {
-			t.Fatalf("%s stored with Content-Encoding %q", k, enc)
-		}
-		lines := gunzip(t, b)
-		usagetest.ValidateNDJSON(t, lines)
-		n += bytes.Count(lines, []byte("\n"))
-	}
-	if n != 25 {
-		t.Fatalf("%d records in the objects; want 25", n)
-	}
-}
-
-func gunzip(t *testing.T, b []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("not a gzip object: %v", err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("cannot inflate: %v", err)
-	}
-	return out
 }
 
 // TestObjectStoreOutage: the server is down, the batch is retried, and it

@@ -187,7 +187,7 @@ func TestWireSpanSizes(t *testing.T) {
 		if got := otlp.AppendRequest(batch, "gw"); !bytes.Equal(got, want) {
 			t.Fatalf("message of %d bytes: wire bytes differ from proto.Marshal", n)
 		}
-		if got := gunzip(t, otlp.AppendRequestGzip(batch, "gw")); !bytes.Equal(got, want) {
+		if got := usagetest.Gunzip(t, otlp.AppendRequestGzip(batch, "gw")); !bytes.Equal(got, want) {
 			t.Fatalf("message of %d bytes: gzip inflates to other bytes", n)
 		}
 	}

@@ -2,8 +2,6 @@ package otlp_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +11,6 @@ import (
 	"gw/edge/usage/otlp"
 	"gw/edge/usage/usagetest"
 )
-
-// gunzip inflates with the standard library's reader, which checks the
-// CRC-32 and length of the trailer.
-func gunzip(t testing.TB, b []byte) []byte {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("not a gzip stream: %v", err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("cannot inflate: %v", err)
-	}
-	return out
-}
 
 // TestGzipInflatesToWire: the gzip encoder's stream inflates to exactly
 // the protobuf bytes of the batch, for batches where consecutive spans
@@ -77,7 +60,7 @@ func TestGzipInflatesToWire(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := otlp.AppendRequest(c.batch, "gw")
 			z := otlp.AppendRequestGzip(c.batch, "gw")
-			if got := gunzip(t, z); !bytes.Equal(got, want) {
+			if got := usagetest.Gunzip(t, z); !bytes.Equal(got, want) {
 				t.Fatalf("inflated %d bytes differ from the %d wire bytes", len(got), len(want))
 			}
 			if len(c.batch) > 100 && len(z)*4 > len(want) {
@@ -99,7 +82,7 @@ func TestGzipSinkEncode(t *testing.T) {
 	if string(out[:4]) != "keep" {
 		t.Fatalf("dst overwritten: %q", out[:4])
 	}
-	if got := gunzip(t, out[4:]); !bytes.Equal(got, otlp.AppendRequest(batch, "gw")) {
+	if got := usagetest.Gunzip(t, out[4:]); !bytes.Equal(got, otlp.AppendRequest(batch, "gw")) {
 		t.Fatal("sink's gzip body does not inflate to the batch's wire bytes")
 	}
 }
