@@ -33,8 +33,9 @@ type code struct {
 }
 
 var (
-	litCodes  [257]code // 0-255 literals, 256 end of block
-	lenCodes  [256]code // match length 3-258 at [length-3]: symbol and extra bits
+	ascii8    [128]uint8 // litCodes[b].bits of an ASCII byte: its 8-bit code
+	litCodes  [257]code  // 0-255 literals, 256 end of block
+	lenCodes  [256]code  // match length 3-258 at [length-3]: symbol and extra bits
 	distCodes [30]uint32
 )
 
@@ -49,6 +50,9 @@ func init() {
 		default:
 			litCodes[v] = code{0, 7} // 256: 0000000
 		}
+	}
+	for v := range ascii8 {
+		ascii8[v] = uint8(litCodes[v].bits)
 	}
 	// Length symbols 257-285: base lengths and extra bits (RFC 1951 3.2.5).
 	base := [29]int{3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258}
@@ -116,6 +120,23 @@ func (z *Writer) Literals(p []byte) {
 	acc, n := z.acc, z.n
 	i := 0
 	for ; i+1 < len(p); i += 2 {
+		// Four ASCII bytes (8-bit codes) are exactly 32 bits: the word
+		// goes out whole and the bits waiting stay as they were.
+		for i+4 <= len(p) {
+			w := binary.LittleEndian.Uint32(p[i:])
+			if w&0x80808080 != 0 {
+				break
+			}
+			c := uint32(ascii8[w&0x7f]) | uint32(ascii8[w>>8&0x7f])<<8 | uint32(ascii8[w>>16&0x7f])<<16 | uint32(ascii8[w>>24&0x7f])<<24
+			acc |= uint64(c) << (n & 63)
+			binary.LittleEndian.PutUint32(buf[o:], uint32(acc))
+			o += 4
+			acc >>= 32
+			i += 4
+		}
+		if i+1 >= len(p) {
+			break
+		}
 		c0, c1 := litCodes[p[i]], litCodes[p[i+1]]
 		acc |= (uint64(c0.bits) | uint64(c1.bits)<<(c0.n&63)) << (n & 63)
 		n += uint(c0.n) + uint(c1.n)
