@@ -9,12 +9,13 @@ import (
 // terminated) of JSON objects that share their shape, as the NDJSON of
 // usage records does: the same members in the same order, most values
 // equal to the line before's. Each line is compared with the line before
-// it member by member: where they agree is a back reference, a value that
+// it member by member: where they agree is a back reference; a value that
 // differs is written as literals up to the next member boundary (`,"`),
-// and the comparison resumes there at the same member of the line before,
-// found by its key. A reference is only made where the bytes agree, so a
-// boundary found inside a string (`,"` between array elements) or a member
-// the line before lacks costs size, never correctness.
+// and both lines resume at their next boundary; where the keys there
+// differ (a member one line lacks), the line before is searched for this
+// line's key. A reference is only made where the bytes agree, so a
+// boundary found inside a string (`,"` between array elements) or a
+// member the line before lacks costs size, never correctness.
 func (z *Writer) AppendLines(dst, body []byte) []byte {
 	z.Start(dst)
 	prev := -1 // where the line before starts

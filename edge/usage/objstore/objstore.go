@@ -13,8 +13,8 @@
 // With compression: gzip the object is the gzip of those lines, named
 // .ndjson.gz and stored with Content-Encoding: gzip. It is written by
 // gzipdelta, each line against the one before: records of one gateway
-// repeat each other member by member, so a batch shrinks to about an
-// eighth at a fraction of a general compressor's CPU, and the upload
+// repeat each other member by member, so a batch shrinks to about a
+// tenth at a fraction of a general compressor's CPU, and the upload
 // (bytes copied, checksummed and sent) shrinks with it.
 package objstore
 
