@@ -216,7 +216,7 @@ func (p *Proxy) memberCall(c *call, em *snapshot.EnsembleMember, m *member, dead
 	mc.cr.Model = append(mc.cr.modelBuf[:0], em.Plan.Alias...)
 	mc.in.Body = m.body
 	mc.in.ClientHeaders = &m.ctx.Request.Header
-	mc.in.CallerCredential = credentialSlots(&m.ctx.Request.Header)
+	mc.in.CallerCredential = c.in.CallerCredential // the same request's headers
 	fillVars(&mc.in.Vars, c.caller.Key, em.Plan.Alias)
 	return mc
 }

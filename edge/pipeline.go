@@ -73,13 +73,23 @@ func (p *Proxy) run(ctx *fasthttp.RequestCtx, c *call) {
 }
 
 // authenticate is the first stage: the caller, or 401 in the surface's envelope.
+// It also notes which credential headers the caller sent, for the
+// adapters (one lookup of each header serves both).
 func (p *Proxy) authenticate(ctx *fasthttp.RequestCtx, c *call) bool {
-	caller, fail := authn.Authenticate(&ctx.Request.Header, c.snap, c.start)
+	key, hasAuth, hasXKey := authn.Presented(&ctx.Request.Header)
+	caller, fail := authn.Default.AuthenticateCredential(key, c.snap, c.start)
 	if fail != nil {
 		c.surf.writeError(ctx, fasthttp.StatusUnauthorized, "invalid_request_error", fail.Code, fail.Message)
 		return false
 	}
 	c.caller = caller
+	c.in.CallerCredential = 0
+	if hasAuth {
+		c.in.CallerCredential |= headers.SlotAuthorization
+	}
+	if hasXKey {
+		c.in.CallerCredential |= headers.SlotXAPIKey
+	}
 	return true
 }
 
@@ -220,8 +230,7 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 	c.in.Body = c.body
 	c.in.Stream = c.cr.Stream
 	c.in.ForceUsage = c.cr.Stream && !c.cr.IncludeUsage
-	c.in.ClientHeaders = &ctx.Request.Header
-	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
+	c.in.ClientHeaders = &ctx.Request.Header // CallerCredential: authenticate
 	fillVars(&c.in.Vars, c.caller.Key, c.plan.Alias)
 	if (c.cr.Stream || c.surf.binary) && c.surf.endpoint != adapters.EndpointNone && c.outputOn() && !p.unguardedStream(ctx, c) {
 		return
@@ -239,17 +248,6 @@ func (p *Proxy) dispatch(ctx *fasthttp.RequestCtx, c *call) {
 		return
 	}
 	p.buffered(ctx, c)
-}
-
-func credentialSlots(h *fasthttp.RequestHeader) headers.Slots {
-	var s headers.Slots
-	if authn.HasAuthorization(h) {
-		s |= headers.SlotAuthorization
-	}
-	if authn.HasXAPIKey(h) {
-		s |= headers.SlotXAPIKey
-	}
-	return s
 }
 
 func fillVars(v *headers.Vars, k *resources.APIKey, alias string) {

@@ -169,8 +169,7 @@ func (p *Proxy) videoTask(ctx *fasthttp.RequestCtx, c *call) {
 		}
 	}
 	up := plan.Upstream
-	c.in.ClientHeaders = &ctx.Request.Header
-	c.in.CallerCredential = credentialSlots(&ctx.Request.Header)
+	c.in.ClientHeaders = &ctx.Request.Header // CallerCredential: authenticate
 	c.in.UpstreamModel = plan.UpstreamModel
 	fillVars(&c.in.Vars, c.caller.Key, plan.Alias)
 	req := fasthttp.AcquireRequest()

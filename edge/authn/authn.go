@@ -49,10 +49,23 @@ var (
 // or `x-api-key`. The slice aliases the request header; it must not be
 // logged.
 func Credential(h *fasthttp.RequestHeader) []byte {
-	if v := h.PeekBytes(hdrAuthorization); len(v) > len(bearerPrefix) && asciiEqualFold(v[:len(bearerPrefix)], bearerPrefix) {
-		return bytes.TrimSpace(v[len(bearerPrefix):])
+	key, _, _ := Presented(h)
+	return key
+}
+
+// Presented is Credential, and whether the request carries each of the two
+// credential headers (an adapter may forward the caller's own), from one
+// lookup of each: a header lookup normalises its name and scans the
+// request's headers, which on the buffered path cost as much as the
+// caller-key check itself.
+func Presented(h *fasthttp.RequestHeader) (key []byte, hasAuthorization, hasXAPIKey bool) {
+	auth, xkey := h.PeekBytes(hdrAuthorization), h.PeekBytes(hdrXAPIKey)
+	if len(auth) > len(bearerPrefix) && asciiEqualFold(auth[:len(bearerPrefix)], bearerPrefix) {
+		key = bytes.TrimSpace(auth[len(bearerPrefix):])
+	} else {
+		key = bytes.TrimSpace(xkey)
 	}
-	return bytes.TrimSpace(h.PeekBytes(hdrXAPIKey))
+	return key, len(auth) > 0, len(xkey) > 0
 }
 
 // Options tune an Authenticator. Zero values take the defaults.

@@ -10,22 +10,30 @@ import (
 	"gw/admin/snapshot"
 )
 
+// TestCredential: the credential and which credential headers carried
+// anything (Presented), for each header alone and both together.
 func TestCredential(t *testing.T) {
-	f := func(hdr, val, want string) {
+	f := func(hdrs []string, want string, wantAuth, wantXKey bool) {
 		t.Helper()
 		var h fasthttp.RequestHeader
-		if hdr != "" {
-			h.Set(hdr, val)
+		for i := 0; i+1 < len(hdrs); i += 2 {
+			h.Set(hdrs[i], hdrs[i+1])
 		}
 		if got := string(Credential(&h)); got != want {
-			t.Fatalf("%s: %q -> %q; want %q", hdr, val, got, want)
+			t.Fatalf("%q -> %q; want %q", hdrs, got, want)
+		}
+		key, auth, xkey := Presented(&h)
+		if string(key) != want || auth != wantAuth || xkey != wantXKey {
+			t.Fatalf("Presented(%q) = %q %v %v; want %q %v %v", hdrs, key, auth, xkey, want, wantAuth, wantXKey)
 		}
 	}
-	f("Authorization", "Bearer abc", "abc")
-	f("Authorization", "bearer  abc ", "abc")
-	f("Authorization", "Basic abc", "")
-	f("x-api-key", "k1", "k1")
-	f("", "", "")
+	f([]string{"Authorization", "Bearer abc"}, "abc", true, false)
+	f([]string{"Authorization", "bearer  abc "}, "abc", true, false)
+	f([]string{"Authorization", "Basic abc"}, "", true, false)
+	f([]string{"x-api-key", "k1"}, "k1", false, true)
+	f([]string{"Authorization", "Bearer abc", "X-Api-Key", "k1"}, "abc", true, true)
+	f([]string{"Authorization", "Basic abc", "x-api-key", "k1"}, "k1", true, true)
+	f(nil, "", false, false)
 }
 
 const keysFile = `_format_version: "1"
