@@ -40,7 +40,8 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 			if st != nil {
 				st.Release()
 			}
-			c.upstreamDur += time.Since(sent)
+			took := time.Since(sent)
+			c.upstreamDur += took
 			fasthttp.ReleaseRequest(req)
 			status := resp.StatusCode()
 			if err == nil && status < 300 && !c.textAnswer() && !looksLikeObject(resp.Body()) {
@@ -53,7 +54,7 @@ func (p *Proxy) buffered(ctx *fasthttp.RequestCtx, c *call) {
 				continue
 			}
 			if err == nil && status < 300 {
-				c.upTTFT = time.Since(sent)
+				c.upTTFT = took // a buffered answer's first byte came with the rest
 				c.observe(t, nil, c.upTTFT)
 				p.writeBuffered(ctx, c, resp, up)
 				fasthttp.ReleaseResponse(resp)
