@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gw/edge/gateway/vars"
 	"gw/sse/rawjson"
@@ -34,7 +35,10 @@ func FuzzGatewayPostArgPath(f *testing.F) {
 			got = append(got, decode(t, v))
 			return true
 		})
-		if !json.Valid([]byte(doc)) {
+		// rawjson, and so post_arg, takes a body whose strings are not
+		// UTF-8 for invalid JSON (RFC 8259 8.1); encoding/json reads it,
+		// replacing the bytes. Such a body yields nothing.
+		if !json.Valid([]byte(doc)) || !utf8.ValidString(doc) {
 			return
 		}
 		var want []any
