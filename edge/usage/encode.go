@@ -158,7 +158,7 @@ func (NDJSON) Finish(dst, body []byte, _ int) ([]byte, error) {
 // s quoted. Most values need no escaping, which a word at a time finds
 // cheaper than quoting does.
 func appendStr(dst []byte, key, s string) []byte {
-	if !plain(s) {
+	if !rawjson.Plain(s) {
 		return rawjson.AppendQuote(append(dst, key[:len(key)-1]...), s)
 	}
 	dst = append(dst, key...)
@@ -172,44 +172,6 @@ func appendOptStr(dst []byte, key, v string) []byte {
 		return append(append(dst, key[:len(key)-1]...), "null"...)
 	}
 	return appendStr(dst, key, v)
-}
-
-// plain reports whether s is quoted as it is: no control character,
-// quote, backslash or non-ASCII byte (rawjson.AppendQuote's escapes and
-// UTF-8 checks).
-func plain(s string) bool {
-	for ; len(s) >= 8; s = s[8:] {
-		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		if special(x) {
-			return false
-		}
-	}
-	// The last 0-7 bytes in a word filled up with a plain byte; from 4 on,
-	// as two overlapping halves.
-	x := uint64(lo * 'a')
-	if k := len(s); k >= 4 {
-		head := uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
-		t := s[k-4:]
-		tail := uint32(t[0]) | uint32(t[1])<<8 | uint32(t[2])<<16 | uint32(t[3])<<24
-		x = x<<(8*k&63) | uint64(tail)<<(8*(k-4)&63) | uint64(head)
-	} else {
-		for i := k - 1; i >= 0; i-- {
-			x = x<<8 | uint64(s[i])
-		}
-	}
-	return !special(x)
-}
-
-const lo, hi = 0x0101010101010101, 0x8080808080808080
-
-// special reports whether a byte of x is below 0x20, a quote, a backslash
-// or non-ASCII.
-func special(x uint64) bool {
-	q, b := x^(lo*'"'), x^(lo*'\\')
-	// A byte below 0x20, or one equal to 0 after the XORs, borrows (a
-	// borrow's false positives lie above a true one).
-	return (x|(x-lo*0x20)|(q-lo)&^q|(b-lo)&^b)&hi != 0
 }
 
 func appendHits(dst []byte, hits []GuardrailHit) []byte {

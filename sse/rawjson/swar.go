@@ -67,6 +67,31 @@ func indexSpecial[T string | []byte](s T, i int) int {
 	return len(s)
 }
 
+// Plain reports whether s is quoted as it is: no control character,
+// quote, backslash or non-ASCII byte (those AppendQuote escapes or
+// checks). It reads whole words, the last 4-7 bytes as two overlapping
+// halves and fewer padded with a plain byte, so a short value costs no
+// byte loop: encoders test field values with it before quoting them.
+func Plain(s string) bool {
+	for ; len(s) >= 8; s = s[8:] {
+		if specialMask(load64(s, 0)) != 0 {
+			return false
+		}
+	}
+	w := uint64(lsb * 'a')
+	if k := len(s); k >= 4 {
+		head := uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+		t := s[k-4:]
+		tail := uint32(t[0]) | uint32(t[1])<<8 | uint32(t[2])<<16 | uint32(t[3])<<24
+		w = w<<(8*k&63) | uint64(tail)<<(8*(k-4)&63) | uint64(head)
+	} else {
+		for i := k - 1; i >= 0; i-- {
+			w = w<<8 | uint64(s[i])
+		}
+	}
+	return specialMask(w) == 0
+}
+
 var isSpecial = func() (t [256]bool) {
 	for c := range t {
 		t[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80

@@ -2,6 +2,7 @@ package rawjson_test
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -134,6 +135,28 @@ func TestIsFastKey(t *testing.T) {
 				k[pos] = c
 				if got := rawjson.IsFastKey(string(k)); got != want(string(k)) {
 					t.Fatalf("isFastKey(%q) = %v", k, got)
+				}
+			}
+		}
+	}
+}
+
+// TestPlain: Plain agrees with a byte loop over isSpecial at every length
+// up to five words, with each kind of byte at each place.
+func TestPlain(t *testing.T) {
+	for _, b := range []byte{'a', '~', ' ', 0x7f, 0, 0x1f, '"', '\\', 0x80, 0xff} {
+		for n := 0; n <= 40; n++ {
+			for at := 0; at < max(n, 1); at++ {
+				v := []byte(strings.Repeat("m", n))
+				if n > 0 {
+					v[at] = b
+				}
+				want := true
+				for _, c := range v {
+					want = want && c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+				}
+				if got := rawjson.Plain(string(v)); got != want {
+					t.Fatalf("Plain(%q) = %v; want %v", v, got, want)
 				}
 			}
 		}
