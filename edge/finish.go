@@ -118,16 +118,10 @@ func (p *Proxy) record(c *call, method, path []byte, reqBytes int, stream bool) 
 }
 
 // emitUsage sends one zero-token record per failed attempt (but the last,
-// whose outcome is the final record) and then the final record. The
-// records are copied into the pipeline's queue; nothing is encoded here.
+// whose outcome is the final record) and then the final record. Each
+// record is built in its slot of the pipeline's queue; nothing is encoded
+// here.
 func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
-	k := c.caller.Key
-	ev := UsageEvent{
-		RequestID: usage.NewRequestID(),
-		APIKeyID:  k.ID, APIKeyName: k.DisplayName, TeamID: k.TeamID, UserID: k.UserID, UserName: k.UserName,
-		Model: c.plan.Alias, Stream: stream, InboundProtocol: c.surf.protocol, Operation: c.surf.operation,
-		CacheStatus: c.cacheUsage(), RequestBodyBytes: int64(reqBytes),
-	}
 	n := c.nFailures
 	finalMsg := ""
 	if n > c.memberFs && c.status >= 400 && c.failures[n-1].target == c.target {
@@ -135,19 +129,21 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 		finalMsg = c.failures[n].msg
 	}
 	for i := 0; i < n; i++ {
-		f := &c.failures[i]
-		e := ev
-		e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, i+1
-		setTarget(&e, f.target)
-		e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
-		e.RequestBodyBytes = 0 // counted once, on the final record
-		p.Usage.Emit(&e)
+		p.emitFailedAttempt(c, &c.failures[i], i+1, stream)
 	}
-	e := &ev
+	s, ok := p.Usage.Claim()
+	if !ok {
+		return
+	}
+	// A panic while filling must not leave the slot claimed: the
+	// dispatcher would wait at it for good.
+	defer p.Usage.Publish(s)
+	e := s.Record
+	setCaller(e, c, stream)
 	e.OccurredAt, e.AttemptKind, e.Attempt = now, AttemptFinal, c.attempts
 	e.StatusCode, e.ErrorClass, e.ErrorMessage = c.status, c.errClass, finalMsg
 	e.Latency, e.TTFT, e.UpstreamLatency, e.UpstreamTTFT = now.Sub(c.start), c.ttfb, c.upstreamDur, c.upTTFT
-	e.ResponseBodyBytes = int64(c.respBytes)
+	e.RequestBodyBytes, e.ResponseBodyBytes = int64(reqBytes), int64(c.respBytes)
 	setTarget(e, c.target)
 	if c.g.on {
 		// The guardrail outcome is the request's: on the final record only,
@@ -174,7 +170,31 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 		e.TotalTokens += a.Total
 		e.CostUSD += c.addCost
 	}
-	p.Usage.Emit(e)
+}
+
+// emitFailedAttempt sends the zero-token record of failed attempt number
+// attempt (the request's body bytes are counted once, on the final record).
+func (p *Proxy) emitFailedAttempt(c *call, f *failedAttempt, attempt int, stream bool) {
+	s, ok := p.Usage.Claim()
+	if !ok {
+		return
+	}
+	defer p.Usage.Publish(s)
+	e := s.Record
+	setCaller(e, c, stream)
+	e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, attempt
+	setTarget(e, f.target)
+	e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
+}
+
+// setCaller fills the fields every record of the call shares: its ID,
+// the caller's attribution and the request's classification.
+func setCaller(e *UsageEvent, c *call, stream bool) {
+	k := c.caller.Key
+	e.RequestID = usage.NewRequestID()
+	e.APIKeyID, e.APIKeyName, e.TeamID, e.UserID, e.UserName = k.ID, k.DisplayName, k.TeamID, k.UserID, k.UserName
+	e.Model, e.Stream, e.InboundProtocol, e.Operation = c.plan.Alias, stream, c.surf.protocol, c.surf.operation
+	e.CacheStatus = c.cacheUsage()
 }
 
 // setTarget fills the record's routing fields from the direct model that

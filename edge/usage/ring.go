@@ -86,27 +86,31 @@ func (r *ring) grow(pos uint64) *ringSlot {
 	return &b[i%ringBlock]
 }
 
-// put copies *rec into the ring; false when the ring is full. Safe for
-// concurrent use; it does not allocate.
-func (r *ring) put(rec *Record) bool {
-	pos := r.head.Load()
+// claim takes the next free slot and its position; ok is false when the
+// ring is full. The slot is zero (release cleared it): the producer fills
+// its record and hands it to the consumer with publish, which must follow
+// (the consumer reads slots in order and waits at an unpublished one).
+// Safe for concurrent use; it does not allocate.
+func (r *ring) claim() (s *ringSlot, pos uint64, ok bool) {
+	pos = r.head.Load()
 	for {
-		s := r.claimSlot(pos)
+		s = r.claimSlot(pos)
 		switch seq := r.seqAt(s, pos); {
 		case seq == pos:
 			if r.head.CompareAndSwap(pos, pos+1) {
-				s.rec = *rec
-				r.setSeq(s, pos, pos+1)
-				return true
+				return s, pos, true
 			}
 			pos = r.head.Load()
 		case int64(seq-pos) < 0:
-			return false // the slot still holds the record of the previous lap
+			return nil, 0, false // the slot still holds the record of the previous lap
 		default:
 			pos = r.head.Load() // another producer claimed pos
 		}
 	}
 }
+
+// publish hands the slot claim returned for pos to the consumer.
+func (r *ring) publish(s *ringSlot, pos uint64) { r.setSeq(s, pos, pos+1) }
 
 // backlog is how many positions producers have claimed past the
 // consumer: the records the next drain can find, at most. Dispatcher
@@ -165,17 +169,19 @@ func newQueue(n int) *queue {
 	return &queue{hot: newRing(hot), cold: newRing(n), coldMax: uint64(n - hot)}
 }
 
-// put copies *rec into the queue; false when it is full. Producers racing
-// past a nearly full cold ring's bound may overshoot it by one record
-// each.
-func (q *queue) put(rec *Record) bool {
-	if q.hot.put(rec) {
-		return true
+// claim takes a zero slot of the hot ring, or of the cold one while the
+// queue holds fewer than its size; ok is false when it is full. Producers
+// racing past a nearly full cold ring's bound may overshoot it by one
+// record each. Publish the slot with its ring's publish.
+func (q *queue) claim() (r *ring, s *ringSlot, pos uint64, ok bool) {
+	if s, pos, ok = q.hot.claim(); ok {
+		return q.hot, s, pos, true
 	}
 	if q.cold.backlog() >= q.coldMax {
-		return false
+		return nil, nil, 0, false
 	}
-	return q.cold.put(rec)
+	s, pos, ok = q.cold.claim()
+	return q.cold, s, pos, ok
 }
 
 // peek returns the next record, hot ring first, or nil. Dispatcher only.

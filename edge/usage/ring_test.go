@@ -6,6 +6,26 @@ import (
 	"testing"
 )
 
+// put is a producer with its record built: claim, copy, publish.
+func (r *ring) put(rec *Record) bool {
+	s, pos, ok := r.claim()
+	if ok {
+		s.rec = *rec
+		r.publish(s, pos)
+	}
+	return ok
+}
+
+// put is ring.put on the queue's claim.
+func (q *queue) put(rec *Record) bool {
+	r, s, pos, ok := q.claim()
+	if ok {
+		s.rec = *rec
+		r.publish(s, pos)
+	}
+	return ok
+}
+
 // TestRingFullAndOrder: a ring takes exactly its (power-of-two) capacity,
 // refuses the next record, and hands records back in order, slot by slot.
 func TestRingFullAndOrder(t *testing.T) {
@@ -29,6 +49,34 @@ func TestRingFullAndOrder(t *testing.T) {
 				t.Fatalf("lap %d: a released slot was not reusable", lap)
 			}
 		}
+	}
+}
+
+// TestRingClaimHoldsOrder: a claimed slot is zero, and the consumer waits
+// at it until it is published, even when later slots are published first.
+func TestRingClaimHoldsOrder(t *testing.T) {
+	r := newRing(8)
+	r.put(&Record{Attempt: 1, ErrorClass: "x"})
+	r.peek()
+	r.release() // the slot is cleared for its next lap
+	s1, p1, _ := r.claim()
+	s2, p2, _ := r.claim()
+	if s1.rec.ErrorClass != "" || s1.rec.Attempt != 0 {
+		t.Fatalf("claimed slot not zero: %+v", s1.rec)
+	}
+	s2.rec.Attempt = 3
+	r.publish(s2, p2)
+	if rec := r.peek(); rec != nil {
+		t.Fatalf("read past an unpublished slot: %+v", rec)
+	}
+	s1.rec.Attempt = 2
+	r.publish(s1, p1)
+	for _, want := range []int{2, 3} {
+		rec := r.peek()
+		if rec == nil || rec.Attempt != want {
+			t.Fatalf("got %+v, want attempt %d", rec, want)
+		}
+		r.release()
 	}
 }
 
