@@ -129,17 +129,19 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 		finalMsg = c.failures[n].msg
 	}
 	for i := 0; i < n; i++ {
-		p.emitFailedAttempt(c, &c.failures[i], i+1, stream)
+		f := &c.failures[i]
+		p.emitRecord(c, stream, func(e *UsageEvent) {
+			e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, i+1
+			setTarget(e, f.target)
+			e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
+		})
 	}
-	s, ok := p.Usage.Claim()
-	if !ok {
-		return
-	}
-	// A panic while filling must not leave the slot claimed: the
-	// dispatcher would wait at it for good.
-	defer p.Usage.Publish(s)
-	e := s.Record
-	setCaller(e, c, stream)
+	p.emitRecord(c, stream, func(e *UsageEvent) { fillFinal(e, c, reqBytes, now, finalMsg) })
+}
+
+// fillFinal fills the final record's own fields: the call's outcome,
+// latency split, target, guardrails, tokens and cost.
+func fillFinal(e *UsageEvent, c *call, reqBytes int, now time.Time, finalMsg string) {
 	e.OccurredAt, e.AttemptKind, e.Attempt = now, AttemptFinal, c.attempts
 	e.StatusCode, e.ErrorClass, e.ErrorMessage = c.status, c.errClass, finalMsg
 	e.Latency, e.TTFT, e.UpstreamLatency, e.UpstreamTTFT = now.Sub(c.start), c.ttfb, c.upstreamDur, c.upTTFT
@@ -172,19 +174,18 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 	}
 }
 
-// emitFailedAttempt sends the zero-token record of failed attempt number
-// attempt (the request's body bytes are counted once, on the final record).
-func (p *Proxy) emitFailedAttempt(c *call, f *failedAttempt, attempt int, stream bool) {
+// emitRecord builds one record of the call in its slot of the pipeline's
+// queue: the fields every record of the call shares, then fill's.
+func (p *Proxy) emitRecord(c *call, stream bool, fill func(*UsageEvent)) {
 	s, ok := p.Usage.Claim()
 	if !ok {
 		return
 	}
+	// A panic while filling must not leave the slot claimed: the
+	// dispatcher would wait at it for good.
 	defer p.Usage.Publish(s)
-	e := s.Record
-	setCaller(e, c, stream)
-	e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, attempt
-	setTarget(e, f.target)
-	e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
+	setCaller(s.Record, c, stream)
+	fill(s.Record)
 }
 
 // setCaller fills the fields every record of the call shares: its ID,
