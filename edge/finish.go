@@ -128,15 +128,16 @@ func (p *Proxy) emitUsage(c *call, stream bool, reqBytes int, now time.Time) {
 		n-- // the last failure is the final outcome
 		finalMsg = c.failures[n].msg
 	}
+	id := usage.NewRequestID() // one request: the same ID on all its records
 	for i := 0; i < n; i++ {
 		f := &c.failures[i]
-		p.emitRecord(c, stream, func(e *UsageEvent) {
+		p.emitRecord(c, id, stream, func(e *UsageEvent) {
 			e.OccurredAt, e.AttemptKind, e.Attempt = f.at, AttemptFailed, i+1
 			setTarget(e, f.target)
 			e.StatusCode, e.ErrorClass, e.ErrorMessage = f.status, f.class, f.msg
 		})
 	}
-	p.emitRecord(c, stream, func(e *UsageEvent) { fillFinal(e, c, reqBytes, now, finalMsg) })
+	p.emitRecord(c, id, stream, func(e *UsageEvent) { fillFinal(e, c, reqBytes, now, finalMsg) })
 }
 
 // fillFinal fills the final record's own fields: the call's outcome,
@@ -176,7 +177,7 @@ func fillFinal(e *UsageEvent, c *call, reqBytes int, now time.Time, finalMsg str
 
 // emitRecord builds one record of the call in its slot of the pipeline's
 // queue: the fields every record of the call shares, then fill's.
-func (p *Proxy) emitRecord(c *call, stream bool, fill func(*UsageEvent)) {
+func (p *Proxy) emitRecord(c *call, id usage.RequestID, stream bool, fill func(*UsageEvent)) {
 	s, ok := p.Usage.Claim()
 	if !ok {
 		return
@@ -184,15 +185,15 @@ func (p *Proxy) emitRecord(c *call, stream bool, fill func(*UsageEvent)) {
 	// A panic while filling must not leave the slot claimed: the
 	// dispatcher would wait at it for good.
 	defer p.Usage.Publish(s)
-	setCaller(s.Record, c, stream)
+	setCaller(s.Record, c, id, stream)
 	fill(s.Record)
 }
 
 // setCaller fills the fields every record of the call shares: its ID,
 // the caller's attribution and the request's classification.
-func setCaller(e *UsageEvent, c *call, stream bool) {
+func setCaller(e *UsageEvent, c *call, id usage.RequestID, stream bool) {
 	k := c.caller.Key
-	e.RequestID = usage.NewRequestID()
+	e.RequestID = id
 	e.APIKeyID, e.APIKeyName, e.TeamID, e.UserID, e.UserName = k.ID, k.DisplayName, k.TeamID, k.UserID, k.UserName
 	e.Model, e.Stream, e.InboundProtocol, e.Operation = c.plan.Alias, stream, c.surf.protocol, c.surf.operation
 	e.CacheStatus = c.cacheUsage()

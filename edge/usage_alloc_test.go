@@ -82,3 +82,41 @@ func TestEmitUsagePanicPublishes(t *testing.T) {
 		}
 	}
 }
+
+// TestEmitUsageRecordsShareRequest: a request's failed-attempt and final
+// records carry the same request ID (sinks and billing group by it), the
+// shared fields, and their own attempt fields.
+func TestEmitUsageRecordsShareRequest(t *testing.T) {
+	s := compileFile(t, usageAllocSrc, map[string]string{"K": "sk", "CALLER": "caller-key"})
+	p := &Proxy{Usage: NewUsageStream()}
+	defer p.Usage.Close(usageGrace)
+	seen := make(chan UsageEvent, 4)
+	p.Usage.Observe(func(r *UsageEvent) { seen <- *r })
+	c := acquireCall()
+	c.plan, c.target, c.caller, c.surf = s.Plans["b"], s.Plans["b"], s.CallersByName["caller"], surfChat
+	c.start, c.status, c.attempts = time.Now(), 200, 3
+	for i := range 2 {
+		c.failures[i] = failedAttempt{at: time.Now(), target: c.target, status: 503 + i, class: "upstream_status", msg: "upstream returned 50x"}
+	}
+	c.nFailures = 2
+	p.emitUsage(c, false, 100, time.Now())
+	var recs []UsageEvent
+	for range 3 {
+		select {
+		case r := <-seen:
+			recs = append(recs, r)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of 3 records arrived", len(recs))
+		}
+	}
+	for i, r := range recs {
+		kind, status, body := AttemptFailed, 503+i, int64(0)
+		if i == 2 {
+			kind, status, body = AttemptFinal, 200, 100
+		}
+		if r.RequestID != recs[0].RequestID || r.APIKeyName != "caller" || r.Model != "b" ||
+			r.AttemptKind != kind || r.StatusCode != status || r.RequestBodyBytes != body {
+			t.Fatalf("record %d: %+v (first record's request ID %v)", i, r, recs[0].RequestID)
+		}
+	}
+}

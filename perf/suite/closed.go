@@ -158,7 +158,10 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 	// Short runs, more rounds: a median of five keeps `make perf` near eight
 	// minutes and is steadier than one long run on a shared machine.
 	dur, warm := o.Duration*3/8, o.Warmup/2
-	type sample struct{ rps, cpuUS []float64 }
+	// softUS and segs are machine-wide, per request: the kernel's
+	// network work, which no process's CPU figure includes (buffered
+	// direct and gw only; see kernelWindow).
+	type sample struct{ rps, cpuUS, softUS, segs []float64 }
 	samples := map[string]*sample{}
 	for _, kind := range []string{"buffered", "streamed"} {
 		o.Log("scenario 8: closed loop, 64 connections, %s, %d interleaved rounds (shared cores)", kind, closedRounds)
@@ -179,6 +182,10 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 					pid := t.pid
 					cpu = cpuWindow(ctx, func() (float64, error) { return cpuSeconds(pid) }, warm, dur)
 				}
+				var kernel func() (softirq, segs float64, ok bool)
+				if kind == "buffered" && (t.name == "direct" || t.name == "gw") {
+					kernel = kernelWindow(ctx, warm, dur)
+				}
 				res, err := run("s8-"+kind+"-"+t.name+"-r"+strconv.Itoa(round+1), cfg)
 				if err != nil {
 					return err
@@ -195,6 +202,13 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 						s.cpuUS = append(s.cpuUS, sec/(res.SuccessRPS*dur.Seconds())*1e6)
 					}
 				}
+				if kernel != nil {
+					if soft, segs, ok := kernel(); ok && res.SuccessRPS > 0 {
+						n := res.SuccessRPS * dur.Seconds()
+						s.softUS = append(s.softUS, soft/n*1e6)
+						s.segs = append(s.segs, segs/n)
+					}
+				}
 				if res.Errors > 0 {
 					rep.add(Figure{Scenario: "8 closed loop " + kind, Name: t.name + " errors", Value: float64(res.Errors), Unit: "requests",
 						Note: fmt.Sprintf("%v", res.ErrorsByClass)})
@@ -207,6 +221,13 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 			sc += " (22-event stream)"
 		}
 		rep.add(Figure{Scenario: sc, Name: "direct", Value: direct, Unit: "req/s", Note: "median of " + strconv.Itoa(closedRounds) + " rounds"})
+		for _, name := range []string{"direct", "gw"} {
+			if s := samples[kind+"/"+name]; len(s.softUS) > 0 {
+				rep.add(Figure{Scenario: sc, Name: name + ": machine softirq per request", Value: median(s.softUS), Unit: "µs",
+					Note: fmt.Sprintf("loopback delivery and wake-ups, outside every process's CPU figure (rounds %s); TCP segments per request %s",
+						joinF(s.softUS, 1), joinF(s.segs, 2))})
+			}
+		}
 		ratioBud, cpuBud := bud.ClosedBufferedRatioMin, bud.ClosedBufferedCPUUS
 		if kind == "streamed" {
 			ratioBud, cpuBud = bud.ClosedStreamRatioMin, bud.ClosedStreamCPUUS
@@ -257,6 +278,18 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		Budget: b(bud.AddedP99At2kShared), Max: true, Note: fmt.Sprintf("direct p99 %d µs, gw p99 %d µs", d.LatencyUS.P99, g.LatencyUS.P99)})
 	rep.add(Figure{Scenario: sc, Name: "gw errors", Value: float64(g.Errors), Unit: "requests"})
 	return nil
+}
+
+// kernelWindow reads the machine's softirq seconds and TCP segments sent
+// over the window cpuWindow measures (after warmup, for duration).
+func kernelWindow(ctx context.Context, warmup, duration time.Duration) func() (softirq, segs float64, ok bool) {
+	soft := cpuWindow(ctx, softirqSeconds, warmup, duration)
+	segs := cpuWindow(ctx, tcpOutSegs, warmup, duration)
+	return func() (float64, float64, bool) {
+		s, ok1 := soft()
+		n, ok2 := segs()
+		return s, n, ok1 && ok2
+	}
 }
 
 // ColdStart runs gw on file and returns the time from exec to the first 200

@@ -1,6 +1,11 @@
 package suite
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+)
 
 func TestParsePeer(t *testing.T) {
 	f := func(in string, want Peer, wantErr bool) {
@@ -54,4 +59,30 @@ func TestRoundRatios(t *testing.T) {
 	f([]float64{10, 20}, []float64{10}, []float64{1}) // a round one side lacks
 	f([]float64{5}, []float64{0}, []float64{5})       // a dead round divides by 1, not 0
 	f(nil, nil, []float64{})
+}
+
+// TestKernelReadings: the machine-wide counters scenario 8 reports read
+// on Linux, and a loopback exchange moves the segment count.
+func TestKernelReadings(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	soft, err := softirqSeconds()
+	if err != nil || soft < 0 {
+		t.Fatalf("softirqSeconds = %v, %v", soft, err)
+	}
+	before, err := tcpOutSegs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if after, err := tcpOutSegs(); err != nil || after <= before {
+		t.Fatalf("OutSegs %v → %v (%v): a loopback exchange sent no segment", before, after, err)
+	}
 }

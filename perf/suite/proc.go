@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,3 +159,47 @@ func cpuSeconds(pid int) (float64, error) {
 
 // Signal sends sig to the process.
 func (p *Proc) Signal(sig os.Signal) error { return p.Cmd.Process.Signal(sig) }
+
+// softirqSeconds reads the machine's time in software interrupts from
+// /proc/stat (all CPUs). On loopback a TCP segment's delivery to the
+// receiving socket, and the wake-up of the thread waiting on it, run
+// there: kernel work no process's utime+stime shows.
+func softirqSeconds() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	// cpu user nice system idle iowait irq softirq ...
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, errors.New("malformed /proc/stat")
+	}
+	v, err := strconv.ParseFloat(f[7], 64)
+	return v / 100, err // USER_HZ
+}
+
+// tcpOutSegs reads the machine's count of TCP segments sent
+// (/proc/net/snmp Tcp OutSegs).
+func tcpOutSegs() (float64, error) {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "Tcp:") {
+			continue
+		}
+		f := strings.Fields(line)
+		if names == nil {
+			names = f
+			continue
+		}
+		if i := slices.Index(names, "OutSegs"); i > 0 && i < len(f) {
+			return strconv.ParseFloat(f[i], 64)
+		}
+		break
+	}
+	return 0, errors.New("no Tcp OutSegs in /proc/net/snmp")
+}
