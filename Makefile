@@ -146,7 +146,8 @@ bench:
 # scenario 8 with PERF_ARGS='-mock-addr 127.0.0.1:9999 -peer name=URL,...'.
 perf: build
 	$(GO) build -o bin/gwperf ./perf/cmd/gwperf
-	@if command -v taskset >/dev/null; then taskset -c 1 ./bin/gwperf -gw bin/gw $(PERF_ARGS); else ./bin/gwperf -gw bin/gw -gw-core -1 -mock-core -1 $(PERF_ARGS); fi
+	$(GO) build -o bin/floorproxy ./perf/cmd/floorproxy
+	@if command -v taskset >/dev/null; then taskset -c 1 ./bin/gwperf -gw bin/gw -floor bin/floorproxy $(PERF_ARGS); else ./bin/gwperf -gw bin/gw -floor bin/floorproxy -gw-core -1 -mock-core -1 $(PERF_ARGS); fi
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

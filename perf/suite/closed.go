@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -152,6 +153,15 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		{"gw-guarded", "http://" + gw.Addr + "/v1", "perf-caller", "gpt-guarded", "gpt-stream-guarded", gw.PID()},
 		{"gw-exporters", "http://" + gwx.Addr + "/v1", "perf-caller", "gpt", "gpt-stream", gwx.PID()},
 	}
+	if o.FloorBin != "" {
+		floor, err := startFloor(o.FloorBin, mock.Addr)
+		if err != nil {
+			return err
+		}
+		defer floor.Stop()
+		// Buffered only: the floor relay reads each answer whole.
+		targets = append(targets, target{"floor", "http://" + floor.Addr + "/v1", "perf-caller", "gpt-4o", "", floor.PID()})
+	}
 	for _, p := range o.Peers {
 		targets = append(targets, target{p.Name, p.URL, p.APIKey, p.Model, p.StreamModel, p.PID})
 	}
@@ -168,6 +178,9 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		for round := 0; round < closedRounds; round++ {
 			for i := range targets {
 				t := targets[(i+round)%len(targets)]
+				if kind == "streamed" && t.streamModel == "" {
+					continue
+				}
 				cfg := load.Config{Target: t.base, APIKey: t.key, Model: t.model, Connections: 64, Duration: dur, Warmup: warm, Timeout: 30 * time.Second}
 				base := t.base
 				if kind == "streamed" {
@@ -234,6 +247,9 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		}
 		for _, t := range targets[1:] {
 			s := samples[kind+"/"+t.name]
+			if s == nil {
+				continue // not run in this kind
+			}
 			rps := median(s.rps)
 			f := Figure{Scenario: sc, Name: t.name + " / direct", Value: rps / max(direct, 1), Unit: "ratio",
 				Note: fmt.Sprintf("%s %.0f req/s (rounds %s)", t.name, rps, joinF(s.rps, 0))}
@@ -241,6 +257,11 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 				f.Budget = b(ratioBud)
 			}
 			rep.add(f)
+			if t.name == "floor" {
+				r := roundRatios(samples[kind+"/gw"].rps, s.rps)
+				rep.add(Figure{Scenario: sc, Name: "gw / floor (the bare relay on the same hop)", Value: median(r), Unit: "ratio",
+					Note: "median of the rounds' ratios " + joinF(r, 2) + "; floor / direct is a bare fasthttp relay's distance from direct on this layout: the hop alone"})
+			}
 			if t.name == "gw-exporters" {
 				// Each round's own ratio, then their median: within a round
 				// the two processes run seconds apart, while conditions
@@ -289,6 +310,32 @@ func kernelWindow(ctx context.Context, warmup, duration time.Duration) func() (s
 		s, ok1 := soft()
 		n, ok2 := segs()
 		return s, n, ok1 && ok2
+	}
+}
+
+// startFloor runs perf/cmd/floorproxy relaying to the mock at mockAddr.
+func startFloor(bin, mockAddr string) (*Proc, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "-listen", addr, "-upstream", mockAddr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start the floor relay: %w", err)
+	}
+	p := &Proc{Cmd: cmd, Addr: addr}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return nil, fmt.Errorf("floor relay not listening on %s: %w", addr, err)
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
 }
 

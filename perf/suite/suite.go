@@ -33,6 +33,10 @@ type Options struct {
 	// Peers can be configured against it ("": a free port).
 	MockAddr string
 	Peers    []Peer // other gateways beside gw in scenario 8
+	// FloorBin is perf/cmd/floorproxy, run beside gw in scenario 8's
+	// buffered rounds: the bare relay, whose distance from direct is the
+	// extra hop alone ("": not run).
+	FloorBin string
 	Log      func(format string, args ...any)
 }
 

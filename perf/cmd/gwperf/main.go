@@ -24,6 +24,7 @@ func main() {
 	flag.DurationVar(&o.Warmup, "warmup", 2*time.Second, "warm-up of each load run")
 	flag.IntVar(&o.GWCore, "gw-core", 0, "core gw is pinned to (-1: none)")
 	flag.IntVar(&o.MockCore, "mock-core", 1, "core of the mock upstream (run gwperf on it too)")
+	flag.StringVar(&o.FloorBin, "floor", "", "perf/cmd/floorproxy, run beside gw in scenario 8's buffered rounds (\"\": not run)")
 	flag.StringVar(&o.MockAddr, "mock-addr", "", "address of the mock of the shared-core scenarios 8-10, for peers configured against it (default: a free port)")
 	flag.Func("peer", "another OpenAI-compatible gateway beside gw in scenario 8, repeatable: name=URL[,key=K][,model=M][,stream-model=M][,pid=N]\n"+
 		"(its model must reach <mock>/v1, its stream-model <mock>/knobs/chunks=20/v1; pid gives its CPU per request)", func(v string) error {
