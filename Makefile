@@ -98,9 +98,15 @@ test: deps lint unit deploy-test fuzz-short
 unit:
 	$(GO) test -race -count=1 -timeout 25m ./...
 	@# Race builds do socket I/O through the net package (edge/rawsock):
-	@# the raw-syscall path gw ships with is tested here, unit and e2e.
-	$(GO) test -count=1 ./edge/rawsock ./adapters/upstream ./edge
+	@# the raw-syscall path gw ships with is tested here, unit and e2e. The
+	@# allocation guards (test files built with !race: the race detector
+	@# allocates and drops sync.Pool items) run here too, in every package
+	@# that has them.
+	$(GO) test -count=1 ./edge/rawsock ./adapters/upstream $(NORACE_PKGS)
 	GW_E2E_NORACE=1 $(GO) test -count=1 -timeout 15m -run '$(NORACE_E2E)' ./cmd/gw
+
+# Packages with tests that only a non-race build runs (allocation guards).
+NORACE_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' '^//go:build !race' . )))
 
 # The end-to-end tests run again on a plain (non-race) gw build.
 NORACE_E2E = Passthrough|Stream|Proxy|Gateway|MCP|Realtime|Bedrock|Vertex|Guard|Upload|Shutdown|Readme|UsageExport

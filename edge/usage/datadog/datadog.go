@@ -37,7 +37,7 @@ func IntakeURL(site string) string { return "https://http-intake.logs." + site +
 // New builds the sink of one datadog exporter.
 func New(cfg *resources.DatadogExporter) *Sink {
 	host, _ := os.Hostname()
-	return &Sink{cfg: cfg, URL: IntakeURL(cfg.Site), host: host, hc: &http.Client{Timeout: 30 * time.Second}}
+	return &Sink{cfg: cfg, URL: IntakeURL(cfg.Site), host: host, hc: &http.Client{Transport: usage.Transport(), Timeout: 30 * time.Second}}
 }
 
 // AppendRecord appends r's log entry to body, the JSON array's elements

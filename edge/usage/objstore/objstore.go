@@ -105,7 +105,12 @@ func New(cfg *resources.ObjectStoreExporter) (*Sink, error) {
 	}
 	gcs := cfg.Provider == resources.ObjectStoreGCS
 	client := func(trailing bool) (*minio.Client, error) {
-		return minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region,
+		tr, err := minio.DefaultTransport(u.Scheme == "https")
+		if err != nil {
+			return nil, err
+		}
+		tr.WriteBufferSize = usage.BatchWriteBuffer // see usage.Transport
+		return minio.New(u.Host, &minio.Options{Creds: creds, Secure: u.Scheme == "https", Region: region, Transport: tr,
 			MaxRetries: 1, // the pipeline owns retries and their budget
 			// minio-go accepts a caller's x-amz-checksum-* header only on
 			// a client with trailing headers on; with a known size and no
@@ -255,7 +260,7 @@ func ObjectName(prefix string, b *usage.Batch) string {
 // server of the workload).
 func gcsJSONPut(cfg *resources.ObjectStoreExporter, gz bool) func(context.Context, string, []byte) error {
 	var ts oauth2.TokenSource
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Transport: usage.Transport(), Timeout: 30 * time.Second}
 	base := GCSEndpoint
 	if h := os.Getenv("STORAGE_EMULATOR_HOST"); h != "" {
 		// Google's client libraries' convention for an emulator

@@ -37,7 +37,7 @@ var _ usage.Sink = (*Sink)(nil)
 
 // New builds the sink of one otlp_http exporter.
 func New(cfg *resources.OTLPHTTPExporter, service string) *Sink {
-	s := &Sink{cfg: cfg, client: &http.Client{Timeout: time.Duration(cfg.TimeoutMS) * time.Millisecond}, service: service}
+	s := &Sink{cfg: cfg, client: &http.Client{Transport: usage.Transport(), Timeout: time.Duration(cfg.TimeoutMS) * time.Millisecond}, service: service}
 	s.sc.gzip = cfg.Compression == resources.OTLPCompressionGzip
 	return s
 }

@@ -51,7 +51,7 @@ func New(cfg *resources.SLSExporter) (*Sink, error) {
 	if err != nil || u.Host == "" {
 		return nil, &usage.SendError{Permanent: true, Msg: "the SLS endpoint is not an absolute URL"}
 	}
-	return &Sink{cfg: cfg, base: u, hc: &http.Client{Timeout: 30 * time.Second}, now: time.Now}, nil
+	return &Sink{cfg: cfg, base: u, hc: &http.Client{Transport: usage.Transport(), Timeout: 30 * time.Second}, now: time.Now}, nil
 }
 
 // Finish writes the LogGroup as one raw LZ4 block (not the LZ4 frame
