@@ -209,6 +209,12 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 // returns true; mask results are re-rendered into sc.results.
 func (c *Checker) results(resp []byte, i int, sc *scratch, v *guard.Verdict) (blocked bool, err error) {
 	from := len(sc.results)
+	// The mask results below copy the answer's entity_type span into the
+	// anonymizer's request as it is: an answer that is not valid JSON
+	// (a raw control character in a string, say) must not reach it.
+	if !remote.Valid(resp) {
+		return false, c.analyze.Malformed("the answer is not valid JSON")
+	}
 	var bad string
 	var rule string
 	n := 0

@@ -105,6 +105,9 @@ func TestPresidioResults(t *testing.T) {
 	f(`[{"entity_type":"A","start":5,"end":3,"score":0.9}]`, false, "", "", true)
 	f(`{"error":"x"}`, false, "", "", true)
 	f(`[1]`, false, "", "", true)
+	// Not valid JSON (a raw control character in entity_type): the span
+	// would go to the anonymizer as it is.
+	f("[{\"entity_type\":\"A\x10\",\"start\":0,\"end\":3,\"score\":0.9}]", false, "", "", true)
 }
 
 func TestPresidioStream(t *testing.T) {

@@ -78,6 +78,11 @@ func Float(raw []byte) (float64, bool) { return rawjson.ParseFloat(raw) }
 // Int reads a JSON integer span.
 func Int(raw []byte) (int64, bool) { return rawjson.ParseInt(raw) }
 
+// Valid reports whether data is one well-formed JSON value (strings
+// valid UTF-8 without raw control characters): a kind that copies spans
+// of an answer into a request of its own checks the answer first.
+func Valid(data []byte) bool { return rawjson.Valid(data) }
+
 // Unquote appends the decoded JSON string raw (with its quotes) to dst.
 func Unquote(dst, raw []byte) ([]byte, error) { return rawjson.AppendUnquote(dst, raw) }
 
