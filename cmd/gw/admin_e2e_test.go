@@ -26,27 +26,37 @@ type adminGW struct {
 // waits until both listeners answer.
 func startAdminGW(t *testing.T, extra ...string) *adminGW {
 	t.Helper()
-	addr, adminAddr, gwAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	args := append([]string{"serve", "--listen", addr, "--debug-listen", "", "--admin-listen", adminAddr, "--gateway-listen", gwAddr}, extra...)
-	cmd := gwCmd(args...)
-	cmd.Env = append(cmd.Env, "GW_ADMIN_KEY="+e2eAdminKey)
-	buf := &lockedBuffer{}
-	cmd.Stderr = buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	g := &adminGW{proc: &proc{cmd: cmd, addr: addr, stderr: buf}, admin: "http://" + adminAddr + "/gw/admin", gateway: "http://" + gwAddr}
-	t.Cleanup(func() { g.stop(t) })
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(g.admin + "/routes")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 401 {
-				return g
-			}
+	// A free port is free when picked, not when gw binds it: another
+	// process (an etcd member's or a client's ephemeral port) may take it
+	// in between. Such a start is retried on fresh ports.
+	var buf *lockedBuffer
+	for attempt := 0; attempt < 3; attempt++ {
+		addr, adminAddr, gwAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+		args := append([]string{"serve", "--listen", addr, "--debug-listen", "", "--admin-listen", adminAddr, "--gateway-listen", gwAddr}, extra...)
+		cmd := gwCmd(args...)
+		cmd.Env = append(cmd.Env, "GW_ADMIN_KEY="+e2eAdminKey)
+		buf = &lockedBuffer{}
+		cmd.Stderr = buf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		g := &adminGW{proc: &proc{cmd: cmd, addr: addr, stderr: buf}, admin: "http://" + adminAddr + "/gw/admin", gateway: "http://" + gwAddr}
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) && !strings.Contains(buf.String(), "address already in use") {
+			resp, err := http.Get(g.admin + "/routes")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 401 {
+					t.Cleanup(func() { g.stop(t) })
+					return g
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		g.stop(t)
+		if !strings.Contains(buf.String(), "address already in use") {
+			break
+		}
 	}
 	t.Fatalf("gw admin API did not come up:\n%s", buf.String())
 	return nil
