@@ -71,6 +71,71 @@ func ParsePeer(s string) (Peer, error) {
 // 20 content chunks, finish) plus [DONE].
 const closedStreamChunks = 20
 
+// closedTarget is one of scenario 8's targets: a base URL and the models
+// of its buffered and streamed calls ("" streamed: buffered only), with
+// its pid for CPU figures (0: none).
+type closedTarget struct {
+	name, base, key, model, streamModel string
+	pid                                 int
+}
+
+// closedRun is one closed-loop run's throughput and, per request, the
+// target's CPU (0: not read) and the machine's softirq time and TCP
+// segments sent (0: not read).
+type closedRun struct{ rps, cpuUS, softUS, segs float64 }
+
+// exporterTurns is how many times each of gw and gw-exporters runs in
+// the exporters' comparison, by turns of one eighth of a run's duration
+// (1 s by default) in the order AB BA AB ...: the host's load on this
+// shared VM changes within seconds by more than the exporters cost
+// (session 15's rounds, their runs 4 s apart, read 0.67 to 1.24), so the
+// two are compared in slices short and close enough that a change hits
+// both of a pair alike, and the pairs' median drops the pairs it split.
+const exporterTurns = 8
+
+// exporterTurnsFigures runs gw and gw-exporters by turns (exporterTurns)
+// through measure and reports the exporters' cost: the median of the
+// pairs' throughput ratios against the budget, the pooled ratio, and
+// both processes' CPU per request.
+func exporterTurnsFigures(o Options, rep *Report, bud *Budgets, sc string, sink *sink,
+	measure func(name string, t closedTarget) (closedRun, error), gw, gwx closedTarget) error {
+	o.Log("  %s: gw and gw-exporters by turns, %d each", sc, exporterTurns)
+	var ratios, gwCPU, gwxCPU []float64
+	var sumGW, sumGWX float64
+	for i := 0; i < exporterTurns; i++ {
+		pair := [2]closedTarget{gw, gwx}
+		if i%2 == 1 {
+			pair = [2]closedTarget{gwx, gw}
+		}
+		var got [2]closedRun
+		for k, t := range pair {
+			m, err := measure(t.name+"-t"+strconv.Itoa(i+1), t)
+			if err != nil {
+				return err
+			}
+			got[k] = m
+		}
+		if i%2 == 1 {
+			got[0], got[1] = got[1], got[0]
+		}
+		ratios = append(ratios, got[1].rps/max(got[0].rps, 1))
+		sumGW += got[0].rps
+		sumGWX += got[1].rps
+		if got[0].cpuUS > 0 && got[1].cpuUS > 0 {
+			gwCPU, gwxCPU = append(gwCPU, got[0].cpuUS), append(gwxCPU, got[1].cpuUS)
+		}
+	}
+	rep.add(Figure{Scenario: sc, Name: "gw-exporters / gw (two usage exporters on vs none)", Value: median(ratios), Unit: "ratio",
+		Budget: b(bud.ExportersRatioMin),
+		Note: fmt.Sprintf("median of %d pairs of %s turns, ratios %s; pooled %.3f (gw %.0f, gw-exporters %.0f req/s); the sink received %d batches, %d bytes so far",
+			exporterTurns, o.Duration/8, joinF(ratios, 2), sumGWX/max(sumGW, 1), sumGW/exporterTurns, sumGWX/exporterTurns, sink.Requests(), sink.Bytes())})
+	if len(gwxCPU) > 0 {
+		rep.add(Figure{Scenario: sc, Name: "gw-exporters CPU per request", Value: median(gwxCPU), Unit: "µs",
+			Note: fmt.Sprintf("the same turns; gw %.1f µs (turns %s; gw-exporters %s)", median(gwCPU), joinF(gwCPU, 1), joinF(gwxCPU, 1))})
+	}
+	return nil
+}
+
 // closedRounds interleaves the closed-loop runs (direct, gw, peers; then
 // again, the order rotated by one each round) so that a noisy neighbour
 // hits every target alike and no target always runs first after a pause
@@ -141,18 +206,15 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		return err
 	}
 	defer gwx.Stop()
-	type target struct {
-		name, base, key, model, streamModel string
-		pid                                 int
-	}
-	targets := []target{
+	targets := []closedTarget{
 		{"direct", mockBase + "/v1", "perf-caller", "gpt-4o", "gpt-4o", 0},
 		{"gw", "http://" + gw.Addr + "/v1", "perf-caller", "gpt", "gpt-stream", gw.PID()},
 		// The same gw on aliases with a guardrail chain attached (keyword
 		// 50 literals + 5 regexes, pii all nine; input and streamed output).
 		{"gw-guarded", "http://" + gw.Addr + "/v1", "perf-caller", "gpt-guarded", "gpt-stream-guarded", gw.PID()},
-		{"gw-exporters", "http://" + gwx.Addr + "/v1", "perf-caller", "gpt", "gpt-stream", gwx.PID()},
 	}
+	// Not in the rounds: compared with gw by turns of its own (exporterTurns).
+	gwxT := closedTarget{"gw-exporters", "http://" + gwx.Addr + "/v1", "perf-caller", "gpt", "gpt-stream", gwx.PID()}
 	if o.FloorBin != "" {
 		floor, err := startFloor(o.FloorBin, mock.Addr)
 		if err != nil {
@@ -160,45 +222,73 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		}
 		defer floor.Stop()
 		// Buffered only: the floor relay reads each answer whole.
-		targets = append(targets, target{"floor", "http://" + floor.Addr + "/v1", "perf-caller", "gpt-4o", "", floor.PID()})
+		targets = append(targets, closedTarget{"floor", "http://" + floor.Addr + "/v1", "perf-caller", "gpt-4o", "", floor.PID()})
 	}
 	for _, p := range o.Peers {
-		targets = append(targets, target{p.Name, p.URL, p.APIKey, p.Model, p.StreamModel, p.PID})
+		targets = append(targets, closedTarget{p.Name, p.URL, p.APIKey, p.Model, p.StreamModel, p.PID})
 	}
 	// Short runs, more rounds: a median of five keeps `make perf` near eight
 	// minutes and is steadier than one long run on a shared machine.
 	dur, warm := o.Duration*3/8, o.Warmup/2
-	// softUS and segs are machine-wide, per request: the kernel's
-	// network work, which no process's CPU figure includes (buffered
-	// direct and gw only; see kernelWindow).
+	loadCfg := func(t closedTarget, kind string, dur, warm time.Duration) load.Config {
+		cfg := load.Config{Target: t.base, APIKey: t.key, Model: t.model, Connections: 64, Duration: dur, Warmup: warm, Timeout: 30 * time.Second}
+		if kind == "streamed" {
+			cfg.Stream, cfg.Model = true, t.streamModel
+			if t.name == "direct" {
+				cfg.Target = mockBase + streamPath + "/v1"
+			}
+		}
+		return cfg
+	}
+	// measure runs one closed-loop load at t: its throughput, and per
+	// request the target's CPU (0: no pid) and, with kernel, the
+	// machine's softirq time and TCP segments, the kernel's network work
+	// that no process's CPU figure includes (see kernelWindow).
+	measure := func(name string, t closedTarget, kind string, dur, warm time.Duration, kernel bool) (closedRun, error) {
+		var cpu func() (float64, bool)
+		if t.pid > 0 {
+			pid := t.pid
+			cpu = cpuWindow(ctx, func() (float64, error) { return cpuSeconds(pid) }, warm, dur)
+		}
+		var kw func() (softirq, segs float64, ok bool)
+		if kernel {
+			kw = kernelWindow(ctx, warm, dur)
+		}
+		res, err := run(name, loadCfg(t, kind, dur, warm))
+		if err != nil {
+			return closedRun{}, err
+		}
+		m := closedRun{rps: res.SuccessRPS}
+		// The windows span dur; the requests in them are SuccessRPS × dur.
+		n := res.SuccessRPS * dur.Seconds()
+		if cpu != nil {
+			if sec, ok := cpu(); ok && n > 0 {
+				m.cpuUS = sec / n * 1e6
+			}
+		}
+		if kw != nil {
+			if soft, segs, ok := kw(); ok && n > 0 {
+				m.softUS, m.segs = soft/n*1e6, segs/n
+			}
+		}
+		if res.Errors > 0 {
+			rep.add(Figure{Scenario: "8 closed loop " + kind, Name: t.name + " errors", Value: float64(res.Errors), Unit: "requests",
+				Note: fmt.Sprintf("%v (%s)", res.ErrorsByClass, name)})
+		}
+		return m, nil
+	}
 	type sample struct{ rps, cpuUS, softUS, segs []float64 }
 	samples := map[string]*sample{}
 	for _, kind := range []string{"buffered", "streamed"} {
 		o.Log("scenario 8: closed loop, 64 connections, %s, %d interleaved rounds (shared cores)", kind, closedRounds)
 		for round := 0; round < closedRounds; round++ {
-			for _, t := range roundOrder(targets, round, func(t target) string { return t.name }) {
+			for i := range targets {
+				t := targets[(i+round)%len(targets)]
 				if kind == "streamed" && t.streamModel == "" {
 					continue
 				}
-				cfg := load.Config{Target: t.base, APIKey: t.key, Model: t.model, Connections: 64, Duration: dur, Warmup: warm, Timeout: 30 * time.Second}
-				base := t.base
-				if kind == "streamed" {
-					cfg.Stream, cfg.Model = true, t.streamModel
-					if t.name == "direct" {
-						base = mockBase + streamPath + "/v1"
-						cfg.Target = base
-					}
-				}
-				var cpu func() (float64, bool)
-				if t.pid > 0 {
-					pid := t.pid
-					cpu = cpuWindow(ctx, func() (float64, error) { return cpuSeconds(pid) }, warm, dur)
-				}
-				var kernel func() (softirq, segs float64, ok bool)
-				if kind == "buffered" && (t.name == "direct" || t.name == "gw") {
-					kernel = kernelWindow(ctx, warm, dur)
-				}
-				res, err := run("s8-"+kind+"-"+t.name+"-r"+strconv.Itoa(round+1), cfg)
+				m, err := measure("s8-"+kind+"-"+t.name+"-r"+strconv.Itoa(round+1), t, kind, dur, warm,
+					kind == "buffered" && (t.name == "direct" || t.name == "gw"))
 				if err != nil {
 					return err
 				}
@@ -207,23 +297,13 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 					samples[key] = &sample{}
 				}
 				s := samples[key]
-				s.rps = append(s.rps, res.SuccessRPS)
-				if cpu != nil {
-					if sec, ok := cpu(); ok && res.SuccessRPS > 0 {
-						// The CPU window spans dur; the requests in it are SuccessRPS × dur.
-						s.cpuUS = append(s.cpuUS, sec/(res.SuccessRPS*dur.Seconds())*1e6)
-					}
+				s.rps = append(s.rps, m.rps)
+				if m.cpuUS > 0 {
+					s.cpuUS = append(s.cpuUS, m.cpuUS)
 				}
-				if kernel != nil {
-					if soft, segs, ok := kernel(); ok && res.SuccessRPS > 0 {
-						n := res.SuccessRPS * dur.Seconds()
-						s.softUS = append(s.softUS, soft/n*1e6)
-						s.segs = append(s.segs, segs/n)
-					}
-				}
-				if res.Errors > 0 {
-					rep.add(Figure{Scenario: "8 closed loop " + kind, Name: t.name + " errors", Value: float64(res.Errors), Unit: "requests",
-						Note: fmt.Sprintf("%v", res.ErrorsByClass)})
+				if m.softUS > 0 {
+					s.softUS = append(s.softUS, m.softUS)
+					s.segs = append(s.segs, m.segs)
 				}
 			}
 		}
@@ -261,14 +341,6 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 				rep.add(Figure{Scenario: sc, Name: "gw / floor (the bare relay on the same hop)", Value: median(r), Unit: "ratio",
 					Note: "median of the rounds' ratios " + joinF(r, 2) + "; floor / direct is a bare fasthttp relay's distance from direct on this layout: the hop alone"})
 			}
-			if t.name == "gw-exporters" {
-				// Each round's own ratio, then their median: within a round
-				// the two processes run seconds apart, while conditions
-				// between rounds differ by more than the exporters cost.
-				r := roundRatios(s.rps, samples[kind+"/gw"].rps)
-				rep.add(Figure{Scenario: sc, Name: "gw-exporters / gw (two usage exporters on vs none)", Value: median(r), Unit: "ratio",
-					Budget: b(bud.ExportersRatioMin), Note: fmt.Sprintf("median of the rounds' ratios %s; the sink received %d batches, %d bytes so far", joinF(r, 2), sink.Requests(), sink.Bytes())})
-			}
 			if len(s.cpuUS) > 0 {
 				f := Figure{Scenario: sc, Name: t.name + " CPU per request", Value: median(s.cpuUS), Unit: "µs",
 					Note: "utime+stime from /proc/<pid>/stat over the measured window (rounds " + joinF(s.cpuUS, 1) + ")"}
@@ -277,6 +349,11 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 				}
 				rep.add(f)
 			}
+		}
+		if err := exporterTurnsFigures(o, rep, bud, sc, sink, func(name string, t closedTarget) (closedRun, error) {
+			return measure("s8-"+kind+"-"+name, t, kind, o.Duration/8, o.Warmup/4, false)
+		}, targets[1], gwxT); err != nil {
+			return err
 		}
 	}
 
@@ -298,41 +375,6 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 		Budget: b(bud.AddedP99At2kShared), Max: true, Note: fmt.Sprintf("direct p99 %d µs, gw p99 %d µs", d.LatencyUS.P99, g.LatencyUS.P99)})
 	rep.add(Figure{Scenario: sc, Name: "gw errors", Value: float64(g.Errors), Unit: "requests"})
 	return nil
-}
-
-// roundOrder is the order of round's runs: the targets rotated by the
-// round, so each runs early and late in turn, except that gw and
-// gw-exporters always run back to back, in alternating order. Their
-// ratio is the exporters' cost, a few percent, and the host's load drifts
-// more than that within the tens of seconds a round takes: adjacent runs,
-// first one then the other ahead, keep the drift out of the ratio.
-func roundOrder[T any](targets []T, round int, name func(T) string) []T {
-	var units [][]T
-	pair := -1
-	for _, t := range targets {
-		switch name(t) {
-		case "gw-exporters":
-			if pair < 0 {
-				units = append(units, []T{t})
-			} else {
-				units[pair] = append(units[pair], t)
-			}
-		case "gw":
-			pair = len(units)
-			units = append(units, []T{t})
-		default:
-			units = append(units, []T{t})
-		}
-	}
-	out := make([]T, 0, len(targets))
-	for i := range units {
-		u := units[(i+round)%len(units)]
-		if len(u) == 2 && round%2 == 1 {
-			u = []T{u[1], u[0]}
-		}
-		out = append(out, u...)
-	}
-	return out
 }
 
 // kernelWindow reads the machine's softirq seconds and TCP segments sent

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"strings"
 	"testing"
 )
 
@@ -85,25 +84,5 @@ func TestKernelReadings(t *testing.T) {
 	resp.Body.Close()
 	if after, err := tcpOutSegs(); err != nil || after <= before {
 		t.Fatalf("OutSegs %v → %v (%v): a loopback exchange sent no segment", before, after, err)
-	}
-}
-
-// TestRoundOrder: every target runs once per round, the rotation moves
-// each unit, and gw and gw-exporters run back to back, first one then the
-// other ahead.
-func TestRoundOrder(t *testing.T) {
-	targets := []string{"direct", "gw", "gw-guarded", "gw-exporters", "floor"}
-	want := [][]string{
-		{"direct", "gw", "gw-exporters", "gw-guarded", "floor"},
-		{"gw-exporters", "gw", "gw-guarded", "floor", "direct"},
-		{"gw-guarded", "floor", "direct", "gw", "gw-exporters"},
-		{"floor", "direct", "gw-exporters", "gw", "gw-guarded"},
-		{"direct", "gw", "gw-exporters", "gw-guarded", "floor"},
-	}
-	for round, w := range want {
-		got := roundOrder(targets, round, func(s string) string { return s })
-		if strings.Join(got, " ") != strings.Join(w, " ") {
-			t.Errorf("round %d: %v, want %v", round, got, w)
-		}
 	}
 }

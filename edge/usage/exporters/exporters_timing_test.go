@@ -196,10 +196,7 @@ func BenchmarkExportersCPU(b *testing.B) {
 // its gzip, the NDJSON object and its upload checksum. Its instruction
 // count under cachegrind divided by 512 × b.N is the per-record cost.
 func BenchmarkExportEncode(b *testing.B) {
-	batch := make([]usage.Record, 512)
-	for i := range batch {
-		batch[i] = *usagetest.Record(i)
-	}
+	batch := usagetest.Loaded(512)
 	r := resources.Load([]byte(perfExporters("http://127.0.0.1:1")), func(string) (string, bool) { return "", false })
 	if err := r.Err(); err != nil {
 		b.Fatal(err)

@@ -33,9 +33,8 @@ type code struct {
 }
 
 var (
-	ascii8    [128]uint8 // litCodes[b].bits of an ASCII byte: its 8-bit code
-	litCodes  [257]code  // 0-255 literals, 256 end of block
-	lenCodes  [256]code  // match length 3-258 at [length-3]: symbol and extra bits
+	litCodes  [257]code // 0-255 literals, 256 end of block
+	lenCodes  [256]code // match length 3-258 at [length-3]: symbol and extra bits
 	distCodes [30]uint32
 )
 
@@ -50,9 +49,6 @@ func init() {
 		default:
 			litCodes[v] = code{0, 7} // 256: 0000000
 		}
-	}
-	for v := range ascii8 {
-		ascii8[v] = uint8(litCodes[v].bits)
 	}
 	// Length symbols 257-285: base lengths and extra bits (RFC 1951 3.2.5).
 	base := [29]int{3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258}
@@ -81,8 +77,11 @@ func init() {
 // Writer writes one gzip member with a single fixed-Huffman block:
 // Start, then Literals, Match, Run and Delta in stream order, then Finish.
 type Writer struct {
-	out      []byte
-	acc      uint64 // bits not yet in out: fewer than 32 between writes
+	// buf is the output with room for all of it (Start reserves the
+	// worst case), so no write checks for space: out so far is buf[:o].
+	buf      []byte
+	o        int
+	acc      uint64 // bits not yet in buf: fewer than 8 between writes
 	n        uint
 	pendLen  int // a back reference not yet written: runs at one distance merge
 	pendDist int
@@ -91,77 +90,104 @@ type Writer struct {
 	dn       uint8
 }
 
+const hi1 = 0x8080808080808080
+
+var gzipHeader = [10]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
+
+// slack is the room past the worst case that the word-wide writes of
+// flush and Literals need.
+const slack = 16
+
 // put writes n ≤ 32 bits.
 func (z *Writer) put(b uint32, n uint8) {
 	z.acc |= uint64(b) << z.n
 	z.n += uint(n)
-	if z.n >= 32 {
-		z.out = binary.LittleEndian.AppendUint32(z.out, uint32(z.acc))
-		z.acc >>= 32
-		z.n -= 32
-	}
+	binary.LittleEndian.PutUint64(z.buf[z.o:], z.acc)
+	z.o += int(z.n >> 3)
+	z.acc >>= z.n &^ 7
+	z.n &= 7
 }
 
 // Start writes the gzip header (no name, no time, OS unknown, as
-// compress/gzip and klauspost write it) and the block header: final,
-// fixed codes.
-func (z *Writer) Start(dst []byte) {
-	z.out = append(dst, 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff)
+// compress/gzip and klauspost write it) and the block header (final,
+// fixed codes), after dst, for a stream of size bytes: it reserves the
+// largest output they can take, 9 bits a byte (a literal's longest code;
+// a back reference of 3 bytes or more takes at most 25 bits).
+func (z *Writer) Start(dst []byte, size int) {
+	out := slices.Grow(dst, 10+size+size/8+1+8+slack)
+	z.buf, z.o = out[:cap(out)], len(out)
+	z.o += copy(z.buf[z.o:], gzipHeader[:])
 	z.acc, z.n, z.pendLen, z.pendDist, z.dist = 0, 0, 0, 0, 0
 	z.put(1|1<<1, 3) // BFINAL=1, BTYPE=01
 }
 
-// Literals writes p, two bytes per step (two codes of at most 9 bits fit
-// above the fewer than 32 bits waiting) into room made beforehand.
+// Literals writes p. Eight ASCII bytes (all below 144: 8-bit codes
+// 0x30+b) take one word: the codes of all eight at once, their bits
+// reversed byte by byte (codes go most significant bit first into an
+// LSB-first stream). Other bytes go six codes (at most 54 bits, with
+// fewer than 8 waiting) between two word-wide writes of the whole bytes.
 func (z *Writer) Literals(p []byte) {
-	z.flushMatch()
-	out := slices.Grow(z.out, len(p)*9/8+8)
-	buf, o := out[:cap(out)], len(out)
-	acc, n := z.acc, z.n
-	i := 0
-	for ; i+1 < len(p); i += 2 {
-		// Four ASCII bytes (8-bit codes) are exactly 32 bits: the word
-		// goes out whole and the bits waiting stay as they were.
-		for i+4 <= len(p) {
-			w := binary.LittleEndian.Uint32(p[i:])
-			if w&0x80808080 != 0 {
-				break
-			}
-			c := uint32(ascii8[w&0x7f]) | uint32(ascii8[w>>8&0x7f])<<8 | uint32(ascii8[w>>16&0x7f])<<16 | uint32(ascii8[w>>24&0x7f])<<24
-			acc |= uint64(c) << (n & 63)
-			binary.LittleEndian.PutUint32(buf[o:], uint32(acc))
-			o += 4
-			acc >>= 32
-			i += 4
-		}
-		if i+1 >= len(p) {
-			break
-		}
-		c0, c1 := litCodes[p[i]], litCodes[p[i+1]]
-		acc |= (uint64(c0.bits) | uint64(c1.bits)<<(c0.n&63)) << (n & 63)
-		n += uint(c0.n) + uint(c1.n)
-		if n >= 32 {
-			binary.LittleEndian.PutUint32(buf[o:], uint32(acc))
-			o += 4
-			acc >>= 32
-			n -= 32
-		}
+	if z.pendLen > 0 {
+		z.flushMatch()
 	}
-	z.acc, z.n, z.out = acc, n, out[:o]
-	if i < len(p) {
-		c := litCodes[p[i]]
-		z.put(c.bits, c.n)
+	buf, o, acc, n := z.buf, z.o, z.acc, z.n
+	for len(p) >= 8 {
+		if w := binary.LittleEndian.Uint64(p); w&hi1 == 0 {
+			w += 0x3030303030303030 // no carry: every byte stays below 0xb0
+			w = w>>1&0x5555555555555555 | w&0x5555555555555555<<1
+			w = w>>2&0x3333333333333333 | w&0x3333333333333333<<2
+			w = w>>4&0x0f0f0f0f0f0f0f0f | w&0x0f0f0f0f0f0f0f0f<<4
+			binary.LittleEndian.PutUint64(buf[o:], acc|w<<(n&63))
+			o += 8
+			acc = w >> (64 - n) // n 0: none left over (Go shifts out to 0)
+			p = p[8:]
+			continue
+		}
+		for _, b := range p[:6] {
+			c := litCodes[b]
+			acc |= uint64(c.bits) << (n & 63)
+			n += uint(c.n)
+		}
+		binary.LittleEndian.PutUint64(buf[o:], acc)
+		o += int(n >> 3)
+		acc >>= n &^ 7
+		n &= 7
+		p = p[6:]
 	}
+	if len(p) >= 6 {
+		for _, b := range p[:6] {
+			c := litCodes[b]
+			acc |= uint64(c.bits) << (n & 63)
+			n += uint(c.n)
+		}
+		binary.LittleEndian.PutUint64(buf[o:], acc)
+		o += int(n >> 3)
+		acc >>= n &^ 7
+		n &= 7
+		p = p[6:]
+	}
+	for _, b := range p {
+		c := litCodes[b]
+		acc |= uint64(c.bits) << (n & 63)
+		n += uint(c.n)
+	}
+	binary.LittleEndian.PutUint64(buf[o:], acc)
+	o += int(n >> 3)
+	acc >>= n &^ 7
+	n &= 7
+	z.o, z.acc, z.n = o, acc, n
 }
 
 // Match queues a back reference of l bytes at distance d, merged with the
 // one before when that ended here at the same distance.
 func (z *Writer) Match(l, d int) {
-	if z.pendLen > 0 && z.pendDist == d {
-		z.pendLen += l
-		return
+	if z.pendLen > 0 {
+		if z.pendDist == d {
+			z.pendLen += l
+			return
+		}
+		z.flushMatch()
 	}
-	z.flushMatch()
 	z.pendLen, z.pendDist = l, d
 }
 
@@ -169,9 +195,6 @@ func (z *Writer) Match(l, d int) {
 // length code and distance code in one put (at most 13 + 18 bits).
 func (z *Writer) flushMatch() {
 	p := z.pendLen
-	if p == 0 {
-		return
-	}
 	z.pendLen = 0
 	if z.pendDist != z.dist {
 		z.setDist(z.pendDist)
@@ -203,16 +226,16 @@ func (z *Writer) setDist(d int) {
 // Finish ends the block and appends the gzip trailer of the uncompressed
 // bytes' CRC-32 and length.
 func (z *Writer) Finish(crc uint32, size int) []byte {
-	z.flushMatch()
+	if z.pendLen > 0 {
+		z.flushMatch()
+	}
 	c := litCodes[256]
 	z.put(c.bits, c.n)
-	for z.n > 0 {
-		z.out = append(z.out, byte(z.acc))
-		z.acc >>= 8
-		z.n -= min(z.n, 8)
+	if z.n > 0 {
+		z.put(0, uint8(8-z.n)) // pad the last byte
 	}
-	z.out = binary.LittleEndian.AppendUint32(z.out, crc)
-	return binary.LittleEndian.AppendUint32(z.out, uint32(size))
+	out := binary.LittleEndian.AppendUint32(z.buf[:z.o], crc)
+	return binary.LittleEndian.AppendUint32(out, uint32(size))
 }
 
 // Run writes stream bytes s[a:b] against those d bytes earlier (d 0:

@@ -17,7 +17,7 @@ import (
 // boundary found inside a string (`,"` between array elements) or a
 // member the line before lacks costs size, never correctness.
 func (z *Writer) AppendLines(dst, body []byte) []byte {
-	z.Start(dst)
+	z.Start(dst, len(body))
 	prev := -1 // where the line before starts
 	for pos := 0; pos < len(body); {
 		end := len(body)

@@ -106,7 +106,7 @@ func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
 	sc.head = appendHead(sc.head[:0], service, len(ss))
 	crc := crc32.Update(crc32.ChecksumIEEE(sc.head), crc32.IEEETable, ss)
 	z := &sc.z
-	z.Start(dst)
+	z.Start(dst, len(sc.head)+len(ss))
 	z.Literals(sc.head)
 	first := len(ss)
 	if len(sc.spans) > 0 {

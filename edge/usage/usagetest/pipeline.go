@@ -1,6 +1,7 @@
 package usagetest
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -36,6 +37,28 @@ func Record(i int) *usage.Record {
 		Latency: 150 * time.Millisecond, TTFT: 40 * time.Millisecond, UpstreamLatency: 140 * time.Millisecond, UpstreamTTFT: 30 * time.Millisecond,
 		RequestBodyBytes: 100, ResponseBodyBytes: 500,
 	}
+}
+
+// Loaded is n records as a gateway under `make perf`'s load writes them,
+// for the encoders' benchmarks: one caller and model, the same token
+// counts, a record every 30 µs or so, and latencies that differ in every
+// microsecond digit. Record's batch, made in one instant with equal
+// latencies, compresses far better than what a loaded gateway exports.
+func Loaded(n int) []usage.Record {
+	rng := rand.New(rand.NewPCG(uint64(n), 17))
+	t := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	us := func(lo, span int) time.Duration { return time.Duration(lo+rng.IntN(span)) * time.Microsecond }
+	out := make([]usage.Record, n)
+	for i := range out {
+		r := Record(0)
+		t = t.Add(time.Duration(20_000 + rng.IntN(20_000)))
+		r.OccurredAt = t
+		r.Latency = us(1200, 2000) + time.Duration(rng.IntN(1000))
+		r.UpstreamLatency = r.Latency - us(30, 40)
+		r.TTFT, r.UpstreamTTFT = r.Latency, r.UpstreamLatency
+		out[i] = *r
+	}
+	return out
 }
 
 // Eventually polls cond for up to d.
