@@ -33,5 +33,21 @@ func FuzzNDJSONGzip(f *testing.F) {
 		if got := usagetest.Gunzip(t, gz); !bytes.Equal(got, lines) {
 			t.Fatalf("inflated %d bytes differ from the %d written", len(got), len(lines))
 		}
+		// Line by line as they are written (the object store's way):
+		// the same member, twice over with the writer reused.
+		var l gzipdelta.Lines
+		for range 2 {
+			var body []byte
+			for _, line := range bytes.SplitAfter(lines, []byte("\n")) {
+				if len(line) > 0 {
+					c := len(body)
+					body = append(body, line...)
+					l.Add(body, c)
+				}
+			}
+			if got := l.Finish(nil, body); !bytes.Equal(got, gz) {
+				t.Fatalf("line by line: %d bytes, not AppendLines' %d", len(got), len(gz))
+			}
+		}
 	})
 }

@@ -110,15 +110,33 @@ func (z *Writer) put(b uint32, n uint8) {
 
 // Start writes the gzip header (no name, no time, OS unknown, as
 // compress/gzip and klauspost write it) and the block header (final,
-// fixed codes), after dst, for a stream of size bytes: it reserves the
-// largest output they can take, 9 bits a byte (a literal's longest code;
-// a back reference of 3 bytes or more takes at most 25 bits).
+// fixed codes), after dst, for a stream of size bytes.
 func (z *Writer) Start(dst []byte, size int) {
-	out := slices.Grow(dst, 10+size+size/8+1+8+slack)
-	z.buf, z.o = out[:cap(out)], len(out)
-	z.o += copy(z.buf[z.o:], gzipHeader[:])
+	z.Begin(append(dst, gzipHeader[:]...), size)
+}
+
+// Begin starts a bare final fixed-code block (no gzip header) after dst,
+// for size bytes of stream; Reserve makes room for more, End closes it.
+// It reserves the most that size bytes can take, 9 bits a byte (a
+// literal's longest code; a back reference of 3 bytes or more takes at
+// most 25 bits).
+func (z *Writer) Begin(dst []byte, size int) {
+	z.buf, z.o = dst[:cap(dst)], len(dst)
 	z.acc, z.n, z.pendLen, z.pendDist, z.dist = 0, 0, 0, 0, 0
+	z.Reserve(size)
 	z.put(1|1<<1, 3) // BFINAL=1, BTYPE=01
+}
+
+// Open is Begin in the writer's own buffer, kept from the last block:
+// for a block that End returns to be copied out.
+func (z *Writer) Open(size int) { z.Begin(z.buf[:0], size) }
+
+// Reserve makes room for size more bytes of stream (see Begin).
+func (z *Writer) Reserve(size int) {
+	if need := size + size/8 + 1 + 8 + slack; len(z.buf)-z.o < need {
+		out := slices.Grow(z.buf[:z.o], need)
+		z.buf = out[:cap(out)]
+	}
 }
 
 // Literals writes p. Eight ASCII bytes (all below 144: 8-bit codes
@@ -223,19 +241,90 @@ func (z *Writer) setDist(d int) {
 	z.dcode, z.dn = distCodes[sym]|(x&(1<<(n-1)-1))<<5, 5+n-1
 }
 
-// Finish ends the block and appends the gzip trailer of the uncompressed
-// bytes' CRC-32 and length.
-func (z *Writer) Finish(crc uint32, size int) []byte {
+// End closes the block (its end code, the last byte padded) and returns
+// the output.
+func (z *Writer) End() []byte {
 	if z.pendLen > 0 {
 		z.flushMatch()
 	}
 	c := litCodes[256]
 	z.put(c.bits, c.n)
 	if z.n > 0 {
-		z.put(0, uint8(8-z.n)) // pad the last byte
+		z.put(0, uint8(8-z.n))
 	}
-	out := binary.LittleEndian.AppendUint32(z.buf[:z.o], crc)
-	return binary.LittleEndian.AppendUint32(out, uint32(size))
+	return z.buf[:z.o]
+}
+
+// Finish ends the block and appends the gzip trailer of the uncompressed
+// bytes' CRC-32 and length.
+func (z *Writer) Finish(crc uint32, size int) []byte {
+	return AppendTrailer(z.End(), crc, size)
+}
+
+// AppendTrailer appends a gzip member's trailer: the CRC-32 and the
+// length of its uncompressed bytes.
+func AppendTrailer(dst []byte, crc uint32, size int) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	return binary.LittleEndian.AppendUint32(dst, uint32(size))
+}
+
+// AppendStoredHead appends the gzip header and p as a stored (uncompressed,
+// not final) deflate block: what precedes a block that Begin started on
+// its own, byte-aligned, with p not known before the end (len(p) < 64 KiB).
+func AppendStoredHead(dst, p []byte) []byte {
+	dst = append(dst, gzipHeader[:]...)
+	dst = append(dst, 0) // BFINAL=0, BTYPE=00, padded to the byte
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(p)))
+	dst = binary.LittleEndian.AppendUint16(dst, ^uint16(len(p)))
+	return append(dst, p...)
+}
+
+// CRC32Combine is the IEEE CRC-32 of a followed by b, given a's CRC, b's
+// CRC and b's length (zlib's crc32_combine): a batch's bytes are
+// checksummed as they are written, before the head that precedes them in
+// the stream is known. a's CRC is moved past len(b) zero bytes by one
+// precomputed operator per set bit of the length.
+func CRC32Combine(crcA, crcB uint32, lenB int) uint32 {
+	for k := 0; lenB > 0 && k < len(crcZeros); k, lenB = k+1, lenB>>1 {
+		if lenB&1 != 0 {
+			crcA = gf2Times(&crcZeros[k], crcA)
+		}
+	}
+	return crcA ^ crcB
+}
+
+// crcZeros[k] appends 2^k zero bytes to a CRC-32 (GF(2) matrices, one
+// column per bit).
+var crcZeros = func() (z [32][32]uint32) {
+	var one [32]uint32  // one zero bit
+	one[0] = 0xedb88320 // the reflected polynomial
+	for n := 1; n < 32; n++ {
+		one[n] = 1 << (n - 1)
+	}
+	var two, four [32]uint32
+	gf2Square(&two, &one)
+	gf2Square(&four, &two)
+	gf2Square(&z[0], &four) // eight bits: a byte
+	for k := 1; k < len(z); k++ {
+		gf2Square(&z[k], &z[k-1])
+	}
+	return z
+}()
+
+func gf2Times(mat *[32]uint32, vec uint32) uint32 {
+	var sum uint32
+	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
+		if vec&1 != 0 {
+			sum ^= mat[i]
+		}
+	}
+	return sum
+}
+
+func gf2Square(square, mat *[32]uint32) {
+	for n := range mat {
+		square[n] = gf2Times(mat, mat[n])
+	}
 }
 
 // Run writes stream bytes s[a:b] against those d bytes earlier (d 0:

@@ -2,6 +2,7 @@ package gzipdelta_test
 
 import (
 	"bytes"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -92,4 +93,68 @@ func BenchmarkAppendLines(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*512), "ns/record")
 	b.ReportMetric(float64(len(buf))/512, "bytes/record")
+}
+
+// TestCRC32Combine: the CRC of a then b from theirs and b's length, for
+// every split of a stream (empty parts too).
+func TestCRC32Combine(t *testing.T) {
+	data := records(40)
+	for _, at := range []int{0, 1, 7, 100, len(data) / 2, len(data) - 1, len(data)} {
+		a, b := data[:at], data[at:]
+		if got, want := gzipdelta.CRC32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), len(b)), crc32.ChecksumIEEE(data); got != want {
+			t.Errorf("split at %d: %08x, want %08x", at, got, want)
+		}
+	}
+}
+
+// TestStoredHeadThenBlock: a stored head, then a block begun on its own
+// and grown span by span (Reserve), read back by a standard gunzip.
+func TestStoredHeadThenBlock(t *testing.T) {
+	head, body := []byte("head: known only at the end\n"), records(30)
+	var z gzipdelta.Writer
+	z.Open(0)
+	crc := uint32(0)
+	for at := 0; at < len(body); {
+		end := min(at+700, len(body))
+		z.Reserve(end - at)
+		if at == 0 {
+			z.Literals(body[:end])
+		} else {
+			z.Delta(body[at:end], body[at-500:end-500], 500)
+		}
+		crc = crc32.Update(crc, crc32.IEEETable, body[at:end])
+		at = end
+	}
+	gz := gzipdelta.AppendStoredHead(nil, head)
+	gz = append(gz, z.End()...)
+	gz = gzipdelta.AppendTrailer(gz, gzipdelta.CRC32Combine(crc32.ChecksumIEEE(head), crc, len(body)), len(head)+len(body))
+	if got := usagetest.Gunzip(t, gz); !bytes.Equal(got, append(head, body...)) {
+		t.Fatalf("gunzip gave %d bytes, want %d", len(got), len(head)+len(body))
+	}
+}
+
+// TestLinesMatchesAppendLines: compressed as written, a line at a time,
+// the member is AppendLines' to the byte, batch after batch; a body not
+// built through Add falls back to AppendLines.
+func TestLinesMatchesAppendLines(t *testing.T) {
+	var l gzipdelta.Lines
+	var z gzipdelta.Writer
+	for _, n := range []int{1, 60, 3} {
+		all := records(n)
+		var body []byte
+		for _, line := range bytes.SplitAfter(all, []byte("\n")) {
+			if len(line) > 0 {
+				c := len(body)
+				body = append(body, line...)
+				l.Add(body, c)
+			}
+		}
+		if got, want := l.Finish(nil, body), z.AppendLines(nil, all); !bytes.Equal(got, want) {
+			t.Fatalf("%d records: %d bytes, want AppendLines' %d", n, len(got), len(want))
+		}
+	}
+	other := records(5)
+	if got := usagetest.Gunzip(t, l.Finish(nil, other)); !bytes.Equal(got, other) {
+		t.Fatal("a body Add did not see did not round-trip")
+	}
 }

@@ -56,8 +56,18 @@ type Sink struct {
 	usage.NDJSON
 	cfg *resources.ObjectStoreExporter
 	put func(ctx context.Context, name string, body []byte) error
-	gz  bool             // compression: gzip
-	z   gzipdelta.Writer // the worker's, which alone calls Finish
+	gz  bool            // compression: gzip
+	z   gzipdelta.Lines // the worker's, which alone calls AppendRecord and Finish
+}
+
+// AppendRecord appends r's line, compressed as it is written with gzip.
+func (s *Sink) AppendRecord(body []byte, r *usage.Record) []byte {
+	c := len(body)
+	body = s.NDJSON.AppendRecord(body, r)
+	if s.gz {
+		s.z.Add(body, c)
+	}
+	return body
 }
 
 // Finish returns the object's bytes: the lines, or their gzip.
@@ -65,7 +75,7 @@ func (s *Sink) Finish(dst, body []byte, n int) ([]byte, error) {
 	if !s.gz {
 		return s.NDJSON.Finish(dst, body, n)
 	}
-	return s.z.AppendLines(dst, body), nil
+	return s.z.Finish(dst, body), nil
 }
 
 var _ usage.Sink = (*Sink)(nil)

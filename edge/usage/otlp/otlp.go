@@ -53,7 +53,7 @@ func (s *Sink) Finish(dst, body []byte, _ int) ([]byte, error) {
 		body = s.sc.startScope(body)
 	}
 	if s.cfg.Compression == resources.OTLPCompressionGzip {
-		return s.sc.gzipSpans(dst, body, s.service), nil
+		return s.sc.gzipFinish(dst, body, s.service), nil
 	}
 	return append(appendHead(dst, s.service, len(body)), body...), nil
 }

@@ -47,6 +47,7 @@ func (sc *scratch) startScope(ss []byte) []byte {
 	ss = protowire.AppendVarint(ss, uint64(strSize(ScopeName)))
 	ss = appendStr(ss, 1, ScopeName)
 	sc.units, sc.spans = sc.units[:0], sc.spans[:0]
+	sc.crc, sc.crcAt = 0, 0
 	return ss
 }
 
@@ -73,6 +74,9 @@ func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 	}
 	protowire.AppendVarint(ss[tag+1:tag+1], uint64(n))
 	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units)), shape: sc.shape})
+	if sc.gzip {
+		sc.gzipSpan(ss, len(sc.spans)-1)
+	}
 	return ss
 }
 
@@ -97,96 +101,98 @@ func appendHead(dst []byte, service string, n int) []byte {
 // attribute of the span before it.
 func appendRequestGzip(dst []byte, batch []usage.Record, service string, sc *scratch) []byte {
 	sc.gzip = true
-	return sc.gzipSpans(dst, sc.encodeSpans(batch), service)
+	return sc.gzipFinish(dst, sc.encodeSpans(batch), service)
 }
 
-// gzipSpans compresses the request around ss, the ScopeSpans body whose
-// spans sc noted, with their units (sc.gzip set before they were encoded).
-func (sc *scratch) gzipSpans(dst, ss []byte, service string) []byte {
-	sc.head = appendHead(sc.head[:0], service, len(ss))
-	crc := crc32.Update(crc32.ChecksumIEEE(sc.head), crc32.IEEETable, ss)
+// gzipSpan compresses span i of ss, just written (sc.gzip): in the
+// cache, where a whole batch's spans compressed at its end were not (they
+// were half a megabyte, written over tens of milliseconds of a loaded
+// gateway's other work). The first span starts the block, after the scope
+// (no span before it: literals); gzipFinish puts the head, known only at
+// the end, before the block.
+func (sc *scratch) gzipSpan(ss []byte, i int) {
 	z := &sc.z
-	z.Start(dst, len(sc.head)+len(ss))
-	z.Literals(sc.head)
-	first := len(ss)
-	if len(sc.spans) > 0 {
-		first = int(sc.spans[0].tag)
+	sp := &sc.spans[i]
+	end := len(ss)
+	sc.crc = crc32.Update(sc.crc, crc32.IEEETable, ss[sc.crcAt:])
+	sc.crcAt = end
+	if i == 0 {
+		z.Open(end)
+		z.Literals(ss)
+		return
 	}
-	z.Literals(ss[:first])
-	units := sc.units
+	z.Reserve(end - int(sp.tag))
+	p := &sc.spans[i-1]
+	if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= gzipdelta.MaxDist && sp.shape == p.shape {
+		// The span has the previous one's size and layout (nearly
+		// always): the whole of it, length included, against that one.
+		// A reference running on from the previous span continues.
+		// (Two layouts with one shape would cost compression, not
+		// correctness: any bytes may be compared.)
+		z.Run(ss, int(sp.tag), end, d)
+		return
+	}
+	z.Literals(ss[sp.tag:sp.body])
+	cu, pu := sc.units[sp.u0:sp.u1], sc.units[p.u0:p.u1]
+	pbody := int(p.body)
 	// A run of attributes that sit at one distance from their
-	// counterparts in the previous span (all lengths agreed so far) is
-	// compared in one piece: [sa, sb) against [sa-sd, ...) (sd 0: no
-	// counterpart, literals), written when the run ends.
+	// counterparts in the previous span is compared in one piece: [sa, sb)
+	// against [sa-sd, ...) (sd 0: no counterpart, literals), written when
+	// the run ends.
 	sa, sb, sd := 0, 0, 0
-	for i := range sc.spans {
-		sp := &sc.spans[i]
-		end := len(ss)
-		if i+1 < len(sc.spans) {
-			end = int(sc.spans[i+1].tag)
+	j := 0 // next unit of pu to look at
+	for k := range cu {
+		a, b := int(sp.body)+int(cu[k].off), end
+		if k+1 < len(cu) {
+			b = int(sp.body) + int(cu[k+1].off)
 		}
-		cu := units[sp.u0:sp.u1]
-		if i == 0 {
-			z.Literals(ss[sp.tag:sp.body])
-			sa, sb, sd = int(sp.body), end, 0
-			continue
-		}
-		p := &sc.spans[i-1]
-		pu := units[p.u0:p.u1]
-		if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= gzipdelta.MaxDist && sp.shape == p.shape {
-			// The span has the previous one's size and layout (nearly
-			// always): the whole of it, length included, is one run,
-			// which continues the previous span's when that had its
-			// predecessor's size too. (Two layouts with one shape would
-			// cost compression, not correctness: any bytes may be
-			// compared.)
-			if sb != int(sp.tag) || sd != d {
-				z.Run(ss, sa, sb, sd)
-				sa, sd = int(sp.tag), d
+		// The same attribute in the previous span: the next one there,
+		// or a few further when optional attributes come and go.
+		d := 0
+		for m := j; m < len(pu) && m < j+8; m++ {
+			if pu[m].key == cu[k].key {
+				j = m + 1
+				if ra := pbody + int(pu[m].off); a-ra <= gzipdelta.MaxDist {
+					d = a - ra
+				}
+				break
 			}
-			sb = end
+		}
+		if sb == a && sd == d {
+			sb = b // same distance, contiguous on both sides: one run
 			continue
 		}
 		z.Run(ss, sa, sb, sd)
-		z.Literals(ss[sp.tag:sp.body])
-		sa, sb, sd = 0, 0, 0
-		pbody := int(p.body)
-		j := 0 // next unit of pu to look at
-		for k := range cu {
-			a, b := int(sp.body)+int(cu[k].off), end
-			if k+1 < len(cu) {
-				b = int(sp.body) + int(cu[k+1].off)
-			}
-			// The same attribute in the previous span: the next one there,
-			// or a few further when optional attributes come and go.
-			d := 0
-			for m := j; m < len(pu) && m < j+8; m++ {
-				if pu[m].key == cu[k].key {
-					j = m + 1
-					if ra := pbody + int(pu[m].off); a-ra <= gzipdelta.MaxDist {
-						d = a - ra
-					}
-					break
-				}
-			}
-			if sb == a && sd == d {
-				sb = b // same distance, contiguous on both sides: one run
-				continue
-			}
-			z.Run(ss, sa, sb, sd)
-			sa, sb, sd = a, b, d
-		}
+		sa, sb, sd = a, b, d
 	}
 	z.Run(ss, sa, sb, sd)
-	return z.Finish(crc, len(sc.head)+len(ss))
+}
+
+// gzipFinish ends the gzip member of the request around ss, the
+// ScopeSpans body whose spans gzipSpan compressed: the head, whose
+// lengths are ss's, goes first as a stored block, then the spans' block.
+func (sc *scratch) gzipFinish(dst, ss []byte, service string) []byte {
+	z := &sc.z
+	if len(sc.spans) == 0 { // the scope alone
+		z.Open(len(ss))
+		z.Literals(ss)
+		sc.crc, sc.crcAt = crc32.ChecksumIEEE(ss), len(ss)
+	}
+	sc.head = appendHead(sc.head[:0], service, len(ss))
+	crc := gzipdelta.CRC32Combine(crc32.ChecksumIEEE(sc.head), sc.crc, len(ss))
+	dst = gzipdelta.AppendStoredHead(dst, sc.head)
+	dst = append(dst, z.End()...)
+	return gzipdelta.AppendTrailer(dst, crc, len(sc.head)+len(ss))
 }
 
 // scratch holds the encoder's reusable buffers.
 type scratch struct {
 	scopeSpans, head []byte
-	base             int       // where the span being written starts its body
-	shape            uint64    // a hash of its units' offsets
-	gzip             bool      // units are noted (for gzipSpans)
+	base             int    // where the span being written starts its body
+	shape            uint64 // a hash of its units' offsets
+	gzip             bool   // units are noted, spans compressed (gzipSpan)
+	crc              uint32 // CRC-32 of scopeSpans[:crcAt] (gzip)
+	crcAt            int
 	units            []unit    // every span's attributes, in order
 	spans            []spanRef // where each span is in scopeSpans
 	z                gzipdelta.Writer
