@@ -110,23 +110,32 @@ func findMember(cur []byte, i int, ref []byte, j int) int {
 }
 
 // Lines is AppendLines a line at a time: each line is compressed as it
-// is written, while it and the line before are in the cache (a batch's
-// half megabyte of lines compressed at its end was not: on a loaded
-// gateway it is written over tens of milliseconds of other work). The
-// member is the one AppendLines writes.
+// is written, while it and the line before are in the cache, and the
+// lines before those two are let go (RollAt): a batch's half megabyte of
+// lines, compressed at its end, had been written over tens of
+// milliseconds of a loaded gateway's other work and was no longer cached,
+// and streaming it through the caches pushed the gateway's own data out.
+// The member is the one AppendLines writes.
 type Lines struct {
-	z    Writer
-	crc  uint32
-	prev int // where the last line added starts (-1: none)
-	end  int // where it ends: what Add has compressed is body[:end]
+	z     Writer
+	crc   uint32
+	total int // bytes of the lines added since the member began
+	prev  int // where in body the last line added starts (-1: none)
+	end   int // where it ends
 }
 
+// RollAt is the size past which a compressing encoder drops the encoded
+// bytes it no longer refers to, keeping its buffer in the cache.
+const RollAt = 16 << 10
+
 // Add compresses body[c:], the one line appended to body since the last
-// Add (c 0: the first of a new member).
-func (l *Lines) Add(body []byte, c int) {
+// Add (c 0: the first of a new member), and returns body, from which
+// the lines before that one may have been dropped: append the next line
+// to what Add returned.
+func (l *Lines) Add(body []byte, c int) []byte {
 	if c == 0 {
 		l.z.Open(len(body))
-		l.crc, l.prev = 0, -1
+		l.crc, l.prev, l.total = 0, -1, 0
 	} else {
 		l.z.Reserve(len(body) - c)
 	}
@@ -136,11 +145,17 @@ func (l *Lines) Add(body []byte, c int) {
 		l.z.line(body, l.prev, c, len(body))
 	}
 	l.crc = crc32.Update(l.crc, crc32.IEEETable, body[c:])
+	l.total += len(body) - c
+	if len(body) >= RollAt {
+		body = body[:copy(body, body[c:])]
+		c = 0
+	}
 	l.prev, l.end = c, len(body)
+	return body
 }
 
-// Finish appends the gzip member of body to dst: of the lines Add
-// compressed when body is what they were added to (else AppendLines').
+// Finish appends to dst the gzip member of the lines added, body being
+// what the last Add returned (for a body Add did not see: AppendLines').
 func (l *Lines) Finish(dst, body []byte) []byte {
 	if len(body) == 0 || l.end != len(body) || l.prev < 0 {
 		return l.z.AppendLines(dst, body)
@@ -148,5 +163,5 @@ func (l *Lines) Finish(dst, body []byte) []byte {
 	l.end = 0
 	dst = append(dst, gzipHeader[:]...)
 	dst = append(dst, l.z.End()...)
-	return AppendTrailer(dst, l.crc, len(body))
+	return AppendTrailer(dst, l.crc, l.total)
 }

@@ -145,8 +145,7 @@ func TestLinesMatchesAppendLines(t *testing.T) {
 		for _, line := range bytes.SplitAfter(all, []byte("\n")) {
 			if len(line) > 0 {
 				c := len(body)
-				body = append(body, line...)
-				l.Add(body, c)
+				body = l.Add(append(body, line...), c)
 			}
 		}
 		if got, want := l.Finish(nil, body), z.AppendLines(nil, all); !bytes.Equal(got, want) {

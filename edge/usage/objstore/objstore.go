@@ -60,12 +60,13 @@ type Sink struct {
 	z   gzipdelta.Lines // the worker's, which alone calls AppendRecord and Finish
 }
 
-// AppendRecord appends r's line, compressed as it is written with gzip.
+// AppendRecord appends r's line; with gzip, compressed as it is written
+// and the lines before it dropped from body (gzipdelta.Lines).
 func (s *Sink) AppendRecord(body []byte, r *usage.Record) []byte {
 	c := len(body)
 	body = s.NDJSON.AppendRecord(body, r)
 	if s.gz {
-		s.z.Add(body, c)
+		body = s.z.Add(body, c)
 	}
 	return body
 }

@@ -47,7 +47,7 @@ func (sc *scratch) startScope(ss []byte) []byte {
 	ss = protowire.AppendVarint(ss, uint64(strSize(ScopeName)))
 	ss = appendStr(ss, 1, ScopeName)
 	sc.units, sc.spans = sc.units[:0], sc.spans[:0]
-	sc.crc, sc.crcAt = 0, 0
+	sc.crc, sc.crcAt, sc.rolled = 0, 0, 0
 	return ss
 }
 
@@ -76,6 +76,7 @@ func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units)), shape: sc.shape})
 	if sc.gzip {
 		sc.gzipSpan(ss, len(sc.spans)-1)
+		ss = sc.roll(ss)
 	}
 	return ss
 }
@@ -168,6 +169,25 @@ func (sc *scratch) gzipSpan(ss []byte, i int) {
 	z.Run(ss, sa, sb, sd)
 }
 
+// roll keeps ss, a compressing encoder's ScopeSpans body, below
+// gzipdelta.RollAt: once past it, everything before the last span (the
+// next one's reference) is dropped, so the buffer stays in the cache
+// instead of streaming half a megabyte a batch through it.
+func (sc *scratch) roll(ss []byte) []byte {
+	if len(ss) < gzipdelta.RollAt {
+		return ss
+	}
+	last := sc.spans[len(sc.spans)-1]
+	cut := int(last.tag)
+	sc.rolled += cut
+	sc.crcAt -= cut
+	ss = ss[:copy(ss, ss[cut:])]
+	u := copy(sc.units, sc.units[last.u0:last.u1])
+	sc.units = sc.units[:u]
+	sc.spans = append(sc.spans[:0], spanRef{tag: 0, body: last.body - int32(cut), u0: 0, u1: int32(u), shape: last.shape})
+	return ss
+}
+
 // gzipFinish ends the gzip member of the request around ss, the
 // ScopeSpans body whose spans gzipSpan compressed: the head, whose
 // lengths are ss's, goes first as a stored block, then the spans' block.
@@ -178,11 +198,12 @@ func (sc *scratch) gzipFinish(dst, ss []byte, service string) []byte {
 		z.Literals(ss)
 		sc.crc, sc.crcAt = crc32.ChecksumIEEE(ss), len(ss)
 	}
-	sc.head = appendHead(sc.head[:0], service, len(ss))
-	crc := gzipdelta.CRC32Combine(crc32.ChecksumIEEE(sc.head), sc.crc, len(ss))
+	n := sc.rolled + len(ss) // the whole ScopeSpans body's size
+	sc.head = appendHead(sc.head[:0], service, n)
+	crc := gzipdelta.CRC32Combine(crc32.ChecksumIEEE(sc.head), sc.crc, n)
 	dst = gzipdelta.AppendStoredHead(dst, sc.head)
 	dst = append(dst, z.End()...)
-	return gzipdelta.AppendTrailer(dst, crc, len(sc.head)+len(ss))
+	return gzipdelta.AppendTrailer(dst, crc, len(sc.head)+n)
 }
 
 // scratch holds the encoder's reusable buffers.
@@ -191,8 +212,9 @@ type scratch struct {
 	base             int    // where the span being written starts its body
 	shape            uint64 // a hash of its units' offsets
 	gzip             bool   // units are noted, spans compressed (gzipSpan)
-	crc              uint32 // CRC-32 of scopeSpans[:crcAt] (gzip)
+	crc              uint32 // CRC-32 of the body up to scopeSpans[crcAt] (gzip)
 	crcAt            int
+	rolled           int       // bytes of the body dropped before scopeSpans[0] (see roll)
 	units            []unit    // every span's attributes, in order
 	spans            []spanRef // where each span is in scopeSpans
 	z                gzipdelta.Writer
