@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,56 +25,26 @@ type adminGW struct {
 // waits until both listeners answer.
 func startAdminGW(t *testing.T, extra ...string) *adminGW {
 	t.Helper()
-	// A free port is free when picked, not when gw binds it: another
-	// process (an etcd member's or a client's ephemeral port) may take it
-	// in between. Such a start is retried on fresh ports.
-	var buf *lockedBuffer
-	for attempt := 0; attempt < 3; attempt++ {
+	var g *adminGW
+	startRetrying(t, func() (*proc, func() bool) {
 		addr, adminAddr, gwAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 		args := append([]string{"serve", "--listen", addr, "--debug-listen", "", "--admin-listen", adminAddr, "--gateway-listen", gwAddr}, extra...)
 		cmd := gwCmd(args...)
 		cmd.Env = append(cmd.Env, "GW_ADMIN_KEY="+e2eAdminKey)
-		buf = &lockedBuffer{}
-		cmd.Stderr = buf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		g := &adminGW{proc: &proc{cmd: cmd, addr: addr, stderr: buf}, admin: "http://" + adminAddr + "/gw/admin", gateway: "http://" + gwAddr}
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) && !strings.Contains(buf.String(), "address already in use") {
+		g = &adminGW{proc: startProc(t, cmd, addr), admin: "http://" + adminAddr + "/gw/admin", gateway: "http://" + gwAddr}
+		return g.proc, func() bool {
 			resp, err := http.Get(g.admin + "/routes")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 401 {
-					t.Cleanup(func() { g.stop(t) })
-					return g
-				}
+			if err != nil {
+				return false
 			}
-			time.Sleep(20 * time.Millisecond)
+			resp.Body.Close()
+			return resp.StatusCode == 401
 		}
-		g.stop(t)
-		if !strings.Contains(buf.String(), "address already in use") {
-			break
-		}
-	}
-	t.Fatalf("gw admin API did not come up:\n%s", buf.String())
-	return nil
+	})
+	return g
 }
 
-func (g *adminGW) stop(t *testing.T) {
-	if g.cmd.ProcessState != nil {
-		return
-	}
-	g.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { g.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		g.cmd.Process.Kill()
-		<-done
-	}
-}
+func (g *adminGW) stop(*testing.T) { g.proc.stop() }
 
 // call sends one admin request with the key and decodes the JSON answer.
 func (g *adminGW) call(t *testing.T, method, path, body string) (int, map[string]any) {

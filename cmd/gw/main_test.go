@@ -177,38 +177,65 @@ func (l *lockedBuffer) String() string {
 
 func startGW(t *testing.T, resources string, extra ...string) *proc {
 	t.Helper()
-	addr := freeAddr(t)
-	args := append([]string{"serve", "--resources-file", resources, "--listen", addr, "--debug-listen", ""}, extra...)
-	cmd := gwCmd(args...)
+	return startRetrying(t, func() (*proc, func() bool) {
+		addr := freeAddr(t)
+		args := append([]string{"serve", "--resources-file", resources, "--listen", addr, "--debug-listen", ""}, extra...)
+		return startProc(t, gwCmd(args...), addr), func() bool {
+			resp, err := http.Get("http://" + addr + "/readyz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200
+		}
+	})
+}
+
+// startRetrying starts gw through start until ready says it is up, and
+// stops it with the test. A free port is free when picked, not when gw
+// binds it: another process (an etcd member's, a client's ephemeral
+// port) may take it in between. A start that lost its port that way is
+// stopped and tried again on fresh ports; any other failure ends the
+// test with gw's log.
+func startRetrying(t *testing.T, start func() (p *proc, ready func() bool)) *proc {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p, ready := start()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) && !p.bindLost() {
+			if ready() {
+				t.Cleanup(p.stop)
+				return p
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.stop()
+		if !p.bindLost() || attempt == 3 {
+			t.Fatalf("gw did not become ready:\n%s", p.stderr.String())
+		}
+	}
+}
+
+// startProc starts cmd with its stderr kept.
+func startProc(t *testing.T, cmd *exec.Cmd, addr string) *proc {
+	t.Helper()
 	buf := &lockedBuffer{}
 	cmd.Stderr = buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, addr: addr, stderr: buf}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	return &proc{cmd: cmd, addr: addr, stderr: buf}
+}
+
+// bindLost reports a start that lost the free-port race.
+func (p *proc) bindLost() bool { return strings.Contains(p.stderr.String(), "address already in use") }
+
+// stop ends gw (SIGTERM, then SIGKILL after 10 s) unless it has ended.
+func (p *proc) stop() {
+	if p.cmd.ProcessState != nil {
+		return
 	}
-	t.Fatalf("gw did not become ready")
-	return nil
+	stopCmd(p.cmd)
 }
 
 func getJSON(t *testing.T, url string, v any) int {

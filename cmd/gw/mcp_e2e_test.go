@@ -142,6 +142,7 @@ func stopCmd(cmd *exec.Cmd) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
+		<-done
 	}
 }
 
