@@ -161,39 +161,27 @@ func (z *Writer) Literals(p []byte) {
 			p = p[8:]
 			continue
 		}
-		for _, b := range p[:6] {
-			c := litCodes[b]
-			acc |= uint64(c.bits) << (n & 63)
-			n += uint(c.n)
-		}
-		binary.LittleEndian.PutUint64(buf[o:], acc)
-		o += int(n >> 3)
-		acc >>= n &^ 7
-		n &= 7
+		o, acc, n = addCodes(buf, o, acc, n, p[:6])
 		p = p[6:]
 	}
-	if len(p) >= 6 {
-		for _, b := range p[:6] {
-			c := litCodes[b]
-			acc |= uint64(c.bits) << (n & 63)
-			n += uint(c.n)
-		}
-		binary.LittleEndian.PutUint64(buf[o:], acc)
-		o += int(n >> 3)
-		acc >>= n &^ 7
-		n &= 7
+	if len(p) > 5 {
+		o, acc, n = addCodes(buf, o, acc, n, p[:6])
 		p = p[6:]
 	}
+	o, acc, n = addCodes(buf, o, acc, n, p)
+	z.o, z.acc, z.n = o, acc, n
+}
+
+// addCodes adds the codes of p (at most 6 bytes: 54 bits above the
+// fewer than 8 waiting in acc) and writes acc's whole bytes at buf[o:].
+func addCodes(buf []byte, o int, acc uint64, n uint, p []byte) (int, uint64, uint) {
 	for _, b := range p {
 		c := litCodes[b]
 		acc |= uint64(c.bits) << (n & 63)
 		n += uint(c.n)
 	}
 	binary.LittleEndian.PutUint64(buf[o:], acc)
-	o += int(n >> 3)
-	acc >>= n &^ 7
-	n &= 7
-	z.o, z.acc, z.n = o, acc, n
+	return o + int(n>>3), acc >> (n &^ 7), n & 7
 }
 
 // Match queues a back reference of l bytes at distance d, merged with the
