@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParsePeer(t *testing.T) {
@@ -84,5 +86,49 @@ func TestKernelReadings(t *testing.T) {
 	resp.Body.Close()
 	if after, err := tcpOutSegs(); err != nil || after <= before {
 		t.Fatalf("OutSegs %v → %v (%v): a loopback exchange sent no segment", before, after, err)
+	}
+}
+
+// TestExporterTurnsFigures: gw and gw-exporters run by turns, AB then BA,
+// each pair's ratio taken the right way round, their median against the
+// budget and the pooled ratio in the note.
+func TestExporterTurnsFigures(t *testing.T) {
+	s, err := startSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gw, gwx := closedTarget{name: "gw"}, closedTarget{name: "gw-exporters"}
+	rps := map[string]float64{"gw": 100, "gw-exporters": 90}
+	var order []string
+	measure := func(name string, tg closedTarget) (closedRun, error) {
+		order = append(order, name)
+		r := rps[tg.name]
+		if name == "gw-t3" { // a disturbed turn: its pair's ratio is the outlier
+			r = 50
+		}
+		return closedRun{rps: r, cpuUS: r / 10}, nil
+	}
+	rep := &Report{}
+	bud := &Budgets{ExportersRatioMin: 0.95}
+	o := Options{Duration: 8 * time.Second, Log: func(string, ...any) {}}
+	if err := exporterTurnsFigures(o, rep, bud, "8 closed loop buffered", s, measure, gw, gwx); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order[:4], " "); got != "gw-t1 gw-exporters-t1 gw-exporters-t2 gw-t2" {
+		t.Fatalf("order %s", got)
+	}
+	if len(order) != 2*exporterTurns {
+		t.Fatalf("%d runs", len(order))
+	}
+	f := rep.Figures[0]
+	if f.Value != 0.9 || f.Budget == nil || *f.Budget != 0.95 {
+		t.Fatalf("figure %+v", f)
+	}
+	if !strings.Contains(f.Note, "0.90, 0.90, 1.80, 0.90") || !strings.Contains(f.Note, "pooled 0.960") {
+		t.Fatalf("note %q", f.Note)
+	}
+	if len(rep.Figures) != 2 || rep.Figures[1].Name != "gw-exporters CPU per request" {
+		t.Fatalf("figures %+v", rep.Figures)
 	}
 }
