@@ -209,12 +209,6 @@ func (c *Checker) Check(ctx context.Context, req *guard.Request, v *guard.Verdic
 // returns true; mask results are re-rendered into sc.results.
 func (c *Checker) results(resp []byte, i int, sc *scratch, v *guard.Verdict) (blocked bool, err error) {
 	from := len(sc.results)
-	// The mask results below copy the answer's entity_type span into the
-	// anonymizer's request as it is: an answer that is not valid JSON
-	// (a raw control character in a string, say) must not reach it.
-	if !remote.Valid(resp) {
-		return false, c.analyze.Malformed("the answer is not valid JSON")
-	}
 	var bad string
 	var rule string
 	n := 0
@@ -233,6 +227,13 @@ func (c *Checker) results(resp []byte, i int, sc *scratch, v *guard.Verdict) (bl
 		if ek != remote.KindString || sk != remote.KindNumber || ekk != remote.KindNumber || sck != remote.KindNumber ||
 			!ok1 || !ok2 || !ok3 || s < 0 || e < s {
 			bad = "a result lacks entity_type, start, end or score"
+			return false
+		}
+		// A mask result copies the entity_type span into the anonymizer's
+		// request as it is; the scan above does not check a string's
+		// contents (a raw control character, invalid UTF-8).
+		if !remote.Valid(et) {
+			bad = "a result's entity_type is not a valid JSON string"
 			return false
 		}
 		if score < c.threshold {

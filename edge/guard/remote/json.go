@@ -79,8 +79,9 @@ func Float(raw []byte) (float64, bool) { return rawjson.ParseFloat(raw) }
 func Int(raw []byte) (int64, bool) { return rawjson.ParseInt(raw) }
 
 // Valid reports whether data is one well-formed JSON value (strings
-// valid UTF-8 without raw control characters): a kind that copies spans
-// of an answer into a request of its own checks the answer first.
+// valid UTF-8 without raw control characters): a kind that copies a span
+// of an answer into a request of its own checks that span first (Get and
+// EachElem do not look inside strings).
 func Valid(data []byte) bool { return rawjson.Valid(data) }
 
 // Unquote appends the decoded JSON string raw (with its quotes) to dst.
