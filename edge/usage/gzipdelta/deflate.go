@@ -76,6 +76,8 @@ func init() {
 
 // Writer writes one gzip member with a single fixed-Huffman block:
 // Start, then Literals, Match, Run and Delta in stream order, then Finish.
+// A block written piece by piece, with its gzip framing added by the
+// caller, goes Open, Reserve before each piece, End.
 type Writer struct {
 	// buf is the output with room for all of it (Start reserves the
 	// worst case), so no write checks for space: out so far is buf[:o].
@@ -112,26 +114,26 @@ func (z *Writer) put(b uint32, n uint8) {
 // compress/gzip and klauspost write it) and the block header (final,
 // fixed codes), after dst, for a stream of size bytes.
 func (z *Writer) Start(dst []byte, size int) {
-	z.Begin(append(dst, gzipHeader[:]...), size)
+	z.begin(append(dst, gzipHeader[:]...), size)
 }
 
-// Begin starts a bare final fixed-code block (no gzip header) after dst,
+// begin starts a bare final fixed-code block (no gzip header) after dst,
 // for size bytes of stream; Reserve makes room for more, End closes it.
 // It reserves the most that size bytes can take, 9 bits a byte (a
 // literal's longest code; a back reference of 3 bytes or more takes at
 // most 25 bits).
-func (z *Writer) Begin(dst []byte, size int) {
+func (z *Writer) begin(dst []byte, size int) {
 	z.buf, z.o = dst[:cap(dst)], len(dst)
 	z.acc, z.n, z.pendLen, z.pendDist, z.dist = 0, 0, 0, 0, 0
 	z.Reserve(size)
 	z.put(1|1<<1, 3) // BFINAL=1, BTYPE=01
 }
 
-// Open is Begin in the writer's own buffer, kept from the last block:
+// Open is begin in the writer's own buffer, kept from the last block:
 // for a block that End returns to be copied out.
-func (z *Writer) Open(size int) { z.Begin(z.buf[:0], size) }
+func (z *Writer) Open(size int) { z.begin(z.buf[:0], size) }
 
-// Reserve makes room for size more bytes of stream (see Begin).
+// Reserve makes room for size more bytes of stream (see begin).
 func (z *Writer) Reserve(size int) {
 	if need := size + size/8 + 1 + 8 + slack; len(z.buf)-z.o < need {
 		out := slices.Grow(z.buf[:z.o], need)
@@ -257,7 +259,7 @@ func AppendTrailer(dst []byte, crc uint32, size int) []byte {
 }
 
 // AppendStoredHead appends the gzip header and p as a stored (uncompressed,
-// not final) deflate block: what precedes a block that Begin started on
+// not final) deflate block: what precedes a block that Open started on
 // its own, byte-aligned, with p not known before the end (len(p) < 64 KiB).
 func AppendStoredHead(dst, p []byte) []byte {
 	dst = append(dst, gzipHeader[:]...)
