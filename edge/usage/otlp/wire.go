@@ -112,16 +112,15 @@ func appendRequestGzip(dst []byte, batch []usage.Record, service string, sc *scr
 // (no span before it: literals); gzipFinish puts the head, known only at
 // the end, before the block.
 func (sc *scratch) gzipSpan(ss []byte, i int) {
+	if i == 0 {
+		sc.gzipStart(ss)
+		return
+	}
 	z := &sc.z
 	sp := &sc.spans[i]
 	end := len(ss)
 	sc.crc = crc32.Update(sc.crc, crc32.IEEETable, ss[sc.crcAt:])
 	sc.crcAt = end
-	if i == 0 {
-		z.Open(end)
-		z.Literals(ss)
-		return
-	}
 	z.Reserve(end - int(sp.tag))
 	p := &sc.spans[i-1]
 	if d := int(sp.tag - p.tag); d == end-int(sp.tag) && d <= gzipdelta.MaxDist && sp.shape == p.shape {
@@ -192,18 +191,23 @@ func (sc *scratch) roll(ss []byte) []byte {
 // ScopeSpans body whose spans gzipSpan compressed: the head, whose
 // lengths are ss's, goes first as a stored block, then the spans' block.
 func (sc *scratch) gzipFinish(dst, ss []byte, service string) []byte {
-	z := &sc.z
 	if len(sc.spans) == 0 { // the scope alone
-		z.Open(len(ss))
-		z.Literals(ss)
-		sc.crc, sc.crcAt = crc32.ChecksumIEEE(ss), len(ss)
+		sc.gzipStart(ss)
 	}
 	n := sc.rolled + len(ss) // the whole ScopeSpans body's size
 	sc.head = appendHead(sc.head[:0], service, n)
 	crc := gzipdelta.CRC32Combine(crc32.ChecksumIEEE(sc.head), sc.crc, n)
 	dst = gzipdelta.AppendStoredHead(dst, sc.head)
-	dst = append(dst, z.End()...)
+	dst = append(dst, sc.z.End()...)
 	return gzipdelta.AppendTrailer(dst, crc, len(sc.head)+n)
+}
+
+// gzipStart opens the spans' block with ss, the scope and the batch's
+// first span if any: literals, there being nothing before to refer to.
+func (sc *scratch) gzipStart(ss []byte) {
+	sc.z.Open(len(ss))
+	sc.z.Literals(ss)
+	sc.crc, sc.crcAt = crc32.ChecksumIEEE(ss), len(ss)
 }
 
 // scratch holds the encoder's reusable buffers.
