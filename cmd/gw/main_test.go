@@ -180,15 +180,20 @@ func startGW(t *testing.T, resources string, extra ...string) *proc {
 	return startRetrying(t, func() (*proc, func() bool) {
 		addr := freeAddr(t)
 		args := append([]string{"serve", "--resources-file", resources, "--listen", addr, "--debug-listen", ""}, extra...)
-		return startProc(t, gwCmd(args...), addr), func() bool {
-			resp, err := http.Get("http://" + addr + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		}
+		return startProc(t, gwCmd(args...), addr), readyz(addr)
 	})
+}
+
+// readyz reports whether gw on addr answers /readyz with 200.
+func readyz(addr string) func() bool {
+	return func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
 }
 
 // startRetrying starts gw through start until ready says it is up, and

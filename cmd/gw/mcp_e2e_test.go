@@ -111,27 +111,13 @@ func startMCPServers(t *testing.T) (alpha, beta *httptest.Server) {
 	return alpha, beta
 }
 
-// startGWAt starts gw on addr (the resources file must know its own URL).
+// startGWAt starts gw on addr (the resources file must know its own URL,
+// so a start that lost the port is retried on the same one).
 func startGWAt(t *testing.T, addr, file string) {
 	t.Helper()
-	cmd := gwCmd("serve", "--resources-file", file, "--listen", addr, "--debug-listen", "")
-	buf := &lockedBuffer{}
-	cmd.Stderr = buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopCmd(cmd) })
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("gw did not become ready: %s", buf.String())
+	startRetrying(t, func() (*proc, func() bool) {
+		return startProc(t, gwCmd("serve", "--resources-file", file, "--listen", addr, "--debug-listen", ""), addr), readyz(addr)
+	})
 }
 
 func stopCmd(cmd *exec.Cmd) {
