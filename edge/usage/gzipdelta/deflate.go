@@ -346,7 +346,8 @@ func (z *Writer) Delta(cur, ref []byte, d int) {
 			z.Literals(cur[i:j])
 		}
 		if j < len(cur) {
-			l := CommonPrefix(cur[j:], ref[j:])
+			// nextAgree found minMatch bytes that agree: compare past them.
+			l := minMatch + CommonPrefix(cur[j+minMatch:], ref[j+minMatch:])
 			z.Match(l, d)
 			j += l
 		}

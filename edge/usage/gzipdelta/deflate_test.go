@@ -29,7 +29,7 @@ func TestNextAgreeAndCommonPrefix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 20000; round++ {
 		n := rng.IntN(80)
-		cur, ref := make([]byte, n), make([]byte, n+rng.IntN(3)-1+1)
+		cur, ref := make([]byte, n), make([]byte, n+rng.IntN(3))
 		for k := range cur {
 			cur[k] = byte(rng.IntN(4))
 		}
