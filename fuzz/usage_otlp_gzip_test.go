@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"gw/admin/resources"
 	"gw/edge/usage"
@@ -24,23 +23,7 @@ func FuzzOTLPGzip(f *testing.F) {
 	plain := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000}, "gw")}
 	gz := &usage.Encoder{Sink: otlp.New(&resources.OTLPHTTPExporter{Endpoint: "http://127.0.0.1:1/v1/traces", TimeoutMS: 1000, Compression: resources.OTLPCompressionGzip}, "gw")}
 	f.Fuzz(func(t *testing.T, model, op, user, msg string, tokens int64, status int, n uint8) {
-		var batch []usage.Record
-		for i := 0; i < int(n%9)+1; i++ {
-			r := usage.Record{OccurredAt: time.Unix(1700000000+int64(i), 5), RequestID: usage.NewRequestID(), Attempt: 1, AttemptKind: usage.AttemptFinal,
-				StatusCode: status, Model: model, Operation: op, InboundProtocol: "chat_completions", CacheStatus: usage.CacheNone,
-				PromptTokens: tokens + int64(i), TotalTokens: tokens, Latency: time.Duration(tokens) * time.Duration(i)}
-			// Every other span changes the optional attributes and lengths.
-			if i%2 == 1 {
-				r.UserName, r.ErrorMessage, r.ErrorClass = user, msg, op
-				r.Model += strings.Repeat("x", i)
-				r.AppliedGuardrails = []string{user, model}
-				r.Tags = &resources.TelemetryTags{Kind: user, PKLabel: msg}
-			}
-			if i%3 == 2 {
-				r.AttemptKind = usage.AttemptFailed
-			}
-			batch = append(batch, r)
-		}
+		batch := usagetest.FuzzBatch(model, op, user, msg, tokens, status, n)
 		want, err := plain.Encode(nil, batch)
 		if err != nil {
 			t.Fatal(err)

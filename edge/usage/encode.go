@@ -2,9 +2,11 @@ package usage
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
+	"gw/edge/usage/gzipdelta"
 	"gw/sse/rawjson"
 )
 
@@ -16,6 +18,71 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 // pipeline's goroutines, never on the request path. A string value's
 // opening quote is part of the key's literal before it.
 func AppendJSON(dst []byte, r *Record) []byte {
+	for p := range NumParts {
+		dst = appendPart(dst, p, r)
+	}
+	return dst
+}
+
+// The parts of a record's JSON object, in order. Records of one gateway
+// share most of them with the record before (the same caller, route and
+// guardrails; often the same token counts), so a compressing sink copies
+// a part whose fields are unchanged from the line before instead of
+// encoding and comparing it again (LineEncoder). The head is new in
+// every record.
+const (
+	PartHead   = iota // event_id, request_id, occurred_at
+	PartCall          // attempt to stream: the attempt, caller, route and classification
+	PartTokens        // tokens, cost, audio seconds
+	PartTimes         // latencies and body sizes
+	PartGuard         // the guardrail outcome, and the object's end
+	NumParts
+)
+
+// appendPart appends part p of r's JSON object.
+func appendPart(dst []byte, p int, r *Record) []byte {
+	switch p {
+	case PartHead:
+		return appendHead(dst, r)
+	case PartCall:
+		return appendCall(dst, r)
+	case PartTokens:
+		return appendTokens(dst, r)
+	case PartTimes:
+		return appendTimes(dst, r)
+	}
+	return appendGuard(dst, r)
+}
+
+// samePart reports whether part p of a and b encodes to the same bytes:
+// every field it writes is equal. Each field of Record is in exactly one
+// part (TestSamePartCoversEveryField).
+func samePart(p int, a, b *Record) bool {
+	switch p {
+	case PartCall:
+		return a.Attempt == b.Attempt && a.StatusCode == b.StatusCode && a.Stream == b.Stream && a.Tags == b.Tags &&
+			a.AttemptKind == b.AttemptKind && a.ErrorClass == b.ErrorClass && a.ErrorMessage == b.ErrorMessage &&
+			a.APIKeyID == b.APIKeyID && a.APIKeyName == b.APIKeyName && a.TeamID == b.TeamID && a.UserID == b.UserID && a.UserName == b.UserName &&
+			a.Model == b.Model && a.TargetModel == b.TargetModel && a.UpstreamModel == b.UpstreamModel &&
+			a.Provider == b.Provider && a.ProviderKey == b.ProviderKey && a.ProviderKeyID == b.ProviderKeyID &&
+			a.InboundProtocol == b.InboundProtocol && a.Operation == b.Operation && a.MCPServer == b.MCPServer && a.MCPTool == b.MCPTool &&
+			a.CacheStatus == b.CacheStatus
+	case PartTokens:
+		return a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens && a.ReasoningTokens == b.ReasoningTokens &&
+			a.CachedPromptTokens == b.CachedPromptTokens && a.TotalTokens == b.TotalTokens &&
+			math.Float64bits(a.CostUSD) == math.Float64bits(b.CostUSD) && math.Float64bits(a.AudioSeconds) == math.Float64bits(b.AudioSeconds)
+	case PartTimes:
+		return a.Latency == b.Latency && a.TTFT == b.TTFT && a.UpstreamLatency == b.UpstreamLatency && a.UpstreamTTFT == b.UpstreamTTFT &&
+			a.RequestBodyBytes == b.RequestBodyBytes && a.ResponseBodyBytes == b.ResponseBodyBytes
+	case PartGuard:
+		return a.GuardrailBlockedFailClosed == b.GuardrailBlockedFailClosed && a.GuardrailBypassedReason == b.GuardrailBypassedReason &&
+			slices.Equal(a.AppliedGuardrails, b.AppliedGuardrails) &&
+			slices.Equal(a.GuardrailEnforcedHits, b.GuardrailEnforcedHits) && slices.Equal(a.GuardrailMonitorHits, b.GuardrailMonitorHits)
+	}
+	return false // the head: new in every record
+}
+
+func appendHead(dst []byte, r *Record) []byte {
 	dst = append(dst, `{"event_id":"`...)
 	id := len(dst)
 	dst = r.RequestID.AppendString(dst)
@@ -25,7 +92,11 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	dst = append(dst, dst[id:id+36]...)
 	dst = append(dst, `","occurred_at":"`...)
 	dst = appendTime(dst, r.OccurredAt)
-	dst = append(dst, `","attempt":`...)
+	return append(dst, '"')
+}
+
+func appendCall(dst []byte, r *Record) []byte {
+	dst = append(dst, `,"attempt":`...)
 	dst = appendInt(dst, int64(r.Attempt))
 	dst = appendStr(dst, `,"attempt_kind":"`, r.AttemptKind)
 	dst = append(dst, `,"status_code":`...)
@@ -65,8 +136,10 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	}
 	dst = appendStr(dst, `,"cache_status":"`, r.CacheStatus)
 	dst = append(dst, `,"stream":`...)
-	dst = strconv.AppendBool(dst, r.Stream)
+	return strconv.AppendBool(dst, r.Stream)
+}
 
+func appendTokens(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"prompt_tokens":`...)
 	dst = appendInt(dst, r.PromptTokens)
 	dst = append(dst, `,"completion_tokens":`...)
@@ -85,11 +158,12 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	dst = appendFloat(dst, r.CostUSD)
 	dst = append(dst, `,"audio_seconds":`...)
 	if r.AudioSeconds > 0 {
-		dst = appendFloat(dst, r.AudioSeconds)
-	} else {
-		dst = append(dst, "null"...)
+		return appendFloat(dst, r.AudioSeconds)
 	}
+	return append(dst, "null"...)
+}
 
+func appendTimes(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"latency_ms":`...)
 	dst = appendMS(dst, r.Latency)
 	dst = append(dst, `,"ttft_ms":`...)
@@ -101,8 +175,10 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"request_body_bytes":`...)
 	dst = appendInt(dst, r.RequestBodyBytes)
 	dst = append(dst, `,"response_body_bytes":`...)
-	dst = appendInt(dst, r.ResponseBodyBytes)
+	return appendInt(dst, r.ResponseBodyBytes)
+}
 
+func appendGuard(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"applied_guardrails":[`...)
 	for i, g := range r.AppliedGuardrails {
 		if i > 0 {
@@ -119,6 +195,53 @@ func AppendJSON(dst []byte, r *Record) []byte {
 	dst = strconv.AppendBool(dst, r.GuardrailBlockedFailClosed)
 	return append(dst, '}')
 }
+
+// LineEncoder writes records as NDJSON lines for a compressing sink: a
+// part whose fields equal the record before's is copied from that
+// record's line (a memmove instead of encoding: escaping checks, number
+// formatting) and marked so that gzipdelta.Lines.AddParts refers back to
+// it without comparing it. Both the encoding and the comparison of the
+// unchanged parts were most of an archive line's cost.
+type LineEncoder struct {
+	prev  Record          // the record before (its strings held, so equal pointers mean equal text)
+	parts gzipdelta.Parts // its line's parts
+	ok    bool            // prev is the record of body's last line
+}
+
+// Append appends r's line to body and returns its parts. body's last line
+// (ending at len(body)) must be the one Append wrote last, moved or not,
+// unless body is empty: that starts afresh.
+func (e *LineEncoder) Append(body []byte, r *Record) ([]byte, *gzipdelta.Parts) {
+	c := len(body)
+	if c == 0 {
+		e.ok = false
+	}
+	var pl []byte // the line before
+	if e.ok {
+		pl = body[c-int(e.parts.End[NumParts-1]) : c]
+	}
+	np := gzipdelta.Parts{N: NumParts}
+	start := int32(0)
+	for p := range NumParts {
+		end := e.parts.End[p]
+		if e.ok && samePart(p, r, &e.prev) {
+			body = append(body, pl[start:end]...)
+			np.Same |= 1 << p
+		} else {
+			body = appendPart(body, p, r)
+			if p == NumParts-1 {
+				body = append(body, '\n')
+			}
+		}
+		np.End[p] = int32(len(body) - c)
+		start = end
+	}
+	e.prev, e.parts, e.ok = *r, np, true
+	return body, &e.parts
+}
+
+// Reset forgets the record before (and lets go of its strings).
+func (e *LineEncoder) Reset() { *e = LineEncoder{} }
 
 // AppendEventID appends the record's unique ID: "<request_id>.<attempt>".
 // A receiver deduplicates resent records by it.

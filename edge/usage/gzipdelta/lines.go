@@ -35,11 +35,15 @@ func (z *Writer) AppendLines(dst, body []byte) []byte {
 }
 
 // line writes body[c:end] against the line before it, body[p:c].
-func (z *Writer) line(body []byte, p, c, end int) {
-	cur, ref := body[:end], body[:c]
+func (z *Writer) line(body []byte, p, c, end int) { z.lineRange(body, p, c, c, end) }
+
+// lineRange writes body[c:end] against body[p:pe], a piece of a line
+// against the same piece of the line before (line: the whole of both).
+func (z *Writer) lineRange(body []byte, p, pe, c, end int) {
+	cur, ref := body[:end], body[:pe]
 	i, j := c, p // the next byte of each line to compare
 	for i < end {
-		if j < c && i-j <= MaxDist {
+		if j < pe && i-j <= MaxDist {
 			if l := CommonPrefix(cur[i:], ref[j:]); l >= minMatch {
 				z.Match(l, i-j)
 				i += l
@@ -65,7 +69,7 @@ func (z *Writer) line(body []byte, p, c, end int) {
 		k := nextSep(cur, i+1)
 		z.Literals(cur[i:k])
 		i = k
-		if j < c {
+		if j < pe {
 			j = nextSep(ref, j+1)
 		}
 	}
@@ -119,9 +123,24 @@ func findMember(cur []byte, i int, ref []byte, j int) int {
 type Lines struct {
 	z     Writer
 	crc   uint32
-	total int // bytes of the lines added since the member began
-	prev  int // where in body the last line added starts (-1: none)
-	end   int // where it ends
+	total int   // bytes of the lines added since the member began
+	prev  int   // where in body the last line added starts (-1: none)
+	end   int   // where it ends
+	parts Parts // its parts (N 0: added whole)
+}
+
+// MaxParts bounds the parts of a line (Parts).
+const MaxParts = 8
+
+// Parts divides a line into pieces its encoder knows to be the line
+// before's or not: End[k] is where part k ends, from the line's start
+// (the last part ends the line), and bit k of Same says part k is byte
+// for byte the line before's part k (the encoder copied it, having found
+// the values it encodes unchanged).
+type Parts struct {
+	End  [MaxParts]int32
+	N    int
+	Same uint32
 }
 
 // RollAt is the size past which a compressing encoder drops the encoded
@@ -133,17 +152,58 @@ const RollAt = 16 << 10
 // the lines before that one may have been dropped: append the next line
 // to what Add returned.
 func (l *Lines) Add(body []byte, c int) []byte {
+	l.open(body, c)
+	if l.prev < 0 {
+		l.z.Literals(body[c:])
+	} else {
+		l.z.line(body, l.prev, c, len(body))
+	}
+	l.parts.N = 0
+	return l.close(body, c)
+}
+
+// AddParts is Add for a line in parts (p), the line before having been
+// added in as many: a part that is the line before's is one back
+// reference, made without comparing a byte; each other part is compared
+// with its counterpart as Add compares lines. The member is not
+// AppendLines' to the byte (a copied part's reference is not cut where
+// AppendLines' comparison would resume), but it inflates to the same
+// lines.
+func (l *Lines) AddParts(body []byte, c int, p *Parts) []byte {
+	l.open(body, c)
+	switch {
+	case l.prev < 0:
+		l.z.Literals(body[c:])
+	case l.parts.N != p.N || p.N == 0:
+		l.z.line(body, l.prev, c, len(body))
+	default:
+		a, pa := c, l.prev
+		for k := 0; k < p.N; k++ {
+			b, pb := c+int(p.End[k]), l.prev+int(l.parts.End[k])
+			if p.Same&(1<<k) != 0 && b-a == pb-pa && b-a >= minMatch && a-pa <= MaxDist {
+				l.z.Match(b-a, a-pa)
+			} else {
+				l.z.lineRange(body, pa, pb, a, b)
+			}
+			a, pa = b, pb
+		}
+	}
+	l.parts = *p
+	return l.close(body, c)
+}
+
+// open starts a member (c 0) or makes room for the line at body[c:].
+func (l *Lines) open(body []byte, c int) {
 	if c == 0 {
 		l.z.Open(len(body))
 		l.crc, l.prev, l.total = 0, -1, 0
 	} else {
 		l.z.Reserve(len(body) - c)
 	}
-	if l.prev < 0 {
-		l.z.Literals(body[c:])
-	} else {
-		l.z.line(body, l.prev, c, len(body))
-	}
+}
+
+// close checksums the line just compressed and rolls body (RollAt).
+func (l *Lines) close(body []byte, c int) []byte {
 	l.crc = crc32.Update(l.crc, crc32.IEEETable, body[c:])
 	l.total += len(body) - c
 	if len(body) >= RollAt {

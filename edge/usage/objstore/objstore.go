@@ -56,19 +56,23 @@ type Sink struct {
 	usage.NDJSON
 	cfg *resources.ObjectStoreExporter
 	put func(ctx context.Context, name string, body []byte) error
-	gz  bool            // compression: gzip
-	z   gzipdelta.Lines // the worker's, which alone calls AppendRecord and Finish
+	gz  bool // compression: gzip
+	// The worker's, which alone calls AppendRecord and Finish.
+	lines usage.LineEncoder
+	z     gzipdelta.Lines
 }
 
 // AppendRecord appends r's line; with gzip, compressed as it is written
-// and the lines before it dropped from body (gzipdelta.Lines).
+// (the parts unchanged from the line before copied and referred back to
+// whole: usage.LineEncoder) and the lines before it dropped from body
+// (gzipdelta.Lines).
 func (s *Sink) AppendRecord(body []byte, r *usage.Record) []byte {
-	c := len(body)
-	body = s.NDJSON.AppendRecord(body, r)
-	if s.gz {
-		body = s.z.Add(body, c)
+	if !s.gz {
+		return s.NDJSON.AppendRecord(body, r)
 	}
-	return body
+	c := len(body)
+	body, parts := s.lines.Append(body, r)
+	return s.z.AddParts(body, c, parts)
 }
 
 // Finish returns the object's bytes: the lines, or their gzip.
