@@ -54,10 +54,10 @@ func appendPart(dst []byte, p int, r *Record) []byte {
 	return appendGuard(dst, r)
 }
 
-// samePart reports whether part p of a and b encodes to the same bytes:
+// SamePart reports whether part p of a and b encodes to the same bytes:
 // every field it writes is equal. Each field of Record is in exactly one
 // part (TestSamePartCoversEveryField).
-func samePart(p int, a, b *Record) bool {
+func SamePart(p int, a, b *Record) bool {
 	switch p {
 	case PartCall:
 		return a.Attempt == b.Attempt && a.StatusCode == b.StatusCode && a.Stream == b.Stream && a.Tags == b.Tags &&
@@ -224,7 +224,7 @@ func (e *LineEncoder) Append(body []byte, r *Record) ([]byte, *gzipdelta.Parts) 
 	start := int32(0)
 	for p := range NumParts {
 		end := e.parts.End[p]
-		if e.ok && samePart(p, r, &e.prev) {
+		if e.ok && SamePart(p, r, &e.prev) {
 			body = append(body, pl[start:end]...)
 			np.Same |= 1 << p
 		} else {

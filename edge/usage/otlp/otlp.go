@@ -218,20 +218,21 @@ func Span(r *usage.Record) *trace.Span {
 		sp.Status = &trace.Status{Code: trace.Status_STATUS_CODE_ERROR, Message: valid(r.ErrorMessage)}
 	}
 	a := make([]*common.KeyValue, 0, 48)
-	// GenAI semantic conventions.
+	// In the order of the parts appendSpan writes (usage.PartHead to
+	// PartGuard); GenAI semantic-convention names where they exist, every
+	// other field under the record's own JSON name.
+	var id [36]byte
+	a = append(a, str("gw.usage.request_id", string(r.RequestID.AppendString(id[:0]))))
+	// The attempt, caller, route and classification.
 	a = append(a, str("gen_ai.operation.name", op), str("gen_ai.request.model", r.Model))
 	a = optStr(a, "gen_ai.response.model", r.UpstreamModel)
 	a = optStr(a, "gen_ai.provider.name", r.Provider)
 	a = optStr(a, "gen_ai.system", r.Provider) // the name before semconv 1.37
-	a = append(a, i64("gen_ai.usage.input_tokens", r.PromptTokens), i64("gen_ai.usage.output_tokens", r.CompletionTokens))
 	a = append(a, i64("http.response.status_code", int64(r.StatusCode)))
 	a = optStr(a, "error.type", r.ErrorClass)
 	a = optStr(a, "user.id", r.UserID)
 	a = optStr(a, "user.name", r.UserName)
-	// Everything else under the record's own JSON names.
-	var id [36]byte
-	a = append(a, str("gw.usage.request_id", string(r.RequestID.AppendString(id[:0]))),
-		i64("gw.usage.attempt", int64(r.Attempt)), str("gw.usage.attempt_kind", r.AttemptKind))
+	a = append(a, i64("gw.usage.attempt", int64(r.Attempt)), str("gw.usage.attempt_kind", r.AttemptKind))
 	a = optStr(a, "gw.usage.error_message", r.ErrorMessage)
 	a = optStr(a, "gw.usage.api_key_id", r.APIKeyID)
 	a = optStr(a, "gw.usage.api_key_name", r.APIKeyName)
@@ -246,16 +247,22 @@ func Span(r *usage.Record) *trace.Span {
 		a = optStr(a, "gw.usage.telemetry_tags.pk_label", t.PKLabel)
 		a = optStr(a, "gw.usage.telemetry_tags.byo_label", t.BYOLabel)
 	}
-	a = append(a, str("gw.usage.inbound_protocol", r.InboundProtocol), str("gw.usage.operation", r.Operation),
-		str("gw.usage.cache_status", r.CacheStatus), boolean("gw.usage.stream", r.Stream),
+	a = append(a, str("gw.usage.inbound_protocol", r.InboundProtocol), str("gw.usage.operation", r.Operation))
+	a = optStr(a, "gw.usage.mcp_server", r.MCPServer)
+	a = optStr(a, "gw.usage.mcp_tool", r.MCPTool)
+	a = append(a, str("gw.usage.cache_status", r.CacheStatus), boolean("gw.usage.stream", r.Stream))
+	// Tokens, cost and audio seconds.
+	a = append(a, i64("gen_ai.usage.input_tokens", r.PromptTokens), i64("gen_ai.usage.output_tokens", r.CompletionTokens),
 		i64("gw.usage.reasoning_tokens", r.ReasoningTokens), i64("gw.usage.cached_prompt_tokens", r.CachedPromptTokens))
 	if r.TotalTokens > 0 {
 		a = append(a, i64("gw.usage.total_tokens", r.TotalTokens))
 	}
-	a = append(a, f64("gw.usage.cost_usd", r.CostUSD), f64("gw.usage.latency_ms", ms(r.Latency)))
+	a = append(a, f64("gw.usage.cost_usd", r.CostUSD))
 	if r.AudioSeconds > 0 {
 		a = append(a, f64("gw.usage.audio_seconds", r.AudioSeconds))
 	}
+	// Latencies and body sizes.
+	a = append(a, f64("gw.usage.latency_ms", ms(r.Latency)))
 	for _, d := range []struct {
 		k string
 		v time.Duration
@@ -265,6 +272,7 @@ func Span(r *usage.Record) *trace.Span {
 		}
 	}
 	a = append(a, i64("gw.usage.request_body_bytes", r.RequestBodyBytes), i64("gw.usage.response_body_bytes", r.ResponseBodyBytes))
+	// The guardrail outcome.
 	if len(r.AppliedGuardrails) > 0 {
 		vals := make([]*common.AnyValue, len(r.AppliedGuardrails))
 		for i, g := range r.AppliedGuardrails {

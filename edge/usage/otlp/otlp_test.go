@@ -192,3 +192,43 @@ func TestWireSpanSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestWireCopiesOnlyUnchanged: a span whose parts are copied from the span
+// before where their fields are unchanged still encodes as proto.Marshal
+// does, and its gzip inflates to those bytes, whichever single field of
+// the record changes from span to span (usagetest.Variants: every field of
+// Record and of its tags), back and forth.
+func TestWireCopiesOnlyUnchanged(t *testing.T) {
+	failed := *usagetest.Record(1)
+	failed.AttemptKind, failed.StatusCode, failed.ErrorClass, failed.ErrorMessage = usage.AttemptFailed, 503, "upstream_status", "upstream returned 503"
+	guarded := *usagetest.Record(2)
+	guarded.StatusCode, guarded.AppliedGuardrails = 400, []string{"pii"}
+	guarded.GuardrailEnforcedHits = []usage.GuardrailHit{{Guardrail: "pii", Action: "block"}}
+	guarded.Tags = &resources.TelemetryTags{Kind: "byo", BYOLabel: "x"}
+	for _, base := range []usage.Record{*usagetest.Record(0), failed, guarded} {
+		names, vs := usagetest.Variants(t, &base)
+		again := base
+		again.RequestID = usage.NewRequestID()
+		batch := []usage.Record{base, again}
+		for i := range vs {
+			batch = append(batch, vs[i], vs[i], base)
+		}
+		want, err := (proto.MarshalOptions{Deterministic: true}).Marshal(otlp.Request(batch, "gw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := otlp.AppendRequest(batch, "gw"); !bytes.Equal(got, want) {
+			// Find the first span that differs, for the message.
+			for n := 1; n <= len(batch); n++ {
+				w, _ := (proto.MarshalOptions{Deterministic: true}).Marshal(otlp.Request(batch[:n], "gw"))
+				if !bytes.Equal(otlp.AppendRequest(batch[:n], "gw"), w) {
+					t.Fatalf("span %d (%d variants of %d fields): wire bytes differ from proto.Marshal", n-1, len(vs), len(names))
+				}
+			}
+			t.Fatal("wire bytes differ from proto.Marshal")
+		}
+		if got := usagetest.Gunzip(t, otlp.AppendRequestGzip(batch, "gw")); !bytes.Equal(got, want) {
+			t.Fatal("gzip inflates to other bytes")
+		}
+	}
+}

@@ -63,7 +63,7 @@ func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 	u0 := len(sc.units)
 	tag := len(ss)
 	ss = append(ss, 2<<3|byte(protowire.BytesType), 0, 0)
-	sc.base, sc.shape = len(ss), 0
+	sc.base, sc.u0, sc.shape = len(ss), u0, 0
 	ss = sc.appendSpan(ss, r)
 	n := len(ss) - sc.base
 	if w := protowire.SizeVarint(uint64(n)); w != 2 {
@@ -73,7 +73,8 @@ func (sc *scratch) appendScopeSpan(ss []byte, r *usage.Record) []byte {
 		ss = ss[:body+n]
 	}
 	protowire.AppendVarint(ss[tag+1:tag+1], uint64(n))
-	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units)), shape: sc.shape})
+	sc.spans = append(sc.spans, spanRef{tag: int32(tag), body: int32(len(ss) - n), u0: int32(u0), u1: int32(len(sc.units)), shape: sc.shape, parts: sc.parts})
+	sc.prev = *r
 	if sc.gzip {
 		sc.gzipSpan(ss, len(sc.spans)-1)
 		ss = sc.roll(ss)
@@ -129,7 +130,18 @@ func (sc *scratch) gzipSpan(ss []byte, i int) {
 		// A reference running on from the previous span continues.
 		// (Two layouts with one shape would cost compression, not
 		// correctness: any bytes may be compared.)
-		z.Run(ss, int(sp.tag), end, d)
+		// A part copied from the span before is one reference, made
+		// without comparing it.
+		a := int(sp.tag)
+		for k := range usage.NumParts {
+			b := int(sp.body) + int(sp.parts.off[k+1])
+			if sp.parts.same&(1<<k) != 0 && b-a >= 4 {
+				z.Match(b-a, d)
+			} else {
+				z.Run(ss, a, b, d)
+			}
+			a = b
+		}
 		return
 	}
 	z.Literals(ss[sp.tag:sp.body])
@@ -183,7 +195,8 @@ func (sc *scratch) roll(ss []byte) []byte {
 	ss = ss[:copy(ss, ss[cut:])]
 	u := copy(sc.units, sc.units[last.u0:last.u1])
 	sc.units = sc.units[:u]
-	sc.spans = append(sc.spans[:0], spanRef{tag: 0, body: last.body - int32(cut), u0: 0, u1: int32(u), shape: last.shape})
+	last.tag, last.body, last.u0, last.u1 = 0, last.body-int32(cut), 0, int32(u)
+	sc.spans = append(sc.spans[:0], last)
 	return ss
 }
 
@@ -214,7 +227,8 @@ func (sc *scratch) gzipStart(ss []byte) {
 type scratch struct {
 	scopeSpans, head []byte
 	base             int    // where the span being written starts its body
-	shape            uint64 // a hash of its units' offsets
+	shape            uint64 // a hash of its units' offsets (the part's, while it is written)
+	partAt           int32  // where the part being written starts in the span's body
 	gzip             bool   // units are noted, spans compressed (gzipSpan)
 	crc              uint32 // CRC-32 of the body up to scopeSpans[crcAt] (gzip)
 	crcAt            int
@@ -222,6 +236,21 @@ type scratch struct {
 	units            []unit    // every span's attributes, in order
 	spans            []spanRef // where each span is in scopeSpans
 	z                gzipdelta.Writer
+	u0               int          // where in units the span being written starts
+	parts            spanParts    // its parts, noted as it is written
+	prev             usage.Record // the record of the last span in spans (its strings held)
+}
+
+// spanParts places a span's parts (usage.PartHead to usage.PartGuard): part
+// p is the span body's bytes [off[p], off[p+1]) and its units [u[p],
+// u[p+1]), from the span's first, shape[p] a hash of its units' offsets
+// from its start. The head is the span's own fields and the request ID; a
+// later part whose fields are unchanged from the span before is a copy of
+// that span's (copyPart), with bit p of same set.
+type spanParts struct {
+	off, u [usage.NumParts + 1]int32
+	shape  [usage.NumParts]uint64
+	same   uint8
 }
 
 // unit is one part of a span: the fields before the attributes, an
@@ -236,18 +265,21 @@ type unit struct {
 type spanRef struct {
 	tag, body, u0, u1 int32
 	shape             uint64
+	parts             spanParts
 }
 
 // mark notes where a unit starts, for the gzip. The units' shape (a hash
 // of their offsets) tells gzipSpans which spans share a layout without
 // comparing their units.
+const shapeMul = 0x100000001b3
+
 func (sc *scratch) mark(dst []byte, key *attrKey) {
 	if !sc.gzip {
 		return
 	}
 	off := int32(len(dst) - sc.base)
 	sc.units = append(sc.units, unit{off: off, key: key})
-	sc.shape = sc.shape*0x100000001b3 + uint64(off)
+	sc.shape = sc.shape*shapeMul + uint64(off-sc.partAt)
 }
 
 // attrKey is a span attribute's key with the bytes of its KeyValue that
@@ -309,6 +341,8 @@ var (
 	kTagBYOLabel   = varKey("gw.usage.telemetry_tags.byo_label")
 	kInbound       = varKey("gw.usage.inbound_protocol")
 	kOperation     = varKey("gw.usage.operation")
+	kMCPServer     = varKey("gw.usage.mcp_server")
+	kMCPTool       = varKey("gw.usage.mcp_tool")
 	kCacheStatus   = varKey("gw.usage.cache_status")
 	kStream        = boolKey("gw.usage.stream")
 	kReasoning     = varKey("gw.usage.reasoning_tokens")
@@ -484,8 +518,11 @@ func (sc *scratch) attrStrings(dst []byte, k *attrKey, n int, a, b func(int) str
 }
 
 // appendSpan appends one Span message body; field order and attribute
-// order follow Span().
+// order follow Span(). A part of the span whose fields equal the span
+// before's (the same caller, route, tokens or guardrails, as most records
+// of a gateway have) is copied from that span instead of encoded.
 func (sc *scratch) appendSpan(dst []byte, r *usage.Record) []byte {
+	sc.partAt, sc.parts.same = 0, 0
 	sc.mark(dst, spanHead)
 	end := r.OccurredAt
 	start := end.Add(-r.Latency)
@@ -513,23 +550,81 @@ func (sc *scratch) appendSpan(dst []byte, r *usage.Record) []byte {
 	if t := uint64(end.UnixNano()); t != 0 {
 		dst = binary.LittleEndian.AppendUint64(append(dst, 8<<3|byte(protowire.Fixed64Type)), t)
 	}
-
-	dst = sc.attrStr(dst, kOperationName, op)
-	dst = sc.attrStr(dst, kRequestModel, model)
-	dst = sc.attrOptStr(dst, kResponseModel, r.UpstreamModel)
-	dst = sc.attrOptStr(dst, kProviderName, r.Provider)
-	dst = sc.attrOptStr(dst, kSystem, r.Provider)
-	dst = sc.attrInt(dst, kInputTokens, r.PromptTokens)
-	dst = sc.attrInt(dst, kOutputTokens, r.CompletionTokens)
-	dst = sc.attrInt(dst, kStatusCode, int64(r.StatusCode))
-	dst = sc.attrOptStr(dst, kErrorType, r.ErrorClass)
-	dst = sc.attrOptStr(dst, kUserID, r.UserID)
-	dst = sc.attrOptStr(dst, kUserName, r.UserName)
 	const idLen = 36 // the 8-4-4-4-12 form
 	sc.mark(dst, kRequestID)
 	dst = attrHead(dst, kRequestID, 2+idLen)
 	dst = append(dst, 1<<3|byte(protowire.BytesType), idLen)
 	dst = r.RequestID.AppendString(dst)
+
+	var prev *spanRef
+	if len(sc.spans) > 0 {
+		prev = &sc.spans[len(sc.spans)-1]
+	}
+	for p := usage.PartHead + 1; ; p++ {
+		// Part p-1 ends here.
+		sc.parts.shape[p-1], sc.shape = sc.shape, 0
+		sc.partAt = int32(len(dst) - sc.base)
+		sc.parts.off[p], sc.parts.u[p] = sc.partAt, int32(len(sc.units)-sc.u0)
+		if p == usage.NumParts {
+			break
+		}
+		if prev != nil && samePart(p, r, &sc.prev) {
+			dst = sc.copyPart(dst, prev, p)
+			sc.shape = prev.parts.shape[p]
+			sc.parts.same |= 1 << p
+			continue
+		}
+		switch p {
+		case usage.PartCall:
+			dst = sc.appendCall(dst, r, op, model)
+		case usage.PartTokens:
+			dst = sc.appendTokens(dst, r)
+		case usage.PartTimes:
+			dst = sc.appendTimes(dst, r)
+		default:
+			dst = sc.appendGuard(dst, r)
+		}
+	}
+	// The span's shape, from its parts'.
+	for p := range usage.NumParts {
+		sc.shape = (sc.shape*shapeMul+uint64(sc.parts.off[p]))*shapeMul + sc.parts.shape[p]
+	}
+	return dst
+}
+
+// samePart is usage.SamePart for a span, whose last part also holds the
+// span's status (from the status code and error message).
+func samePart(p int, a, b *usage.Record) bool {
+	return usage.SamePart(p, a, b) && (p != usage.PartGuard || a.StatusCode == b.StatusCode && a.ErrorMessage == b.ErrorMessage)
+}
+
+// copyPart appends part p of span prev, the one before (its units too,
+// moved to where the copy is, for gzipSpan).
+func (sc *scratch) copyPart(dst []byte, prev *spanRef, p int) []byte {
+	from, to := prev.parts.off[p], prev.parts.off[p+1]
+	if sc.gzip {
+		shift, n := int32(len(dst)-sc.base)-from, len(sc.units)
+		sc.units = append(sc.units, sc.units[prev.u0+prev.parts.u[p]:prev.u0+prev.parts.u[p+1]]...)
+		for k := n; k < len(sc.units); k++ {
+			sc.units[k].off += shift
+		}
+	}
+	return append(dst, dst[prev.body+from:prev.body+to]...)
+}
+
+// appendCall appends the attributes of the attempt, caller, route and
+// classification (usage.PartCall); op and model are the valid forms of
+// the record's.
+func (sc *scratch) appendCall(dst []byte, r *usage.Record, op, model string) []byte {
+	dst = sc.attrStr(dst, kOperationName, op)
+	dst = sc.attrStr(dst, kRequestModel, model)
+	dst = sc.attrOptStr(dst, kResponseModel, r.UpstreamModel)
+	dst = sc.attrOptStr(dst, kProviderName, r.Provider)
+	dst = sc.attrOptStr(dst, kSystem, r.Provider)
+	dst = sc.attrInt(dst, kStatusCode, int64(r.StatusCode))
+	dst = sc.attrOptStr(dst, kErrorType, r.ErrorClass)
+	dst = sc.attrOptStr(dst, kUserID, r.UserID)
+	dst = sc.attrOptStr(dst, kUserName, r.UserName)
 	dst = sc.attrInt(dst, kAttempt, int64(r.Attempt))
 	dst = sc.attrStr(dst, kAttemptKind, r.AttemptKind)
 	dst = sc.attrOptStr(dst, kErrorMessage, r.ErrorMessage)
@@ -548,18 +643,31 @@ func (sc *scratch) appendSpan(dst []byte, r *usage.Record) []byte {
 	}
 	dst = sc.attrStr(dst, kInbound, r.InboundProtocol)
 	dst = sc.attrStr(dst, kOperation, r.Operation)
+	dst = sc.attrOptStr(dst, kMCPServer, r.MCPServer)
+	dst = sc.attrOptStr(dst, kMCPTool, r.MCPTool)
 	dst = sc.attrStr(dst, kCacheStatus, r.CacheStatus)
-	dst = sc.attrBool(dst, kStream, r.Stream)
+	return sc.attrBool(dst, kStream, r.Stream)
+}
+
+// appendTokens appends the tokens, cost and audio seconds (usage.PartTokens).
+func (sc *scratch) appendTokens(dst []byte, r *usage.Record) []byte {
+	dst = sc.attrInt(dst, kInputTokens, r.PromptTokens)
+	dst = sc.attrInt(dst, kOutputTokens, r.CompletionTokens)
 	dst = sc.attrInt(dst, kReasoning, r.ReasoningTokens)
 	dst = sc.attrInt(dst, kCachedPrompt, r.CachedPromptTokens)
 	if r.TotalTokens > 0 {
 		dst = sc.attrInt(dst, kTotalTokens, r.TotalTokens)
 	}
 	dst = sc.attrF64(dst, kCostUSD, r.CostUSD)
-	dst = sc.attrF64(dst, kLatencyMS, ms(r.Latency))
 	if r.AudioSeconds > 0 {
 		dst = sc.attrF64(dst, kAudioSeconds, r.AudioSeconds)
 	}
+	return dst
+}
+
+// appendTimes appends the latencies and body sizes (usage.PartTimes).
+func (sc *scratch) appendTimes(dst []byte, r *usage.Record) []byte {
+	dst = sc.attrF64(dst, kLatencyMS, ms(r.Latency))
 	for _, d := range [...]struct {
 		k *attrKey
 		v time.Duration
@@ -569,7 +677,12 @@ func (sc *scratch) appendSpan(dst []byte, r *usage.Record) []byte {
 		}
 	}
 	dst = sc.attrInt(dst, kReqBytes, r.RequestBodyBytes)
-	dst = sc.attrInt(dst, kRespBytes, r.ResponseBodyBytes)
+	return sc.attrInt(dst, kRespBytes, r.ResponseBodyBytes)
+}
+
+// appendGuard appends the guardrail outcome and the span's status
+// (usage.PartGuard).
+func (sc *scratch) appendGuard(dst []byte, r *usage.Record) []byte {
 	if g := r.AppliedGuardrails; len(g) > 0 {
 		dst = sc.attrStrings(dst, kGuardrails, len(g), func(i int) string { return g[i] }, nil)
 	}
