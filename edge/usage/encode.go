@@ -56,7 +56,8 @@ func appendPart(dst []byte, p int, r *Record) []byte {
 
 // SamePart reports whether part p of a and b encodes to the same bytes:
 // every field it writes is equal. Each field of Record is in exactly one
-// part (TestSamePartCoversEveryField).
+// part (TestLineEncoderCopiesOnlyUnchanged, otlp's
+// TestWireCopiesOnlyUnchanged).
 func SamePart(p int, a, b *Record) bool {
 	switch p {
 	case PartCall:
@@ -83,17 +84,28 @@ func SamePart(p int, a, b *Record) bool {
 }
 
 func appendHead(dst []byte, r *Record) []byte {
+	dst, _, _ = appendHeadAt(dst, r)
+	return dst
+}
+
+// appendHeadAt is appendHead, also returning where in dst the request ID
+// is written twice (event_id's and request_id's).
+func appendHeadAt(dst []byte, r *Record) (out []byte, id, req int) {
 	dst = append(dst, `{"event_id":"`...)
-	id := len(dst)
+	id = len(dst)
 	dst = r.RequestID.AppendString(dst)
 	dst = append(dst, '.')
 	dst = appendInt(dst, int64(r.Attempt))
 	dst = append(dst, `","request_id":"`...)
-	dst = append(dst, dst[id:id+36]...)
+	req = len(dst)
+	dst = append(dst, dst[id:id+idLen]...)
 	dst = append(dst, `","occurred_at":"`...)
 	dst = appendTime(dst, r.OccurredAt)
-	return append(dst, '"')
+	return append(dst, '"'), id, req
 }
+
+// idLen is a request ID's length in the 8-4-4-4-12 form.
+const idLen = 36
 
 func appendCall(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"attempt":`...)
@@ -211,30 +223,36 @@ type LineEncoder struct {
 // Append appends r's line to body and returns its parts. body's last line
 // (ending at len(body)) must be the one Append wrote last, moved or not,
 // unless body is empty: that starts afresh.
+//
+// The head is three of the line's parts: to the request_id value, the
+// value (event_id's ID again: one reference back, not the literals of a
+// new ID), and the rest; then one part for each later part of the record.
 func (e *LineEncoder) Append(body []byte, r *Record) ([]byte, *gzipdelta.Parts) {
+	const headParts = 3
 	c := len(body)
 	if c == 0 {
 		e.ok = false
 	}
+	np := gzipdelta.Parts{N: headParts + NumParts - 1}
+	body, id, req := appendHeadAt(body, r)
+	np.End[0], np.End[1], np.End[2] = int32(req-c), int32(req+idLen-c), int32(len(body)-c)
+	np.Back[1] = int32(req - id)
 	var pl []byte // the line before
 	if e.ok {
-		pl = body[c-int(e.parts.End[NumParts-1]) : c]
+		pl = body[c-int(e.parts.End[np.N-1]) : c]
 	}
-	np := gzipdelta.Parts{N: NumParts}
-	start := int32(0)
-	for p := range NumParts {
-		end := e.parts.End[p]
+	for p := PartHead + 1; p < NumParts; p++ {
+		k := headParts + p - 1 // the line part
 		if e.ok && SamePart(p, r, &e.prev) {
-			body = append(body, pl[start:end]...)
-			np.Same |= 1 << p
+			body = append(body, pl[e.parts.End[k-1]:e.parts.End[k]]...)
+			np.Same |= 1 << k
 		} else {
 			body = appendPart(body, p, r)
 			if p == NumParts-1 {
 				body = append(body, '\n')
 			}
 		}
-		np.End[p] = int32(len(body) - c)
-		start = end
+		np.End[k] = int32(len(body) - c)
 	}
 	e.prev, e.parts, e.ok = *r, np, true
 	return body, &e.parts

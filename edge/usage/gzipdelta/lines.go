@@ -134,11 +134,14 @@ const MaxParts = 8
 
 // Parts divides a line into pieces its encoder knows to be the line
 // before's or not: End[k] is where part k ends, from the line's start
-// (the last part ends the line), and bit k of Same says part k is byte
-// for byte the line before's part k (the encoder copied it, having found
-// the values it encodes unchanged).
+// (the last part ends the line); bit k of Same says part k is byte for
+// byte the line before's part k (the encoder copied it, having found the
+// values it encodes unchanged); Back[k] > 0 says part k is byte for byte
+// the bytes Back[k] before it in the same line (a value the line holds
+// twice).
 type Parts struct {
 	End  [MaxParts]int32
+	Back [MaxParts]int32
 	N    int
 	Same uint32
 }
@@ -180,9 +183,12 @@ func (l *Lines) AddParts(body []byte, c int, p *Parts) []byte {
 		a, pa := c, l.prev
 		for k := 0; k < p.N; k++ {
 			b, pb := c+int(p.End[k]), l.prev+int(l.parts.End[k])
-			if p.Same&(1<<k) != 0 && b-a == pb-pa && b-a >= minMatch && a-pa <= MaxDist {
+			switch {
+			case p.Same&(1<<k) != 0 && b-a == pb-pa && b-a >= minMatch && a-pa <= MaxDist:
 				l.z.Match(b-a, a-pa)
-			} else {
+			case p.Back[k] > 0 && b-a >= minMatch && a-int(p.Back[k]) >= c:
+				l.z.Match(b-a, int(p.Back[k]))
+			default:
 				l.z.lineRange(body, pa, pb, a, b)
 			}
 			a, pa = b, pb
