@@ -138,7 +138,10 @@ const MaxParts = 8
 // byte the line before's part k (the encoder copied it, having found the
 // values it encodes unchanged); Back[k] > 0 says part k is byte for byte
 // the bytes Back[k] before it in the same line (a value the line holds
-// twice).
+// twice). The claims are trusted, not checked against the bytes (that is
+// what they save): a false one corrupts the member. One that cannot hold
+// (a part of another length than the line before's, a place before the
+// line) is ignored and the part compared.
 type Parts struct {
 	End  [MaxParts]int32
 	Back [MaxParts]int32
@@ -186,7 +189,7 @@ func (l *Lines) AddParts(body []byte, c int, p *Parts) []byte {
 			switch {
 			case p.Same&(1<<k) != 0 && b-a == pb-pa && b-a >= minMatch && a-pa <= MaxDist:
 				l.z.Match(b-a, a-pa)
-			case p.Back[k] > 0 && b-a >= minMatch && a-int(p.Back[k]) >= c:
+			case p.Back[k] > 0 && int(p.Back[k]) <= MaxDist && b-a >= minMatch && a-int(p.Back[k]) >= c:
 				l.z.Match(b-a, int(p.Back[k]))
 			default:
 				l.z.lineRange(body, pa, pb, a, b)

@@ -157,3 +157,82 @@ func TestLinesMatchesAppendLines(t *testing.T) {
 		t.Fatal("a body Add did not see did not round-trip")
 	}
 }
+
+// TestAddParts: lines in parts inflate to the lines. The parts' claims are
+// trusted (that is their point), but one that cannot hold is not acted
+// on: a part marked as the line before's is one reference only when it
+// has that part's length (else it is compared), a part marked as a repeat
+// earlier in its line only when that place is in the line; part counts
+// that change between lines fall back to comparing lines whole. A part
+// that is what it claims costs no literals.
+func TestAddParts(t *testing.T) {
+	type line struct {
+		parts []string
+		same  uint32
+		back  map[int]int32
+	}
+	cases := []struct {
+		name  string
+		lines []line
+	}{
+		{"copied parts", []line{
+			{parts: []string{`{"id":"a1b2c3d4","re":"`, `a1b2c3d4`, `","x":1`, `,"call":"the same caller and route"}` + "\n"}},
+			{parts: []string{`{"id":"e5f6a7b8","re":"`, `e5f6a7b8`, `","x":2`, `,"call":"the same caller and route"}` + "\n"}, same: 1 << 3, back: map[int]int32{1: 16}},
+		}},
+		{"false claims", []line{
+			{parts: []string{`{"a":1`, `,"b":"short"}` + "\n"}},
+			// Part 1 claims to be the line before's but is longer; part 0
+			// claims a repeat reaching before the line.
+			{parts: []string{`{"a":2`, `,"b":"longer value"}` + "\n"}, same: 1 << 1, back: map[int]int32{0: 40}},
+			// Part 1 claims a repeat further back than the line starts,
+			// and one beyond the window.
+			{parts: []string{`{"a":3`, `,"b":"x"}` + "\n"}, back: map[int]int32{1: 7}},
+			{parts: []string{`{"a":4`, `,"b":"x"}` + "\n"}, back: map[int]int32{1: 40000}},
+		}},
+		{"part count changes", []line{
+			{parts: []string{`{"a":1,"b":2}` + "\n"}},
+			{parts: []string{`{"a":1`, `,"b":2}` + "\n"}, same: 1 << 1},
+			{parts: []string{`{"a":1`, `,"b":2`, `}` + "\n"}, same: 1<<1 | 1<<2},
+		}},
+	}
+	for _, c := range cases {
+		var (
+			l          gzipdelta.Lines
+			body, want []byte
+		)
+		for _, ln := range c.lines {
+			p := gzipdelta.Parts{N: len(ln.parts), Same: ln.same}
+			start := len(body)
+			for k, s := range ln.parts {
+				body = append(body, s...)
+				p.End[k] = int32(len(body) - start)
+				p.Back[k] = ln.back[k]
+			}
+			want = append(want, body[start:]...)
+			body = l.AddParts(body, start, &p)
+		}
+		if got := usagetest.Gunzip(t, l.Finish(nil, body)); !bytes.Equal(got, want) {
+			t.Fatalf("%s: inflates to %q, want %q", c.name, got, want)
+		}
+	}
+	// What the parts say true is referred to: the second line of the
+	// first case costs fewer bytes than compared whole.
+	var whole, parted gzipdelta.Lines
+	var wb, pb []byte
+	for _, ln := range cases[0].lines {
+		s := strings.Join(ln.parts, "")
+		c := len(wb)
+		wb = whole.Add(append(wb, s...), c)
+		p := gzipdelta.Parts{N: len(ln.parts), Same: ln.same}
+		c = len(pb)
+		pb = append(pb, s...)
+		for k := range ln.parts {
+			p.End[k] = int32(len(strings.Join(ln.parts[:k+1], "")))
+			p.Back[k] = ln.back[k]
+		}
+		pb = parted.AddParts(pb, c, &p)
+	}
+	if w, p := len(whole.Finish(nil, wb)), len(parted.Finish(nil, pb)); p >= w {
+		t.Fatalf("in parts %d bytes, compared whole %d: the repeated ID was not referred to", p, w)
+	}
+}
