@@ -54,8 +54,8 @@
 //   - Stricter than RFC 2046 where leniency would let two parsers disagree
 //     (which is how a prompt gets past a guardrail): the dash-boundary
 //     ("--" + boundary) may appear in the body only as a delimiter preceded
-//     by CRLF; header lines end in CRLF, without obsolete folding, bare CR,
-//     LF or NUL; a part has exactly one Content-Disposition of type
+//     by CRLF; header lines end in CRLF, without obsolete folding, bare CR
+//     or LF or another control character but tab; a part has exactly one Content-Disposition of type
 //     form-data with one name; a needed field must be a text field and may
 //     occur only once in the whole body; a body needs at least one part.
 //   - Limits: MaxBodyBytes (ErrTooLarge, the edge's 413), MaxParts,

@@ -237,8 +237,8 @@ func (s span) get(arena []byte) []byte { return arena[s.o:s.e:s.e] }
 
 // parseHeaders reads a part's header block (each line ending in CRLF, the
 // blank line excluded) and appends the decoded name, filename and
-// content type to arena. Obsolete line folding, bare CR or LF and NUL are
-// rejected rather than guessed at: two parsers that disagree on a header are
+// content type to arena. Obsolete line folding, bare CR or LF and other
+// control characters are rejected rather than guessed at: two parsers that disagree on a header are
 // how a guardrail gets bypassed.
 func parseHeaders(block []byte, arena []byte, dash []byte, d *disposition) ([]byte, string) {
 	seenCD, seenCT := false, false
@@ -267,7 +267,10 @@ func parseHeaders(block []byte, arena []byte, dash []byte, d *disposition) ([]by
 		}
 		val := trimOWS(line[colon+1:])
 		for _, c := range val {
-			if c == '\r' || c == '\n' || c == 0 {
+			// What net/textproto accepts in a value (RFC 7230
+			// field-content): HTAB, SP, VCHAR and obs-text; no other
+			// control character, DEL included.
+			if c < ' ' && c != '\t' || c == 0x7f {
 				return arena, "part header value has a control character"
 			}
 		}

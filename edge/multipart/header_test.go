@@ -81,6 +81,11 @@ func TestParseHeaders(t *testing.T) {
 		{"quoted ext", "Content-Disposition: form-data; name=a; filename*=\"UTF-8''a\"\r\n", "", "", "", false, "filename* must not be quoted"},
 		{"boundary line in headers", "Content-Disposition: form-data; name=a\r\n--b:c\r\n", "", "", "", false, "boundary inside part headers"},
 		{"NUL in value", "Content-Disposition: form-data; name=a\r\nX: a\x00b\r\n", "", "", "", false, "part header value has a control character"},
+		// What net/textproto rejects too (FuzzMultipartReader found DEL).
+		{"DEL in value", "Content-Disposition: form-data; name=a\r\nContent-Type: application/o\x7ftet-stream\r\n", "", "", "", false, "part header value has a control character"},
+		{"SOH in value", "Content-Disposition: form-data; name=a\r\nX: a\x01b\r\n", "", "", "", false, "part header value has a control character"},
+		{"tab in value", "Content-Disposition: form-data; name=a\r\nContent-Type: a/b;\tx=y\r\n", "a", "", "a/b;\tx=y", false, ""},
+		{"obs-text in value", "Content-Disposition: form-data; name=a\r\nX: caf\xc3\xa9\r\n", "a", "", "", false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
