@@ -268,11 +268,12 @@ type spanRef struct {
 	parts             spanParts
 }
 
-// mark notes where a unit starts, for the gzip. The units' shape (a hash
-// of their offsets) tells gzipSpans which spans share a layout without
-// comparing their units.
+// shapeMul mixes an offset into a shape (FNV-1a's 64-bit prime).
 const shapeMul = 0x100000001b3
 
+// mark notes where a unit starts, for the gzip. The units' shape (a hash
+// of their offsets from their part's start) tells gzipSpans which spans
+// share a layout without comparing their units.
 func (sc *scratch) mark(dst []byte, key *attrKey) {
 	if !sc.gzip {
 		return
