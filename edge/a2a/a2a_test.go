@@ -67,6 +67,21 @@ func TestRewriteCard(t *testing.T) {
 		card.Schemes["gw"] == nil || card.Schemes["k"] != nil || len(card.Security) != 1 || card.Extended || len(card.Skills) != 1 {
 		t.Fatalf("card: %s", out)
 	}
+	// Names that differ only in case (or by a Unicode fold) go: Go's
+	// encoding/json would read them as the rewritten members, the agent's
+	// address and security winning when they come last.
+	out, err = RewriteCard(nil, []byte(`{"url":"http://10.0.0.5/","URL":"http://10.0.0.5/","AdditionalInterfaces":[{"url":"http://10.0.0.5/"}],`+
+		`"\u0053ecurity":[{"k":[]}],"\u017fecurity":[{"k":[]}],"SecuritySchemes":{"k":{}},"name":"Echo"}`), gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card.Interfaces, card.Security, card.Schemes = nil, nil, nil
+	if err := json.Unmarshal(out, &card); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if card.URL != gw || card.Interfaces != nil || len(card.Security) != 1 || card.Security[0]["gw"] == nil || card.Schemes["k"] != nil || card.Name != "Echo" {
+		t.Fatalf("case-folded names kept: %s", out)
+	}
 	for _, bad := range []string{`[]`, `"x"`, `{`, ``} {
 		if _, err := RewriteCard(nil, []byte(bad), gw); err != ErrCard {
 			t.Fatalf("%q: err %v", bad, err)

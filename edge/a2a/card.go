@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"errors"
+	"strings"
 
 	"gw/sse/rawjson"
 )
@@ -19,9 +20,12 @@ func RewriteCard(dst, card []byte, gwURL string) ([]byte, error) {
 	if !rawjson.Valid(card) || rawjson.KindOf(card) != rawjson.Object {
 		return dst, ErrCard
 	}
-	q := rawjson.AppendQuote(nil, gwURL)
-	cur, err := rawjson.Set(nil, card, "url", q)
+	cur, err := dropFoldedKeys(card)
 	if err != nil {
+		return dst, ErrCard
+	}
+	q := rawjson.AppendQuote(nil, gwURL)
+	if cur, err = rawjson.Set(nil, cur, "url", q); err != nil {
 		return dst, ErrCard
 	}
 	edits := [...]struct {
@@ -49,4 +53,38 @@ func RewriteCard(dst, card []byte, gwURL string) ([]byte, error) {
 		cur = next
 	}
 	return append(dst, cur...), nil
+}
+
+// rewritten names the members RewriteCard sets.
+var rewritten = [...]string{"url", "preferredTransport", "additionalInterfaces", "securitySchemes", "security", "supportsAuthenticatedExtendedCard"}
+
+// dropFoldedKeys removes the members whose names equal a rewritten one
+// but for case ("URL", "AdditionalInterfaces", also Unicode folds such as
+// "ſecurity"): a client that matches names without case, as Go's
+// encoding/json does, would read the agent's own address or security from
+// them next to gw's.
+func dropFoldedKeys(card []byte) ([]byte, error) {
+	var drop []string
+	err := rawjson.ForEachKey(card, func(key, _ []byte, _ rawjson.Kind) bool {
+		name, err := rawjson.AppendUnquote(nil, key)
+		if err != nil {
+			return true
+		}
+		for _, r := range rewritten {
+			if string(name) != r && strings.EqualFold(string(name), r) {
+				drop = append(drop, string(name))
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	cur := card
+	for _, k := range drop {
+		if cur, err = rawjson.Delete(nil, cur, k); err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
 }
