@@ -52,9 +52,10 @@
 // request locally (never an error to the caller); FailureThreshold (5)
 // consecutive failures open the circuit and every replica counts alone
 // (each enforcing the full limit, so the cluster admits up to replicas ×
-// limit); after ProbeInterval (30 s) a background probe (PING, or a dial)
-// decides: success reattaches, failure keeps the circuit open another
-// interval. A store unreachable at
+// limit); after ProbeInterval (30 s) a background probe (a fresh client,
+// dialled and PINGed) decides: success reattaches with the new client, so no
+// connection the outage broke is used again; failure keeps the circuit open
+// another interval. A store unreachable at
 // startup starts the Limiter with the circuit open. A warning is logged when
 // the circuit opens and repeated every WarnInterval (5 minutes) while the
 // store is not connected; recovery is logged at Info. There is no permanent

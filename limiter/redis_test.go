@@ -294,3 +294,51 @@ func TestRedisBackgroundReattach(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRedisReattachUsesNoBrokenConnection: the client pipelines calls over
+// several connections, chosen by the keys' slot. An outage breaks them all,
+// but only those a call used notice it. A probe that PINGed the old client
+// failed when its PING took a broken one (reattaching one probe interval
+// late), and reattached with the others still broken, each failing a
+// request afterwards. The probe's fresh client has none.
+func TestRedisReattachUsesNoBrokenConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClock(t0.Add(10 * time.Second))
+	log := &testLogger{}
+	l := limiter.New(limiter.Config{
+		Clock:  c,
+		Logger: log,
+		Redis: &limiter.RedisConfig{
+			Addr:             srv.Addr(),
+			Timeout:          500 * time.Millisecond,
+			DialTimeout:      time.Second,
+			FailureThreshold: 1,
+		},
+	})
+	defer l.Close()
+	subjects := make([]limiter.Subject, 16)
+	for i := range subjects {
+		subjects[i] = limiter.Subject{ID: "key-" + string(rune('a'+i))}
+		if d, r := reserve(l, 0, lim{subjects[i], limiter.RPM, 100}); !d.Allowed || !r.Shared() {
+			t.Fatalf("subject %d before the outage: allowed=%v shared=%v", i, d.Allowed, r.Shared())
+		}
+	}
+	srv.Kill()
+	if _, r := reserve(l, 0, lim{subjects[0], limiter.RPM, 100}); r.Shared() {
+		t.Fatal("shared with Redis down")
+	}
+	if l.State() != limiter.StateCircuitOpen {
+		t.Fatalf("state %s; want circuit_open after one failure", l.State())
+	}
+	srv.Restart()
+	c.Add(30 * time.Second)
+	l.Poll()
+	if l.State() != limiter.StateConnected {
+		t.Fatalf("state %s after Redis came back; want connected", l.State())
+	}
+	for i, s := range subjects {
+		if d, r := reserve(l, 0, lim{s, limiter.RPM, 100}); !d.Allowed || !r.Shared() {
+			t.Fatalf("subject %d after reattaching: allowed=%v shared=%v (state %s); want shared", i, d.Allowed, r.Shared(), l.State())
+		}
+	}
+}

@@ -4,9 +4,10 @@ package limiter
 // Redis. A failed call falls back to local counting for that request
 // (state Degraded). FailureThreshold consecutive failures open the circuit:
 // Redis is skipped and every replica counts alone. After ProbeInterval a
-// background probe (a dial when no connection was ever made, else PING)
-// decides: success closes the circuit, failure keeps it open for another
-// interval. There is no permanent switch.
+// background probe (a fresh dial and a PING; the new client replaces the
+// old one, whose idle connections the outage may have broken) decides:
+// success closes the circuit, failure keeps it open for another interval.
+// There is no permanent switch.
 
 import (
 	"strings"
@@ -138,17 +139,26 @@ func (s *shared) meanwhile() string {
 	return "counting per replica until it answers"
 }
 
+// probe dials afresh and PINGs the new client; on success it replaces the
+// old one. A PING on the old client would test one of its connections: the
+// others, broken by the outage but idle, would each fail one request after
+// the circuit closed (uncounted, or a 500 for callers without a fallback).
+// The circuit is open while this runs, so no request holds the old client
+// but one that loaded it just before the circuit opened, and that one fails
+// as the store's fallback says.
 func (s *shared) probe() error {
-	ref := s.be.Load()
-	if ref == nil {
-		be, err := s.dial()
-		if err != nil {
-			return err
-		}
-		s.be.Store(&beRef{be})
-		return nil
+	be, err := s.dial()
+	if err != nil {
+		return err
 	}
-	return ref.ping()
+	if err := be.ping(); err != nil {
+		be.close()
+		return err
+	}
+	if old := s.be.Swap(&beRef{be}); old != nil && old.backend != be {
+		old.close()
+	}
+	return nil
 }
 
 func (s *shared) close() {

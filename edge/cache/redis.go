@@ -119,7 +119,9 @@ func NewRedis(cfg RedisConfig, log *slog.Logger) *Redis {
 	r := &Redis{cfg: cfg.withDefaults(), log: log, stop: make(chan struct{})}
 	r.writes = make(chan write, r.cfg.QueueSize)
 	now := time.Now().UnixNano()
-	if err := r.dial(); err != nil {
+	if c, err := r.dial(); err == nil {
+		r.client.Store(&clientRef{c})
+	} else {
 		r.state.Store(RedisCircuitOpen)
 		r.openedAt.Store(now)
 		r.lastWarn.Store(now)
@@ -133,8 +135,8 @@ func NewRedis(cfg RedisConfig, log *slog.Logger) *Redis {
 	return r
 }
 
-func (r *Redis) dial() error {
-	c, err := rueidis.NewClient(rueidis.ClientOption{
+func (r *Redis) dial() (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:       []string{r.cfg.Addr},
 		Username:          r.cfg.Username,
 		Password:          r.cfg.Password,
@@ -146,11 +148,6 @@ func (r *Redis) dial() error {
 		DisableRetry:      true, // a failed lookup is a miss; a retry only adds latency
 		ForceSingleClient: true,
 	})
-	if err != nil {
-		return err
-	}
-	r.client.Store(&clientRef{c})
-	return nil
 }
 
 // State returns RedisConnected, RedisDegraded or RedisCircuitOpen.
@@ -307,14 +304,27 @@ func (r *Redis) poll(now int64) {
 	}
 }
 
+// probe dials a fresh client and PINGs it; on success it replaces the old
+// one. A PING on the old client would test one of its pipelined
+// connections: the others, broken by the outage but idle, would fail a
+// lookup each after reattaching (or fail the PING, and the reattachment
+// would wait another interval). With the circuit open nothing uses the old
+// client but a call that loaded it just before, which fails as a miss.
 func (r *Redis) probe() error {
-	ref := r.client.Load()
-	if ref == nil {
-		return r.dial()
+	c, err := r.dial()
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
 	defer cancel()
-	return ref.Do(ctx, ref.B().Ping().Build()).Error()
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+		c.Close()
+		return err
+	}
+	if old := r.client.Swap(&clientRef{c}); old != nil {
+		old.Close()
+	}
+	return nil
 }
 
 // Close stops the background goroutines and the client; queued writes are
