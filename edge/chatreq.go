@@ -56,7 +56,7 @@ var (
 // escapes is compared decoded, as the provider's parser would read it.
 func validRole(quoted []byte, esc bool) bool {
 	for _, r := range [...]string{`"user"`, `"assistant"`, `"system"`, `"developer"`, `"tool"`} {
-		if rawjson.KeyIs(quoted, esc, r) {
+		if rawjson.ValueIs(quoted, esc, r) {
 			return true
 		}
 	}
@@ -91,7 +91,9 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 			continue
 		case rawjson.KeyIs(key, esc, `"model"`):
 			model, _, _ = c.Value()
-			modelDup, modelSeen = modelSeen, true
+			// Spelled otherwise ("Model", escapes) counts as twice:
+			// BuildChat then sets it by name, which writes gw's spelling.
+			modelDup, modelSeen = modelSeen || string(key) != `"model"`, true
 		case rawjson.KeyIs(key, esc, `"stream"`):
 			stream, _, _ = c.Value()
 		case rawjson.KeyIs(key, esc, `"stream_options"`):
@@ -102,6 +104,11 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 	}
 	if c.End() != nil {
 		return -1, errBodyNotJSON
+	}
+	if c.OddNames() {
+		if f := rawjson.FoldConflict(body); f != nil {
+			return -1, &chatRequestError{"invalid_request", "", rawjson.Folded(f).Error()}
+		}
 	}
 	switch {
 	case model == nil:

@@ -91,8 +91,12 @@ var (
 func readEndpoint(ctx *fasthttp.RequestCtx, c *call, sp *endpointSpec) bool {
 	body := ctx.PostBody()
 	var vals [8][]byte
-	if !rawjson.Valid(body) || rawjson.KindOf(body) != rawjson.Object || rawjson.ScanTop(body, sp.keys, vals[:]) != nil {
+	valid, folded := rawjson.ValidNames(body)
+	if !valid || rawjson.KindOf(body) != rawjson.Object || rawjson.ScanTop(body, sp.keys, vals[:]) != nil {
 		return badRequest(ctx, c, errBodyNotJSON.code, errBodyNotJSON.msg)
+	}
+	if folded != nil {
+		return badRequest(ctx, c, "invalid_request", rawjson.Folded(folded).Error())
 	}
 	switch rawjson.KindOf(vals[epModel]) {
 	case rawjson.String:

@@ -147,6 +147,12 @@ func readMessagesBody(ctx *fasthttp.RequestCtx, c *call, orig []byte) bool {
 // budget from maxKey) and the conversion error is answered, 400, only if a
 // converted target is chosen.
 func (c *call) readConverted(ctx *fasthttp.RequestCtx, orig, conv []byte, err error, maxKey string) bool {
+	if fe, ok := err.(*rawjson.FoldedNameError); ok {
+		// Refused whatever the target: a native upstream would parse the
+		// body as it is, ambiguity included.
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", fe.Error())
+		return false
+	}
 	if err != nil {
 		pb, ok := policyBody(c.convBuf[:0], orig, maxKey)
 		if !ok {
@@ -190,7 +196,12 @@ func policyBody(dst, orig []byte, maxKey string) ([]byte, bool) {
 func readCount(ctx *fasthttp.RequestCtx, c *call) bool {
 	body := ctx.PostBody()
 	m, kind, ok := rawjson.Get(body, "model")
-	if !rawjson.Valid(body) || !ok || kind != rawjson.String {
+	valid, folded := rawjson.ValidNames(body)
+	if folded != nil {
+		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", rawjson.Folded(folded).Error())
+		return false
+	}
+	if !valid || !ok || kind != rawjson.String {
 		c.surf.writeError(ctx, fasthttp.StatusBadRequest, "invalid_request_error", "invalid_request", "model: a string is required")
 		return false
 	}

@@ -26,6 +26,8 @@ func FuzzEdgeChatRequest(f *testing.F) {
 		`{"model":"a\u0062","messages":[{"role":"User"}]}`,
 		`{"model":"a","model":"b","messages":[]}`, `[]`, `{`, `{"model":null}`,
 		`{"model":"a","streAm":true,"00000000":{"0000000000000":true},"messages":[]}`,
+		`{"Model":"a","MESSAGES":[{"ROLE":"user"}]}`, `{"model":"a","Model":"b","messages":[]}`,
+		`{"model":"a","messages":[{"role":"user","Role":"x"}]}`, `{"\u017ftream":true,"model":"a","messages":[]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,22 +42,28 @@ func FuzzEdgeChatRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Member names are matched exactly, as the providers do: a map keeps
-		// encoding/json's struct matching (case-insensitive) out of the
-		// reference; the last duplicate wins in both.
-		var members map[string]json.RawMessage
-		if json.Unmarshal(body, &members) != nil {
+		// Member names match as encoding/json fills a struct (without
+		// case; the last duplicate wins), as a Go upstream reads the body;
+		// a body with two spellings of one name was refused above.
+		var req struct {
+			Model    json.RawMessage `json:"model"`
+			Stream   json.RawMessage `json:"stream"`
+			Messages []struct {
+				Role json.RawMessage `json:"role"`
+			} `json:"messages"`
+		}
+		if json.Unmarshal(body, &req) != nil {
 			t.Fatalf("accepted a body encoding/json rejects: %q", body)
 		}
 		var model string
-		if raw, ok := members["model"]; ok && json.Unmarshal(raw, &model) != nil {
+		if req.Model != nil && json.Unmarshal(req.Model, &model) != nil {
 			t.Fatalf("accepted a model encoding/json rejects: %q", body)
 		}
 		if model != info.Model {
 			t.Fatalf("model %q; encoding/json says %q", info.Model, model)
 		}
 		var stream *bool
-		if raw, ok := members["stream"]; ok && json.Unmarshal(raw, &stream) != nil {
+		if req.Stream != nil && json.Unmarshal(req.Stream, &stream) != nil {
 			t.Fatalf("accepted a stream encoding/json rejects: %q", body)
 		}
 		if stream != nil && *stream != info.Stream {
@@ -63,14 +71,10 @@ func FuzzEdgeChatRequest(f *testing.F) {
 		}
 		// The first message whose role (the last duplicate) is not one of
 		// the spec's strings.
-		var msgs []map[string]json.RawMessage
-		if json.Unmarshal(members["messages"], &msgs) != nil {
-			t.Fatalf("accepted messages encoding/json rejects: %q", body)
-		}
 		bad := -1
-		for i, m := range msgs {
+		for i, m := range req.Messages {
 			var role string
-			if json.Unmarshal(m["role"], &role) != nil || !slices.Contains([]string{"user", "assistant", "system", "developer", "tool"}, role) {
+			if m.Role == nil || json.Unmarshal(m.Role, &role) != nil || !slices.Contains([]string{"user", "assistant", "system", "developer", "tool"}, role) {
 				bad = i
 				break
 			}
@@ -97,8 +101,12 @@ func refChatRequest(body []byte) (edge.ChatInfo, string) {
 		return info, notJSON
 	}
 	var vals [4][]byte
-	if !rawjson.Valid(body) || rawjson.ScanTop(body, []string{"model", "stream", "stream_options", "messages"}, vals[:]) != nil {
+	valid, folded := rawjson.ValidNames(body)
+	if !valid || rawjson.ScanTop(body, []string{"model", "stream", "stream_options", "messages"}, vals[:]) != nil {
 		return info, notJSON
+	}
+	if folded != nil {
+		return info, rawjson.Folded(folded).Error()
 	}
 	model, stream, opts, msgs := vals[0], vals[1], vals[2], vals[3]
 	if model == nil {
@@ -131,7 +139,7 @@ func refChatRequest(body []byte) (edge.ChatInfo, string) {
 		}
 		var role []byte
 		_ = rawjson.ForEachKey(msg, func(key, v []byte, _ rawjson.Kind) bool {
-			if rawjson.StringEquals(key, "role") {
+			if k, err := rawjson.AppendUnquote(nil, key); err == nil && strings.EqualFold(string(k), "role") {
 				role = v
 			}
 			return true

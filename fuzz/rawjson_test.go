@@ -3,8 +3,11 @@ package fuzz
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
+	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"gw/sse/rawjson"
@@ -108,10 +111,19 @@ func FuzzRawJSONValid(f *testing.F) {
 		if !maps.Equal(last, ref) {
 			t.Fatalf("ForEachKey(%q) = %v; encoding/json %v", data, last, ref)
 		}
-		for k, v := range ref {
+		// Get matches names as encoding/json fills a struct field: without
+		// case, the last of them winning.
+		for k := range ref {
+			want := ""
+			_ = rawjson.ForEachKey(data, func(key, v []byte, _ rawjson.Kind) bool {
+				if name, _ := rawjson.AppendUnquote(nil, key); strings.EqualFold(string(name), k) {
+					want = string(v)
+				}
+				return true
+			})
 			got, _, ok := rawjson.Get(data, k)
-			if !ok || string(got) != v {
-				t.Fatalf("Get(%q, %q) = %q, %v; want %q", data, k, got, ok, v)
+			if !ok || string(got) != want {
+				t.Fatalf("Get(%q, %q) = %q, %v; want %q", data, k, got, ok, want)
 			}
 		}
 	})
@@ -296,7 +308,9 @@ func FuzzRawJSONUnquote(f *testing.F) {
 
 // rawjsonCursorTrace walks the value at c with rawjson.Cursor (containers
 // descended to depth 16, deeper ones read whole) and writes what it saw; a
-// key's or string's escape flag must match a backslash in its spelling.
+// string's escape flag must match a backslash in its spelling, a key's a
+// backslash, a non-ASCII byte or an upper-case letter (decoded and folded to
+// compare).
 func rawjsonCursorTrace(t *testing.T, c *rawjson.Cursor, out []byte, depth int) []byte {
 	k := c.Kind()
 	if (k == rawjson.Object || k == rawjson.Array) && depth < 16 {
@@ -305,7 +319,7 @@ func rawjsonCursorTrace(t *testing.T, c *rawjson.Cursor, out []byte, depth int) 
 		for c.More() {
 			if k == rawjson.Object {
 				key, esc := c.Key()
-				if key != nil && esc != (bytes.IndexByte(key, '\\') >= 0) {
+				if key != nil && esc != (bytes.IndexByte(key, '\\') >= 0 || !isASCII(key) || bytes.ContainsFunc(key, unicode.IsUpper)) {
 					t.Fatalf("key %q: esc %v", key, esc)
 				}
 				out = append(append(out, key...), '=')
@@ -376,4 +390,131 @@ func FuzzRawJSONCursor(f *testing.F) {
 			t.Fatalf("%q:\n cursor  %q\n foreach %q", data, got, want)
 		}
 	})
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzRawJSONFoldNames: ValidNames refuses exactly the valid documents in
+// which one object holds two names equal without case (Unicode folding,
+// strings.EqualFold) but spelled differently once decoded, naming the
+// first such member as a token walk of encoding/json finds it; Get agrees
+// with encoding/json filling a struct.
+func FuzzRawJSONFoldNames(f *testing.F) {
+	rawjsonAddSeeds(f, func(seed []byte, _ int) { f.Add(seed) })
+	for _, s := range []string{
+		`{"model":"a","Model":"b"}`, `{"a":{"b":[{"content":"x","Content":"y"}]}}`, `{"stream":1,"\u017ftream":2}`,
+		`{"max_to\u212aens":1,"max_tokens":2}`, `{"model":"a","mod\u0065l":"b"}`, `[{"X":1},{"x":2,"y":{"Y":3,"y":4}}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid, folded := rawjson.ValidNames(data)
+		if valid != rawjson.Valid(data) {
+			t.Fatalf("ValidNames(%q) valid %v; Valid says otherwise", data, valid)
+		}
+		if !valid {
+			if folded != nil {
+				t.Fatalf("ValidNames(%q) named %q in an invalid document", data, folded)
+			}
+			return
+		}
+		want, found := refFoldConflict(t, data)
+		if found != (folded != nil) {
+			t.Fatalf("ValidNames(%q) = %q; reference found %v (%q)", data, folded, found, want)
+		}
+		if found {
+			got, err := rawjson.AppendUnquote(nil, folded)
+			if err != nil || string(got) != want {
+				t.Fatalf("ValidNames(%q) named %q; reference %q", data, folded, want)
+			}
+		}
+		if rawjson.KindOf(bytes.TrimLeft(data, " \t\r\n")) != rawjson.Object {
+			return
+		}
+		var s struct {
+			Model  json.RawMessage `json:"model"`
+			Stream json.RawMessage `json:"stream"`
+			Key    json.RawMessage `json:"ключ"`
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatalf("encoding/json: %s", err)
+		}
+		for i, k := range []string{"model", "stream", "ключ"} {
+			w := [...]json.RawMessage{s.Model, s.Stream, s.Key}[i]
+			if got, _, _ := rawjson.Get(data, k); string(got) != string(w) {
+				t.Fatalf("Get(%q, %q) = %q; encoding/json into a struct: %q", data, k, got, w)
+			}
+		}
+	})
+}
+
+// refFoldConflict walks data's tokens with encoding/json and returns, for
+// the first object to end that holds two names equal under folding but not
+// in text, the later name of its first such pair (by that name's position).
+func refFoldConflict(t *testing.T, data []byte) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	type level struct {
+		obj   bool
+		names []string
+		key   bool // the next string token of an object is a name
+	}
+	var stack []*level
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return "", false
+		}
+		if err != nil {
+			t.Fatalf("encoding/json tokens of a valid document %q: %s", data, err)
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.key = true
+				}
+				stack = append(stack, &level{obj: v == '{', key: v == '{'})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			if !top.obj {
+				continue
+			}
+			for j := 1; j < len(top.names); j++ {
+				for i := 0; i < j; i++ {
+					if top.names[i] != top.names[j] && strings.EqualFold(top.names[i], top.names[j]) {
+						return top.names[j], true
+					}
+				}
+			}
+			if len(stack) > 0 && stack[len(stack)-1].obj {
+				stack[len(stack)-1].key = true
+			}
+		case string:
+			if top != nil && top.obj && top.key {
+				top.names = append(top.names, v)
+				top.key = false
+				continue
+			}
+			if top != nil && top.obj {
+				top.key = true
+			}
+		default:
+			if top != nil && top.obj {
+				top.key = true
+			}
+		}
+	}
 }

@@ -166,10 +166,12 @@ const (
 	idStreamOptions
 )
 
-// keyID classifies the quoted raw key k.
+// keyID classifies the quoted raw key k; names match without case, as
+// ScanTop read them (and as an upstream on Go's encoding/json does).
 func keyID(k []byte) int {
-	if bytes.IndexByte(k, '\\') < 0 {
-		// Fast path - an unescaped key compares as bytes.
+	if rawjson.PlainName(k) {
+		// Fast path - a lower-case ASCII key without escapes compares as
+		// bytes.
 		switch string(k[1 : len(k)-1]) {
 		case "model":
 			return idModel
@@ -184,17 +186,17 @@ func keyID(k []byte) int {
 		}
 		return idOther
 	}
-	// Slow path - "mod\u0065l" is "model" too.
+	// Slow path - "mod\u0065l" and "Model" are "model" too.
 	switch {
-	case rawjson.StringEquals(k, "model"):
+	case rawjson.NameIs(k, "model"):
 		return idModel
-	case rawjson.StringEquals(k, "messages"):
+	case rawjson.NameIs(k, "messages"):
 		return idMessages
-	case rawjson.StringEquals(k, "max_tokens"):
+	case rawjson.NameIs(k, "max_tokens"):
 		return idMaxTokens
-	case rawjson.StringEquals(k, "temperature"):
+	case rawjson.NameIs(k, "temperature"):
 		return idTemperature
-	case rawjson.StringEquals(k, "stream_options"):
+	case rawjson.NameIs(k, "stream_options"):
 		return idStreamOptions
 	}
 	return idOther

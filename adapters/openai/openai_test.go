@@ -94,6 +94,10 @@ func TestBodyEdits(t *testing.T) {
 		`{"messages":[]}`, `{"messages":[],"model":"gpt-4o"}`)
 	f("duplicate model keys all replaced", nil, adapters.ChatInput{},
 		`{"model":"a","model":"b"}`, `{"model":"gpt-4o"}`)
+	// Names in another case are the same members (a Go upstream reads them
+	// so): written under gw's spelling, renamed and clamped alike.
+	f("names in another case", nil, adapters.ChatInput{UpstreamModel: "o3-mini"},
+		`{"Model":"a","MAX_TOKENS":100,"Messages":[]}`, `{"model":"o3-mini","max_completion_tokens":100,"Messages":[]}`)
 
 	// thinking_blocks (signed Anthropic reasoning in chat form) never reach an
 	// OpenAI-family upstream; everything else of the message stays.

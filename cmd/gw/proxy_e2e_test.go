@@ -373,6 +373,41 @@ func TestProxyRawHTTP(t *testing.T) {
 	if got, want := reqs[len(reqs)-1].Body, strings.Replace(sent, `"gpt"`, `"gpt-4o"`, 1); got != want {
 		t.Fatalf("forwarded body\n got %s\nwant %s", got, want)
 	}
+	// Member names are read without case, as an upstream on Go's
+	// encoding/json reads them: two spellings of one name in one object
+	// are refused before any upstream call, in the caller's format; one
+	// spelling in another case is used, and gw writes the model it sets
+	// under its own name.
+	before := len(e.mock.Requests())
+	for _, tc := range []struct{ path, body, want string }{
+		{"/chat/completions", `{"model":"gpt","Model":"other","messages":[{"role":"user","content":"hi"}]}`, `"type":"invalid_request_error"`},
+		{"/chat/completions", `{"model":"gpt","messages":[{"role":"user","content":"hi","Content":"ho"}]}`, `"Content\" differs only in case`},
+		{"/messages", `{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"MODEL":"x"}`, `"type":"error"`},
+		{"/responses", `{"model":"gpt","input":"hi","\u017ftream":true,"stream":false}`, `differs only in case`},
+	} {
+		req, _ := http.NewRequest("POST", e.base+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer caller-e2e")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), tc.want) || !strings.Contains(string(b), "differs only in case") {
+			t.Fatalf("%s %s: %d %s", tc.path, tc.body, resp.StatusCode, b)
+		}
+	}
+	if len(e.mock.Requests()) != before {
+		t.Fatal("a body with two spellings of one name reached the upstream")
+	}
+	resp, body = post(`{"Model":"gpt","messages":[{"Role":"user","content":"hi"}]}`, "Authorization", "Bearer caller-e2e")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"model":"gpt"`) {
+		t.Fatalf("names in another case: %d %s", resp.StatusCode, body)
+	}
+	reqs = e.mock.Requests()
+	if got, want := reqs[len(reqs)-1].Body, `{"model":"gpt-4o","messages":[{"Role":"user","content":"hi"}]}`; got != want {
+		t.Fatalf("forwarded body with names in another case\n got %s\nwant %s", got, want)
+	}
 	// 413 when Content-Length exceeds the limit (default 32 MiB).
 	big := bytes.Repeat([]byte("a"), 33<<20)
 	req, _ := http.NewRequest("POST", e.base+"/chat/completions", bytes.NewReader(big))

@@ -30,8 +30,10 @@ var (
 // are not part of A2A and are refused as invalid.
 func ParseRequest(body []byte) (Request, error) {
 	var r Request
-	if !rawjson.Valid(body) {
+	if valid, folded := rawjson.ValidNames(body); !valid {
 		return r, ErrParse
+	} else if folded != nil {
+		return r, rawjson.Folded(folded)
 	}
 	if rawjson.KindOf(body) != rawjson.Object {
 		return r, ErrInvalid

@@ -349,13 +349,13 @@ func (x *Extractor) chatRequest() error {
 	return c.End()
 }
 
-// keyIs reports whether the raw quoted key (esc: spelled with an escape)
-// is name.
+// keyIs reports whether the raw quoted key (esc as Cursor.Key says it:
+// to be decoded or folded) is name, a lower-case name, under folding.
 func keyIs(key []byte, esc bool, name string) bool {
 	if !esc {
 		return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
 	}
-	return rawjson.StringEquals(key, name)
+	return rawjson.NameIs(key, name)
 }
 
 // chatKey numbers the chat message members the extractor reads.
@@ -371,8 +371,9 @@ const (
 	ckFunctionCall
 )
 
-// chatKeyOf names a raw quoted message key; a plain spelling is switched
-// on directly, an escaped one is unescaped by StringEquals.
+// chatKeyOf names a raw quoted message key; a plain lower-case spelling is
+// switched on directly, any other (escapes, capitals) decoded and folded by
+// NameIs, as a Go upstream reads it.
 func chatKeyOf(key []byte, esc bool) chatKey {
 	if len(key) < 2 {
 		return ckOther
@@ -395,17 +396,17 @@ func chatKeyOf(key []byte, esc bool) chatKey {
 		return ckOther
 	}
 	switch {
-	case rawjson.StringEquals(key, "role"):
+	case rawjson.NameIs(key, "role"):
 		return ckRole
-	case rawjson.StringEquals(key, "content"):
+	case rawjson.NameIs(key, "content"):
 		return ckContent
-	case rawjson.StringEquals(key, "refusal"):
+	case rawjson.NameIs(key, "refusal"):
 		return ckRefusal
-	case rawjson.StringEquals(key, "reasoning_content"), rawjson.StringEquals(key, "reasoning"):
+	case rawjson.NameIs(key, "reasoning_content"), rawjson.NameIs(key, "reasoning"):
 		return ckReasoning
-	case rawjson.StringEquals(key, "tool_calls"):
+	case rawjson.NameIs(key, "tool_calls"):
 		return ckToolCalls
-	case rawjson.StringEquals(key, "function_call"):
+	case rawjson.NameIs(key, "function_call"):
 		return ckFunctionCall
 	}
 	return ckOther

@@ -56,6 +56,18 @@ func TestExtract(t *testing.T) {
 		7, "x", [1],
 		{"role":"tool","role":"user","c\u006fntent":"plain"}]}`,
 		"assistant/content=a\\b \"q\"\nassistant/reasoning=why\n\nassistant/content=no\nuser/content/L=plain\n")
+	// Names in another case are the same members, as an upstream on Go's
+	// encoding/json reads them (two spellings in one object never get
+	// here: the read stage refuses them).
+	f("chat names in another case", ChatRequest, `{"MESSAGES":[
+		{"Role":"user","Content":"upper"},
+		{"ROLE":"user","content":[{"TYPE":"text","Text":"part"}]},
+		{"role":"user","\u0043ontent":"escaped"}]}`,
+		"user/content/L=upper\nuser/content/L=part\nuser/content/L=escaped\n")
+	f("messages names in another case", MessagesRequest, `{"SYSTEM":"sys","Messages":[{"Role":"user","Content":[{"Type":"text","TEXT":"hi"}]}]}`,
+		"system/content=sys\nuser/content/L=hi\n")
+	f("responses names in another case", ResponsesRequest, `{"Instructions":"be nice","INPUT":[{"Role":"user","Content":"q"}]}`,
+		"system/content=be nice\nuser/content/L=q\n")
 	f("chat duplicate messages", ChatRequest, `{"messages":[{"role":"user","content":"first"}],"model":"m","messages":[{"role":"user","content":"second"}]}`,
 		"user/content/L=second\n")
 	f("chat messages last not an array", ChatRequest, `{"messages":[{"role":"user","content":"first"}],"messages":null}`, "")

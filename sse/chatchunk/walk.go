@@ -14,6 +14,8 @@
 package chatchunk
 
 import (
+	"bytes"
+
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -182,7 +184,9 @@ func (w *Walker) key() ([]byte, bool) {
 	if k == nil {
 		return nil, false
 	}
-	if !esc {
+	if !esc || bytes.IndexByte(k, '\\') < 0 {
+		// No escape (esc also marks a name in capitals or with non-ASCII
+		// bytes, which KeyIs folds): the name is its own text.
 		return k[1 : len(k)-1], true
 	}
 	t, err := rawjson.AppendUnquote(w.keyBuf[:0], k)

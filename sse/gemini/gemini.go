@@ -51,6 +51,7 @@
 package gemini
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -191,7 +192,8 @@ func usageMembers(raw []byte, v *[6][]byte) bool {
 			return false
 		}
 		i := -1
-		if !esc {
+		if !esc || bytes.IndexByte(k, '\\') < 0 {
+			// Spelled without escapes (esc also marks camel case).
 			switch string(k[1 : len(k)-1]) {
 			case "promptTokenCount":
 				i = 0

@@ -1,6 +1,10 @@
 package gemini
 
-import "gw/sse/rawjson"
+import (
+	"bytes"
+
+	"gw/sse/rawjson"
+)
 
 // walked is what one pass over an event found: raw spans of the event, nil
 // when absent. Duplicate keys follow encoding/json (the last one wins) at
@@ -72,7 +76,9 @@ func (s *ToChatStream) key() ([]byte, bool) {
 	if k == nil {
 		return nil, false
 	}
-	if !esc {
+	if !esc || bytes.IndexByte(k, '\\') < 0 {
+		// No escape (esc also marks a name in capitals or with non-ASCII
+		// bytes, which KeyIs folds): the name is its own text.
 		return k[1 : len(k)-1], true
 	}
 	t, err := rawjson.AppendUnquote(s.keyBuf[:0], k)

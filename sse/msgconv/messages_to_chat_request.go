@@ -36,8 +36,10 @@ import (
 //     response_format json_schema (name "response");
 //   - model is opt.UpstreamModel.
 func MessagesRequestToChat(dst, body []byte, opt RequestOptions) ([]byte, error) {
-	if !rawjson.Valid(body) {
+	if valid, folded := rawjson.ValidNames(body); !valid {
 		return dst, reqErr("not valid JSON", "body")
+	} else if folded != nil {
+		return dst, rawjson.Folded(folded)
 	}
 	c := m2cReqPool.Get().(*m2cReq)
 	defer releaseM2CReq(c)

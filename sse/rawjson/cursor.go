@@ -37,6 +37,7 @@ type Cursor struct {
 	wantKey bool
 	depth   int
 	stack   uint64
+	odd     bool // a name could equal another under folding (OddNames)
 }
 
 // Reset starts c at the first value of data.
@@ -186,9 +187,9 @@ func (c *Cursor) pop(obj bool) bool {
 func (c *Cursor) Closer() byte { return c.closer }
 
 // Key reads an object member's key and the colon after it: the raw quoted
-// key (compare it with [StringEquals], or bytewise when esc is false) and
-// whether it is spelled with a backslash escape. It returns nil on
-// malformed input.
+// key (compare it with [KeyIs]) and whether it must be decoded or folded to
+// compare (a backslash escape, a non-ASCII byte or an upper-case letter). It
+// returns nil on malformed input.
 func (c *Cursor) Key() (key []byte, esc bool) {
 	data := c.data
 	if c.err != nil {
@@ -206,9 +207,17 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 			return nil, false
 		}
 		c.wantKey = false
-		j, esc = validString(data, start+1)
+		var odd bool
+		j, esc, odd = validName(data, start+1)
+		if odd {
+			// esc marks every name but a lower-case ASCII one without
+			// escapes (KeyIs decodes and folds those); OddNames notes it.
+			esc, c.odd = true, true
+		}
 	} else {
-		j, esc = scanString(data, start+1)
+		var odd bool
+		j, esc, odd, _ = scanName(data, start+1, true)
+		esc = esc || odd
 	}
 	if j < 0 {
 		c.fail(codeErr(j))
@@ -227,17 +236,36 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 	return data[start:j:j], esc
 }
 
-// KeyIs reports whether key, a raw quoted string as Key (or Value, for a
-// string) returned it with whether it holds an escape, is the name quoted
-// (given with its quotes: `"model"`): bytewise when plain, decoded
-// otherwise. Taking the name quoted keeps KeyIs small enough to inline, so
-// that against a constant the plain case is a length check and a word
-// compare or two, no call.
+// OddNames reports, for a strict cursor, whether a name validated so far
+// (read with Key, or inside a value read with Value) has an upper-case
+// letter, a non-ASCII byte or an escape: only then can two names of one
+// object be equal under folding and spelled apart, which FoldConflict
+// decides.
+func (c *Cursor) OddNames() bool { return c.odd }
+
+// KeyIs reports whether key, a raw quoted name as Key returned it with its
+// esc, is the name quoted (given with its quotes and in lower case:
+// `"model"`, `"generationconfig"`, under folding the same name) under folding, as encoding/json matches a struct
+// field (see fold.go). A name Key did not mark is lower-case ASCII without
+// escapes, which equals quoted under folding only byte for byte. Taking the
+// name quoted keeps KeyIs small enough to inline, so that against a constant
+// the plain case is a length check and a word compare or two, no call.
 func KeyIs(key []byte, esc bool, quoted string) bool {
 	if !esc {
 		return string(key) == quoted
 	}
-	return StringEquals(key, quoted[1:len(quoted)-1])
+	return foldEqualQuoted(key, quoted[1:len(quoted)-1])
+}
+
+// ValueIs reports whether a raw quoted string value, as Value returned it
+// with whether it holds an escape, decodes to exactly the text quoted
+// (given with its quotes): bytewise when plain, decoded otherwise. Values,
+// unlike names, are compared with their case.
+func ValueIs(val []byte, esc bool, quoted string) bool {
+	if !esc {
+		return string(val) == quoted
+	}
+	return StringEquals(val, quoted[1:len(quoted)-1])
 }
 
 // Value reads the whole value at the cursor: its raw span, its kind and,
@@ -285,9 +313,13 @@ func (c *Cursor) validValue() (e int, kind Kind, esc bool) {
 		// what real documents nest (see Valid).
 		var small [1]uint64
 		r := 0
-		if e, r = validValue(data, i, small[:], MaxDepth-c.depth); r == validTooDeep {
+		odd := &c.odd
+		if c.odd {
+			odd = nil // already known: names need not be looked at
+		}
+		if e, r = validValue(data, i, small[:], MaxDepth-c.depth, odd); r == validTooDeep {
 			var big [(MaxDepth + 63) / 64]uint64
-			e, r = validValue(data, i, big[:], MaxDepth-c.depth)
+			e, r = validValue(data, i, big[:], MaxDepth-c.depth, odd)
 		}
 		if r != validYes {
 			e = codeSyntax

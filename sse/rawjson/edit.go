@@ -29,7 +29,8 @@ type editOp struct {
 }
 
 // Set appends to dst a copy of the object data with every top-level member
-// named key set to rawVal, in place, keeping key order. If key is absent,
+// named key set to rawVal, in place, keeping key order; a member whose name
+// differs from key in case is renamed key. If key is absent,
 // `"key":rawVal` is appended after the last member (with a comma if the
 // object is not empty). rawVal must be one valid JSON value and is not
 // checked beyond being non-empty (ErrEmptyValue); use SetString for strings.
@@ -136,6 +137,13 @@ func edit(dst, data []byte, op *editOp) ([]byte, error) {
 		}
 		switch op.mode {
 		case modeSet:
+			if !m.exact(data, op.key) && !StringEquals(data[m.key:m.keyEnd], op.key) {
+				// The name in another case: the upstream reads gw's
+				// value under gw's name.
+				out = append(out, data[pending:m.key]...)
+				out = appendQuote(out, op.key)
+				pending = m.keyEnd
+			}
 			out = append(out, data[pending:m.val]...)
 			out = op.appendValue(out)
 			pending = m.valEnd

@@ -41,8 +41,12 @@ func TestSet(t *testing.T) {
 		" { \"x\" : 1 ,\n \"model\" :\t{\"k\":[]} , \"y\" : 2 } \n")
 	f(`{"model":{"deep":["a","b"]},"z":0}`, "model", `null`, `{"model":null,"z":0}`)
 	f(`{"max_tokens":100000}`, "max_tokens", `4096`, `{"max_tokens":4096}`)
-	// Every duplicate is rewritten, whatever its spelling, keeping it.
+	// Every duplicate is rewritten, whatever its spelling; one in another
+	// case takes the key's name: the upstream reads gw's value under it.
 	f(`{"model":"a","x":1,"mod\u0065l":"b"}`, "model", `"c"`, `{"model":"c","x":1,"mod\u0065l":"c"}`)
+	f(`{"Model":"a","x":1,"MODEL":"b"}`, "model", `"c"`, `{"model":"c","x":1,"model":"c"}`)
+	f(`{"ſtream":true}`, "stream", `false`, `{"stream":false}`)
+	f(`{"ſtream":true}`, "stream", `false`, `{"stream":false}`)
 	// Absent: append after the last member.
 	f(`{}`, "model", `"m"`, `{"model":"m"}`)
 	f(`{ }`, "model", `"m"`, `{"model":"m" }`)

@@ -22,7 +22,9 @@
 // encoding/json, like most parsers, lets the last occurrence of a duplicated
 // key win. [Get], [GetPath] and [ScanTop] return the last occurrence; [Set],
 // [SetString], [Delete] and [Rename] act on every occurrence, so an upstream
-// can never parse a value other than the one gw policy saw.
+// can never parse a value other than the one gw policy saw. Two spellings of
+// one name that differ in case ("model", "Model") are refused by
+// [ValidNames]: parsers disagree on which one counts.
 //
 // # Editing
 //
@@ -32,10 +34,12 @@
 //
 // # Keys
 //
-// Keys are compared after unescaping: a key written "mod\u0065l" equals
-// "model". Keys given to this package should be valid UTF-8. An ASCII key
-// without a backslash (every key the gateway uses) takes a fast path that
-// compares bytes directly.
+// Keys are compared after unescaping and without case, as encoding/json
+// matches a member to a struct field (Unicode simple folding): a key written
+// "mod\u0065l", "Model" or "MODEL" equals "model" (fold.go says why). Keys
+// given to this package should be valid UTF-8. An ASCII key without a
+// backslash (every key the gateway uses) takes a fast path that compares
+// ASCII spellings directly.
 //
 // # Values
 //
@@ -326,13 +330,14 @@ func endOfDocument(data []byte, i int) error {
 
 // member is one parsed top-level member; all fields index the document.
 type member struct {
-	sep    int  // start of the bytes between the previous value (or '{') and the key
-	key    int  // opening quote of the key
-	keyEnd int  // just past the closing quote of the key
-	keyEsc bool // the key is spelled with a backslash escape
-	val    int  // first byte of the value
-	valEnd int  // just past the value
-	kind   Kind
+	sep     int  // start of the bytes between the previous value (or '{') and the key
+	key     int  // opening quote of the key
+	keyEnd  int  // just past the closing quote of the key
+	keyEsc  bool // the key is spelled with a backslash escape
+	keyWide bool // the key holds a byte >= 0x80
+	val     int  // first byte of the value
+	valEnd  int  // just past the value
+	kind    Kind
 }
 
 // objIter walks the members of an object. Use: if it.reset(data) { for
@@ -399,12 +404,13 @@ func (it *objIter) next(m *member) bool {
 	}
 	m.sep = it.i
 	m.key = i
-	j, esc := scanString(data, i+1)
+	j, esc, _, wide := scanName(data, i+1, false)
 	if j < 0 {
 		return it.fail(codeErr(j))
 	}
 	m.keyEnd = j
 	m.keyEsc = esc
+	m.keyWide = wide
 	j = skipWS(data, j)
 	if j >= len(data) {
 		return it.fail(ErrUnexpectedEnd)
@@ -454,28 +460,27 @@ func isFastKey(key string) bool {
 	return true
 }
 
-// is reports whether the key of m unescapes to key; fast is isFastKey(key).
+// is reports whether the key of m unescapes to a name equal to key under
+// folding (see fold.go); fast is isFastKey(key).
 func (m *member) is(data []byte, key string, fast bool) bool {
-	if fast && !m.keyEsc {
-		// Fast path - a plain spelling compares byte for byte.
-		return string(data[m.key+1:m.keyEnd-1]) == key
+	if fast && !m.keyEsc && !m.keyWide {
+		// Fast path - an ASCII spelling compares byte for byte, or without
+		// case when the lengths agree.
+		raw := data[m.key+1 : m.keyEnd-1]
+		return len(raw) == len(key) && (string(raw) == key || foldFirst(raw, key) && equalFoldASCII(raw, key))
 	}
-	return m.isSlow(data, key)
+	return foldEqualQuoted(data[m.key:m.keyEnd], key)
 }
 
-// isSlow is the slow path of is: the key or its spelling needs unescaping.
-func (m *member) isSlow(data []byte, key string) bool {
-	// An escaped spelling such as "mod\u0065l" is longer than the fast key
-	// it matches.
-	if m.keyEsc && m.keyEnd-m.key-2 <= len(key) && isFastKey(key) {
-		return false
-	}
-	return StringEquals(data[m.key:m.keyEnd], key)
+// exact reports whether the key of m is spelled byte for byte as key.
+func (m *member) exact(data []byte, key string) bool {
+	return string(data[m.key+1:m.keyEnd-1]) == key
 }
 
 // Get returns the value of the top-level member key of the object data: the
 // raw span within data (strings include their quotes), its kind and true.
-// If key occurs several times the last occurrence wins, as in encoding/json.
+// Names match without case, and if key occurs several times the last
+// occurrence wins, as encoding/json decodes into a struct field.
 // It returns false if key is absent, data is not an object, or the top level
 // of data is malformed.
 func Get(data []byte, key string) (val []byte, kind Kind, ok bool) {
@@ -544,12 +549,13 @@ func ScanTop(data []byte, keys []string, vals [][]byte) error {
 	}
 	var m member
 	for it.next(&m) {
-		if allFast && !m.keyEsc {
-			// Fast path - m.is for fast keys and a plain spelling, inlined:
-			// equal bytes, tried only on keys of the same length.
+		if allFast && !m.keyEsc && !m.keyWide {
+			// Fast path - m.is for fast keys and an ASCII spelling, inlined:
+			// equal bytes or equal without case, tried only on keys of the
+			// same length.
 			raw := data[m.key+1 : m.keyEnd-1]
 			for k, key := range keys {
-				if len(key) == len(raw) && string(raw) == key {
+				if len(key) == len(raw) && (string(raw) == key || foldFirst(raw, key) && equalFoldASCII(raw, key)) {
 					vals[k] = data[m.val:m.valEnd:m.valEnd]
 				}
 			}

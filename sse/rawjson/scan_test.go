@@ -81,6 +81,16 @@ func TestGet(t *testing.T) {
 	f(`{"model":"a","model":"b"}`, "model", `"b"`, rawjson.String)
 	f(`{"model":"a","x":1,"mod\u0065l":"b"}`, "model", `"b"`, rawjson.String)
 	f(`{"model":"a","mode":"b"}`, "model", `"a"`, rawjson.String)
+	// Names match without case, as encoding/json fills a struct field
+	// (Unicode simple folding: ſ is s, the Kelvin sign k).
+	f(`{"Model":"a"}`, "model", `"a"`, rawjson.String)
+	f(`{"model":"a","MODEL":"b"}`, "model", `"b"`, rawjson.String)
+	f(`{"\u004dodel":"a"}`, "model", `"a"`, rawjson.String)
+	f(`{"ſtream":true}`, "stream", `true`, rawjson.True)
+	f(`{"\u017ftream":true}`, "stream", `true`, rawjson.True)
+	f(`{"max_toKens":1}`, "max_tokens", `1`, rawjson.Number)
+	f(`{"generationconfig":1}`, "generationConfig", `1`, rawjson.Number)
+	f(`{"КЛЮЧ":1}`, "ключ", `1`, rawjson.Number)
 }
 
 func TestGetMissing(t *testing.T) {
@@ -95,7 +105,8 @@ func TestGetMissing(t *testing.T) {
 	f(` { } `, "model")
 	f(`{"models":1}`, "model")
 	f(`{"mode":1}`, "model")
-	f(`{"Model":1}`, "model")
+	f(`{"Model_":1}`, "model")
+	f(`{"modél":1}`, "model")
 	f(`{"o":{"model":1}}`, "model")
 	f(`{"a":"model"}`, "model")
 	f(`{"mod\u0065":1}`, "model")

@@ -12,18 +12,44 @@ const MaxDepth = 10000
 // valid syntax and accepted, as in encoding/json. Nesting deeper than
 // MaxDepth is rejected.
 func Valid(data []byte) bool {
+	return validWith(data, nil)
+}
+
+// ValidNames is Valid for a request body that policy reads and an upstream
+// parses again: valid reports Valid(data), and folded, for a valid
+// document, is the quoted name of a member whose name equals another's in
+// the same object under folding but is spelled differently ("Model" next to
+// "model"; FoldConflict), or nil. encoding/json takes the last of such
+// members, most other parsers only the exact spelling, so gw could not know
+// which value its upstream reads: such a body is refused. Names without an
+// upper-case letter, non-ASCII byte or escape (most bodies' every name) cost
+// one look while validating.
+func ValidNames(data []byte) (valid bool, folded []byte) {
+	var odd bool
+	if !validWith(data, &odd) {
+		return false, nil
+	}
+	if !odd {
+		return true, nil
+	}
+	return true, FoldConflict(data)
+}
+
+// validWith is Valid, setting *odd (when odd is not nil) if some name is
+// odd (oddName).
+func validWith(data []byte, odd *bool) bool {
 	// Fast path - a one-word container stack covers 64 levels, which is all
 	// real payloads use; deeper documents are validated again with the full
 	// stack rather than paying to zero it on every call.
 	var small [1]uint64
-	switch valid(data, small[:]) {
+	switch valid(data, small[:], odd) {
 	case validYes:
 		return true
 	case validNo:
 		return false
 	}
 	var big [(MaxDepth + 63) / 64]uint64
-	return valid(data, big[:]) == validYes
+	return valid(data, big[:], odd) == validYes
 }
 
 const (
@@ -34,8 +60,8 @@ const (
 
 // valid validates data with a container-kind bit stack (bit set: object) of
 // len(stack)*64 levels, capped at MaxDepth.
-func valid(data []byte, stack []uint64) int {
-	end, r := validValue(data, 0, stack, MaxDepth)
+func valid(data []byte, stack []uint64, odd *bool) int {
+	end, r := validValue(data, 0, stack, MaxDepth, odd)
 	if r == validYes && skipWS(data, end) != len(data) {
 		return validNo
 	}
@@ -45,8 +71,9 @@ func valid(data []byte, stack []uint64) int {
 // validValue validates the value at data[i] (after optional whitespace)
 // with a container-kind bit stack (bit set: object) of len(stack)*64
 // levels, nesting at most maxDepth deep, and returns the index just past
-// it.
-func validValue(data []byte, i int, stack []uint64, maxDepth int) (int, int) {
+// it. With odd not nil, it sets *odd once a name is odd (oddName) and stops
+// looking.
+func validValue(data []byte, i int, stack []uint64, maxDepth int, odd *bool) (int, int) {
 	limit := min(len(stack)*64, maxDepth)
 	depth := 0
 	for {
@@ -78,7 +105,7 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int) (int, int) {
 				break
 			}
 			if c == '{' {
-				if i = validKey(data, i); i < 0 {
+				if i = validKey(data, i, &odd); i < 0 {
 					return i, validNo
 				}
 			}
@@ -113,7 +140,7 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int) (int, int) {
 			if c == ',' {
 				i++
 				if isObj {
-					if i = validKey(data, skipWS(data, i)); i < 0 {
+					if i = validKey(data, skipWS(data, i), &odd); i < 0 {
 						return i, validNo
 					}
 				}
@@ -130,12 +157,21 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int) (int, int) {
 }
 
 // validKey validates `"key" ws :` at data[i] and returns the index past the
-// colon, or a negative code.
-func validKey(data []byte, i int) int {
+// colon, or a negative code. With *odd not nil, it sets **odd and *odd to
+// nil if the name is odd.
+func validKey(data []byte, i int, odd **bool) int {
 	if i >= len(data) || data[i] != '"' {
 		return codeSyntax
 	}
-	i, _ = validString(data, i+1)
+	if *odd == nil {
+		i, _ = validString(data, i+1)
+	} else {
+		var o bool
+		if i, _, o = validName(data, i+1); o {
+			**odd = true
+			*odd = nil // known: no more names need looking at
+		}
+	}
 	if i < 0 {
 		return i
 	}

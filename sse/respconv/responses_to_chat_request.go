@@ -41,8 +41,10 @@ import (
 // The body must be valid JSON (checked in full). On error dst is returned
 // unchanged and the error is a *FieldError naming the member.
 func ResponsesRequestToChat(dst, body []byte, opt RequestOptions) ([]byte, error) {
-	if !rawjson.Valid(body) {
+	if valid, folded := rawjson.ValidNames(body); !valid {
 		return dst, fieldErr(ErrInvalid, "", "the request body is not valid JSON")
+	} else if folded != nil {
+		return dst, rawjson.Folded(folded)
 	}
 	var v [len(respReqKeys)][]byte
 	if err := rawjson.ScanTop(body, respReqKeys[:], v[:]); err != nil {
