@@ -41,6 +41,23 @@ var adDefaultList = []openai.BodyField{
 
 var adCache sync.Map // flags -> adapters.Adapter
 
+// adTopNames: the top-level names an adapter acts on.
+var adTopNames = []string{"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "stream_options",
+	"user", "end_user", "mct", "service_tier"}
+
+// adFold renames the members of m whose names equal one of names without
+// case (strings.EqualFold: Unicode folding, as encoding/json) to that name.
+func adFold(m map[string]any, names []string) {
+	for k, v := range m {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				delete(m, k)
+				m[n] = v
+			}
+		}
+	}
+}
+
 func adAdapter(t *testing.T, flags uint8) adapters.Adapter {
 	if a, ok := adCache.Load(flags); ok {
 		return a.(adapters.Adapter)
@@ -254,6 +271,30 @@ func adCheckBuildChat(t *testing.T, body []byte, flags uint8, model string) {
 		got, _ := adDecode(out).(map[string]any)
 		if got["model"] != model {
 			t.Fatalf("model %v; want %q", got["model"], model)
+		}
+		// Names match without case, as a Go upstream reads them; a body
+		// with two spellings of one name never reaches an adapter (the
+		// read stage refuses it).
+		if _, folded := rawjson.ValidNames(body); folded != nil {
+			return
+		}
+		adFold(want, adTopNames)
+		if msgs, ok := want["messages"].([]any); ok {
+			for _, e := range msgs {
+				if msg, ok := e.(map[string]any); ok {
+					adFold(msg, []string{"role", "content", "thinking_blocks"})
+					if parts, ok := msg["content"].([]any); ok {
+						for _, p := range parts {
+							if part, ok := p.(map[string]any); ok {
+								adFold(part, []string{"type", "text"})
+							}
+						}
+					}
+				}
+			}
+		}
+		if so, ok := want["stream_options"].(map[string]any); ok {
+			adFold(so, []string{"include_usage", "include_obfuscation"})
 		}
 		want = adReference(want, flags, model)
 		if g, w := adNormalize(got), adNormalize(want); !reflect.DeepEqual(g, w) {

@@ -38,8 +38,13 @@ func DecodeMessage(b []byte) (jsonrpc.Message, error) {
 	case b[0] != '{':
 		return nil, errors.New("a JSON-RPC message is a JSON object")
 	}
-	if !rawjson.Valid(b) {
+	if valid, folded := rawjson.ValidNames(b); !valid {
 		return nil, errors.New("the message is not valid JSON")
+	} else if folded != nil {
+		// Two spellings of one name ("name" and "Name" in tools/call): a
+		// server on Go's encoding/json reads the last, gw's policy might
+		// not (docs/PROXY.md, request handling).
+		return nil, rawjson.Folded(folded)
 	}
 	var vals [6][]byte
 	if err := rawjson.ScanTop(b, messageKeys, vals[:]); err != nil {

@@ -14,8 +14,6 @@
 package chatchunk
 
 import (
-	"bytes"
-
 	"gw/sse/rawjson"
 	"gw/sse/transcode"
 )
@@ -177,19 +175,20 @@ func (w *Walker) members(data []byte, ck *Chunk, accept func([]byte) bool, resum
 	return true
 }
 
-// key reads a member's key: its text, decoded into keyBuf when it is
-// spelled with escapes; false on malformed input.
+// key reads a member's key: its text, or, when it is spelled with escapes,
+// capitals or non-ASCII bytes, its lower-case folded text in keyBuf (the
+// switches name members in lower case); false on malformed input.
 func (w *Walker) key() ([]byte, bool) {
 	k, esc := w.cur.Key()
 	if k == nil {
 		return nil, false
 	}
-	if !esc || bytes.IndexByte(k, '\\') < 0 {
-		// No escape (esc also marks a name in capitals or with non-ASCII
-		// bytes, which KeyIs folds): the name is its own text.
+	if !esc {
 		return k[1 : len(k)-1], true
 	}
-	t, err := rawjson.AppendUnquote(w.keyBuf[:0], k)
+	// Escapes, capitals or non-ASCII bytes: the name decoded and folded to
+	// lower case, as the generic readers match it.
+	t, err := rawjson.AppendNameLower(w.keyBuf[:0], k)
 	if err != nil {
 		return nil, false
 	}

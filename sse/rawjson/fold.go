@@ -439,3 +439,30 @@ func NameIs(quoted []byte, name string) bool {
 func PlainName(quoted []byte) bool {
 	return len(quoted) >= 2 && !oddIn(quoted, 1, len(quoted)-1)
 }
+
+// AppendNameLower appends the raw quoted member name decoded and folded to
+// lower case ("MODEL", "mod\u0065l" and "Model" all give "model"; ſ gives
+// s, the Kelvin sign k): a walker that switches on lower-case names reads a
+// name in any case through it, as encoding/json would match it. Runes that
+// fold to no ASCII letter are kept as they decode.
+func AppendNameLower(dst, quoted []byte) ([]byte, error) {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return dst, ErrSyntax
+	}
+	n := nameRunes{raw: quoted[1 : len(quoted)-1]}
+	for n.i < len(n.raw) {
+		r := n.next()
+		if r < 0 {
+			return dst, ErrSyntax
+		}
+		if f := foldRune(r); f < utf8.RuneSelf {
+			if f-'A' < 26 {
+				f += 'a' - 'A'
+			}
+			dst = append(dst, byte(f))
+			continue
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst, nil
+}

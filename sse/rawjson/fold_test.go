@@ -182,3 +182,26 @@ func TestCursorOddNames(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendNameLower(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`"model"`, "model"},
+		{`"MODEL"`, "model"},
+		{`"mod\u0045l"`, "model"},
+		{`"ſtream"`, "stream"},
+		{`"max_to\u212aens"`, "max_tokens"},
+		{`"finishReason"`, "finishreason"},
+		{`"КЛЮЧ"`, "КЛЮЧ"}, // folds to no ASCII letter: kept as decoded
+		{`""`, ""},
+	} {
+		got, err := rawjson.AppendNameLower(nil, []byte(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("AppendNameLower(%s) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{``, `"`, `x`, `"\x"`} {
+		if _, err := rawjson.AppendNameLower(nil, []byte(bad)); err == nil {
+			t.Errorf("AppendNameLower(%q) accepted", bad)
+		}
+	}
+}
