@@ -337,8 +337,8 @@ func TestProxyErrorsSDK(t *testing.T) {
 
 func TestProxyRawHTTP(t *testing.T) {
 	e := startE2E(t)
-	post := func(body string, hdr ...string) (*http.Response, string) {
-		req, _ := http.NewRequest("POST", e.base+"/chat/completions", strings.NewReader(body))
+	postTo := func(path, body string, hdr ...string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", e.base+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
@@ -351,6 +351,7 @@ func TestProxyRawHTTP(t *testing.T) {
 		resp.Body.Close()
 		return resp, string(b)
 	}
+	post := func(body string, hdr ...string) (*http.Response, string) { return postTo("/chat/completions", body, hdr...) }
 	// x-api-key works as well as Authorization.
 	resp, body := post(`{"model":"gpt","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "caller-e2e")
 	if resp.StatusCode != 200 || !strings.Contains(body, `"model":"gpt"`) {
@@ -385,15 +386,8 @@ func TestProxyRawHTTP(t *testing.T) {
 		{"/messages", `{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"MODEL":"x"}`, `"type":"error"`},
 		{"/responses", `{"model":"gpt","input":"hi","\u017ftream":true,"stream":false}`, `differs only in case`},
 	} {
-		req, _ := http.NewRequest("POST", e.base+tc.path, strings.NewReader(tc.body))
-		req.Header.Set("Authorization", "Bearer caller-e2e")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || !strings.Contains(string(b), tc.want) || !strings.Contains(string(b), "differs only in case") {
+		resp, b := postTo(tc.path, tc.body, "Authorization", "Bearer caller-e2e")
+		if resp.StatusCode != 400 || !strings.Contains(b, tc.want) || !strings.Contains(b, "differs only in case") {
 			t.Fatalf("%s %s: %d %s", tc.path, tc.body, resp.StatusCode, b)
 		}
 	}
