@@ -351,7 +351,9 @@ func TestProxyRawHTTP(t *testing.T) {
 		resp.Body.Close()
 		return resp, string(b)
 	}
-	post := func(body string, hdr ...string) (*http.Response, string) { return postTo("/chat/completions", body, hdr...) }
+	post := func(body string, hdr ...string) (*http.Response, string) {
+		return postTo("/chat/completions", body, hdr...)
+	}
 	// x-api-key works as well as Authorization.
 	resp, body := post(`{"model":"gpt","messages":[{"role":"user","content":"hi"}]}`, "x-api-key", "caller-e2e")
 	if resp.StatusCode != 200 || !strings.Contains(body, `"model":"gpt"`) {

@@ -244,12 +244,13 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 func (c *Cursor) OddNames() bool { return c.odd }
 
 // KeyIs reports whether key, a raw quoted name as Key returned it with its
-// esc, is the name quoted (given with its quotes and in lower case:
-// `"model"`, `"generationconfig"`, under folding the same name) under folding, as encoding/json matches a struct
-// field (see fold.go). A name Key did not mark is lower-case ASCII without
-// escapes, which equals quoted under folding only byte for byte. Taking the
-// name quoted keeps KeyIs small enough to inline, so that against a constant
-// the plain case is a length check and a word compare or two, no call.
+// esc, is the name quoted under folding, as encoding/json matches a struct
+// field (see fold.go). quoted is given with its quotes and in lower case
+// (`"model"`, `"generationconfig"`: under folding the same name). A name Key
+// did not mark is lower-case ASCII without escapes, which equals quoted
+// under folding only byte for byte. Taking the name quoted keeps KeyIs small
+// enough to inline, so that against a constant the plain case is a length
+// check and a word compare or two, no call.
 func KeyIs(key []byte, esc bool, quoted string) bool {
 	if !esc {
 		return string(key) == quoted

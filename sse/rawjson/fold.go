@@ -109,18 +109,14 @@ func oddIn(data []byte, i, j int) bool {
 	return acc != 0
 }
 
-// oddMask marks the bytes of w that are 'A'..'Z', >= 0x80 or '\\'. Bytes
-// 'A'..'Z' are those where b+(0x80-'A') sets the high bit and
-// b+(0x80-'Z'-1) does not (b < 0x80: no lane carries into the next); the
+// oddMask marks the bytes of w that are 'A'..'Z', >= 0x80 or '\\'. The
 // backslash test is the has-zero trick, whose false marks only ever sit
-// above a true one, so whether any byte is marked is exact. (A lane above
+// above a true one, so whether any byte is marked is exact (a lane above
 // the name that a borrow marks is beyond the mask's bytes, or above a true
-// mark inside them.)
+// mark inside them).
 func oddMask(w uint64) uint64 {
-	lo := w &^ msb
-	up := (lo + lsb*(0x80-'A')) &^ (lo + lsb*(0x80-'Z'-1))
 	bs := w ^ (lsb * '\\')
-	return (up | w | ((bs - lsb) &^ bs)) & msb
+	return upperMask(w) | (w|((bs-lsb)&^bs))&msb
 }
 
 // nameRunes steps through the decoded runes of a quoted name's body.
