@@ -76,6 +76,7 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 	}
 	var c rawjson.Cursor
 	c.ResetStrict(body)
+	c.NoteNames()
 	c.Begin()
 	// Members are taken as a JSON parser takes them, the last duplicate
 	// winning; msgs holds what the last "messages" member said.
@@ -105,10 +106,8 @@ func scanChatRequest(body []byte, out *chatRequest) (badRole int, err *chatReque
 	if c.End() != nil {
 		return -1, errBodyNotJSON
 	}
-	if c.OddNames() {
-		if f := rawjson.FoldConflict(body); f != nil {
-			return -1, &chatRequestError{"invalid_request", "", rawjson.Folded(f).Error()}
-		}
+	if f := c.NameConflict(); f != nil {
+		return -1, &chatRequestError{"invalid_request", "", rawjson.Folded(f).Error()}
 	}
 	switch {
 	case model == nil:

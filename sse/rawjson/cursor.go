@@ -33,11 +33,12 @@ type Cursor struct {
 	err    error
 	// Strict mode only: the containers walked with Begin (bit set: object)
 	// and whether the member More stepped to still owes its Key.
-	strict  bool
-	wantKey bool
-	depth   int
-	stack   uint64
-	odd     bool // a name could equal another under folding (OddNames)
+	strict    bool
+	wantKey   bool
+	depth     int
+	stack     uint64
+	noteNames bool      // NoteNames
+	names     nameSpots // strict mode with noteNames: objects with odd names
 }
 
 // Reset starts c at the first value of data.
@@ -163,6 +164,9 @@ func (c *Cursor) push(obj bool) bool {
 	}
 	if obj {
 		c.stack |= 1 << c.depth
+		if c.noteNames {
+			c.names.open(c.names.cstarts[:], c.depth, c.i)
+		}
 	} else {
 		c.stack &^= 1 << c.depth
 	}
@@ -211,8 +215,11 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 		j, esc, odd = validName(data, start+1)
 		if odd {
 			// esc marks every name but a lower-case ASCII one without
-			// escapes (KeyIs decodes and folds those); OddNames notes it.
-			esc, c.odd = true, true
+			// escapes (KeyIs decodes and folds those).
+			esc = true
+			if c.noteNames {
+				c.names.odd(c.names.cstarts[:], c.depth-1)
+			}
 		}
 	} else {
 		var odd bool
@@ -236,12 +243,17 @@ func (c *Cursor) Key() (key []byte, esc bool) {
 	return data[start:j:j], esc
 }
 
-// OddNames reports, for a strict cursor, whether a name validated so far
-// (read with Key, or inside a value read with Value) has an upper-case
-// letter, a non-ASCII byte or an escape: only then can two names of one
-// object be equal under folding and spelled apart, which FoldConflict
-// decides.
-func (c *Cursor) OddNames() bool { return c.odd }
+// NoteNames makes a strict cursor note the objects that hold a name with
+// an upper-case letter, a non-ASCII byte or an escape, those read with Key
+// and those inside values read with Value, so that NameConflict can answer
+// once the document is read. Call it after ResetStrict.
+func (c *Cursor) NoteNames() { c.noteNames = true }
+
+// NameConflict is, once a strict cursor told to NoteNames has read the
+// whole document, ValidNames' folded: the quoted name of a member spelled
+// differently from another of its object that it equals under folding, or
+// nil. Only the objects noted are looked at again.
+func (c *Cursor) NameConflict() []byte { return c.names.conflict(c.data) }
 
 // KeyIs reports whether key, a raw quoted name as Key returned it with its
 // esc, is the name quoted under folding, as encoding/json matches a struct
@@ -314,13 +326,13 @@ func (c *Cursor) validValue() (e int, kind Kind, esc bool) {
 		// what real documents nest (see Valid).
 		var small [1]uint64
 		r := 0
-		odd := &c.odd
-		if c.odd {
-			odd = nil // already known: names need not be looked at
+		var spots *nameSpots
+		if c.noteNames {
+			spots = &c.names
 		}
-		if e, r = validValue(data, i, small[:], MaxDepth-c.depth, odd); r == validTooDeep {
+		if e, r = validValue(data, i, small[:], MaxDepth-c.depth, spots); r == validTooDeep {
 			var big [(MaxDepth + 63) / 64]uint64
-			e, r = validValue(data, i, big[:], MaxDepth-c.depth, odd)
+			e, r = validValue(data, i, big[:], MaxDepth-c.depth, spots)
 		}
 		if r != validYes {
 			e = codeSyntax

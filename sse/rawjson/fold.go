@@ -1,7 +1,12 @@
 package rawjson
 
 import (
+	"cmp"
+	"hash/maphash"
+	"math"
 	"math/bits"
+	"slices"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -186,27 +191,102 @@ func foldEqualNames(a, b []byte) (fold, same bool) {
 	}
 }
 
-// FoldConflict returns the quoted name of the first member (in document
-// order of the objects' ends) whose name equals another member's of the same
-// object under folding but decodes to a different text ("model" and
-// "Model"), or nil if there is none. data must be valid JSON (Valid); a
-// malformed document yields nil.
+// nameSpots notes, during a validating walk (ValidNames, or a strict
+// Cursor told to with NoteNames), the objects that hold an odd name: a
+// capital, a non-ASCII byte or an escape (oddName). Only those can hold
+// two spellings of one name, so conflict looks at them alone. The zero
+// value is ready; one nameSpots serves one document. It is small (a Cursor
+// carries one): objects nested deeper than its stacks, or more of them
+// than it keeps, make conflict walk the whole document.
+type nameSpots struct {
+	n   int
+	at  [8]int32 // '{' of each object noted, in walk order
+	all bool     // more objects, deeper nesting or a larger document: look at all
+	// The open objects' '{' by depth: validValue's own walk, and a strict
+	// Cursor's walked levels.
+	vstarts, cstarts [16]int32
+}
+
+// open notes that the object at depth opens at data offset i.
+func (s *nameSpots) open(starts []int32, depth, i int) {
+	if depth < len(starts) && i <= math.MaxInt32 {
+		starts[depth] = int32(i)
+	}
+}
+
+// odd notes that the object at depth holds an odd name.
+func (s *nameSpots) odd(starts []int32, depth int) {
+	switch {
+	case s.all:
+	case depth >= len(starts) || s.n == len(s.at):
+		s.all = true
+	case s.n > 0 && s.at[s.n-1] == starts[depth]:
+	default:
+		s.at[s.n] = starts[depth]
+		s.n++
+	}
+}
+
+// conflict is FoldConflict for the document the notes were taken on: the
+// quoted name of a member spelled differently from an earlier one of its
+// object that it equals under folding (of the first object noted that holds
+// one), or nil.
+func (s *nameSpots) conflict(data []byte) []byte {
+	switch {
+	case s.all || len(data) > math.MaxInt32:
+		return FoldConflict(data)
+	case s.n == 0:
+		return nil
+	}
+	w := getWalk(data)
+	defer w.release()
+	for _, start := range s.at[:s.n] {
+		if w.object(int(start), false) < 0 {
+			return w.found
+		}
+	}
+	return nil
+}
+
+// FoldConflict returns the quoted name of a member whose name equals an
+// earlier member's of the same object under folding but decodes to a
+// different text ("model" then "Model"), or nil if there is none: of the
+// first object to end that holds one, the first such member. data must be
+// valid JSON (Valid); a malformed document yields nil.
 func FoldConflict(data []byte) []byte {
-	var buf [32]nameSpan
-	w := foldWalk{data: data, keys: buf[:0]}
+	w := getWalk(data)
+	defer w.release()
 	w.value(0)
 	return w.found
 }
 
+// walkPool keeps foldWalks and their scratch: a check allocates nothing
+// once warm.
+var walkPool = sync.Pool{New: func() any { return new(foldWalk) }}
+
+func getWalk(data []byte) *foldWalk {
+	w := walkPool.Get().(*foldWalk)
+	w.data, w.keys, w.found = data, w.keys[:0], nil
+	return w
+}
+
+// release returns w to the pool, keeping no reference to the document.
+func (w *foldWalk) release() {
+	w.data, w.found = nil, nil
+	walkPool.Put(w)
+}
+
 type nameSpan struct {
-	start, end int // the quoted name
-	odd        bool
+	start, end     int // the quoted name
+	odd, esc, wide bool
 }
 
 type foldWalk struct {
-	data  []byte
-	keys  []nameSpan // names of the objects open, innermost last
-	found []byte
+	data   []byte
+	keys   []nameSpan // names of the objects open, innermost last
+	found  []byte
+	hashes []nameHash // conflict's scratch
+	fold   []byte     // conflict's scratch: one folded name
 }
 
 // value walks the value at or after data[i] and returns the index past it,
@@ -219,7 +299,7 @@ func (w *foldWalk) value(i int) int {
 	}
 	switch data[i] {
 	case '{':
-		return w.object(i)
+		return w.object(i, true)
 	case '[':
 		i = skipWS(data, i+1)
 		if i < len(data) && data[i] == ']' {
@@ -245,7 +325,9 @@ func (w *foldWalk) value(i int) int {
 	return e
 }
 
-func (w *foldWalk) object(i int) int {
+// object walks the object at data[i] and checks its names; deep walks its
+// values too (their objects checked in turn), else they are skipped.
+func (w *foldWalk) object(i int, deep bool) int {
 	data := w.data
 	base := len(w.keys)
 	odd := false
@@ -256,17 +338,21 @@ func (w *foldWalk) object(i int) int {
 		if i >= len(data) || data[i] != '"' {
 			return -1
 		}
-		e, esc := scanString(data, i+1)
+		e, esc, o, wide := scanName(data, i+1, true)
 		if e < 0 {
 			return -1
 		}
-		o := esc || oddName(data[i+1:e-1])
 		odd = odd || o
-		w.keys = append(w.keys, nameSpan{i, e, o})
+		w.keys = append(w.keys, nameSpan{i, e, o, esc, wide})
 		if i = skipWS(data, e); i >= len(data) || data[i] != ':' {
 			return -1
 		}
-		if i = w.value(i + 1); i < 0 {
+		if deep {
+			i = w.value(i + 1)
+		} else {
+			i, _ = skipValue(data, skipWS(data, i+1))
+		}
+		if i < 0 {
 			return -1
 		}
 		if i = skipWS(data, i); i >= len(data) {
@@ -285,41 +371,100 @@ func (w *foldWalk) object(i int) int {
 }
 
 // conflict looks for two names of one object equal under folding but not
-// in text; only pairs with an odd name can be. A large object goes through
-// a map of folded names instead of pairwise comparison.
+// in text. Each name's folded form is hashed once (seeded: crafted names
+// cannot make hashes meet), and the hashes are sorted, so an object costs
+// about a pass over its names plus a sort, whatever its size or its
+// duplicates. Within a run of equal hashes (one folded name), the first
+// name in document order whose text differs from the run's first is a
+// conflict; the earliest over all runs is reported.
 func (w *foldWalk) conflict(keys []nameSpan) bool {
 	data := w.data
-	if len(keys) > 32 {
-		seen := make(map[string]int, len(keys))
-		var b []byte
-		for j, k := range keys {
-			b = appendFolded(b[:0], data[k.start:k.end])
-			i, ok := seen[string(b)]
-			if !ok {
-				seen[string(b)] = j
-				continue
-			}
-			if _, same := foldEqualNames(data[keys[i].start:keys[i].end], data[k.start:k.end]); !same {
-				w.found = data[k.start:k.end:k.end]
-				return true
+	if len(keys) <= 8 {
+		// Small objects, most of them: each pair with an odd name, ASCII
+		// names without escapes compared in place.
+		for j := 1; j < len(keys); j++ {
+			for i := 0; i < j; i++ {
+				if (keys[i].odd || keys[j].odd) && differentSpelling(data, keys[i], keys[j]) {
+					w.found = data[keys[j].start:keys[j].end:keys[j].end]
+					return true
+				}
 			}
 		}
 		return false
 	}
-	for j := 1; j < len(keys); j++ {
-		for i := 0; i < j; i++ {
-			if !keys[i].odd && !keys[j].odd {
-				continue
-			}
-			a, b := data[keys[i].start:keys[i].end], data[keys[j].start:keys[j].end]
-			if fold, same := foldEqualNames(a, b); fold && !same {
-				w.found = b[:len(b):len(b)]
-				return true
+	hs := w.hashes[:0]
+	for j, k := range keys {
+		if k.esc || k.wide {
+			w.fold = appendFolded(w.fold[:0], data[k.start:k.end])
+		} else {
+			w.fold = w.fold[:0]
+			for _, c := range data[k.start+1 : k.end-1] {
+				w.fold = append(w.fold, foldByte(c))
 			}
 		}
+		hs = append(hs, nameHash{h: maphash.Bytes(foldSeed, w.fold), i: j})
 	}
-	return false
+	w.hashes = hs
+	if len(hs) <= 64 {
+		// Hashes compared pairwise: cheaper than a sort at this size.
+		for j := 1; j < len(hs); j++ {
+			for i := 0; i < j; i++ {
+				if hs[i].h == hs[j].h && differentSpelling(data, keys[i], keys[j]) {
+					w.found = data[keys[j].start:keys[j].end:keys[j].end]
+					return true
+				}
+			}
+		}
+		return false
+	}
+	slices.SortFunc(hs, func(a, b nameHash) int {
+		if c := cmp.Compare(a.h, b.h); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	best := -1
+	for r := 0; r < len(hs); {
+		e := r + 1
+		for e < len(hs) && hs[e].h == hs[r].h {
+			e++
+		}
+		for x := r + 1; x < e && (best < 0 || hs[x].i < best); x++ {
+			if differentSpelling(data, keys[hs[r].i], keys[hs[x].i]) {
+				best = hs[x].i
+				break
+			}
+		}
+		r = e
+	}
+	if best < 0 {
+		return false
+	}
+	k := keys[best]
+	w.found = data[k.start:k.end:k.end]
+	return true
 }
+
+// differentSpelling reports whether two names are equal under folding but
+// not in text.
+func differentSpelling(data []byte, a, b nameSpan) bool {
+	if !a.esc && !b.esc && !a.wide && !b.wide {
+		// ASCII without escapes: equal under folding only at equal length.
+		x, y := data[a.start+1:a.end-1], data[b.start+1:b.end-1]
+		return len(x) == len(y) && string(x) != string(y) && equalFoldASCII(x, string(y))
+	}
+	fold, same := foldEqualNames(data[a.start:a.end], data[b.start:b.end])
+	return fold && !same
+}
+
+// nameHash is a name's folded hash and its index in the object.
+type nameHash struct {
+	h uint64
+	i int
+}
+
+// foldSeed seeds the names' hashes, per process.
+var foldSeed = maphash.MakeSeed()
 
 // appendFolded appends the folded form of a quoted name: every rune
 // decoded and folded.

@@ -150,35 +150,55 @@ func TestValidNames(t *testing.T) {
 	}
 }
 
-// TestCursorOddNames: a strict cursor notes an odd name whether it reads it
-// with Key or inside a value taken whole.
-func TestCursorOddNames(t *testing.T) {
+// TestCursorNoteNames: a strict cursor notes the objects with odd names,
+// walked with Key or inside a value taken whole, and their Conflict is
+// FoldConflict's.
+func TestCursorNoteNames(t *testing.T) {
 	for _, tc := range []struct {
-		doc  string
-		want bool
+		doc, want string
 	}{
-		{`{"model":"a","messages":[{"role":"user","content":"Hi THERE"}]}`, false},
-		{`{"Model":"a"}`, true},
-		{`{"model":"a","tools":[{"parameters":{"userId":1}}]}`, true},
-		{`{"model":"a","x":{"\u0061":1}}`, true},
-		{`{"model":"a","x":{"é":1}}`, true},
-		{`{"model":"ABC","x":["Upper"]}`, false},
+		{`{"model":"a","messages":[{"role":"user","content":"Hi THERE"}]}`, ""},
+		{`{"Model":"a"}`, ""},
+		{`{"Model":"a","model":"b"}`, `"model"`},
+		{`{"model":"a","tools":[{"parameters":{"userId":1,"userid":2}}]}`, `"userid"`},
+		{`{"model":"a","tools":[{"parameters":{"userId":1,"user_id":2}}]}`, ""},
+		{`{"model":"a","x":{"\u0061":1,"a":2}}`, ""},
+		{`{"model":"a","x":{"é":1,"É":2}}`, `"É"`},
+		{`{"model":"ABC","x":["Upper"]}`, ""},
+		{`{"m":[{"a":{"B":1}},{"c":{"b":2,"B":3}}]}`, `"B"`},
+		// Deeper than the notes' stacks: the whole document is walked.
+		{`{"d":` + strings.Repeat(`{"d":`, 20) + `{"x":1,"X":2}` + strings.Repeat(`}`, 20) + `}`, `"X"`},
+		{`{"d":` + strings.Repeat(`[{"d":`, 20) + `{"x":1,"Y":2}` + strings.Repeat(`}]`, 20) + `}`, ""},
+		// More objects with odd names than the notes keep.
+		{`{"m":[` + strings.Repeat(`{"A":1},`, 20) + `{"a":1,"A":2}]}`, `"A"`},
 	} {
 		var c rawjson.Cursor
 		c.ResetStrict([]byte(tc.doc))
+		c.NoteNames()
 		c.Begin()
 		for c.More() {
 			c.Key()
+			if c.Kind() == rawjson.Array {
+				// Walk one level down, taking the elements whole.
+				c.Begin()
+				for c.More() {
+					c.Value()
+				}
+				continue
+			}
 			c.Value()
 		}
 		if err := c.End(); err != nil {
 			t.Fatalf("%s: %s", tc.doc, err)
 		}
-		if c.OddNames() != tc.want {
-			t.Errorf("OddNames(%s) = %v; want %v", tc.doc, c.OddNames(), tc.want)
+		if got := c.NameConflict(); string(got) != tc.want {
+			t.Errorf("NameConflict(%s) = %s; want %s", tc.doc, got, tc.want)
 		}
-		if _, folded := rawjson.ValidNames([]byte(tc.doc)); folded != nil {
-			t.Errorf("ValidNames(%s) folded %s", tc.doc, folded)
+		if got := rawjson.FoldConflict([]byte(tc.doc)); string(got) != tc.want {
+			t.Errorf("FoldConflict(%s) = %s; want %s", tc.doc, got, tc.want)
+		}
+		if _, got := rawjson.ValidNames([]byte(tc.doc)); string(got) != tc.want {
+			t.Errorf("ValidNames(%s) = %s; want %s", tc.doc, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package rawjson_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"gw/sse/rawjson"
@@ -249,4 +250,49 @@ func BenchmarkNumbers(b *testing.B) {
 		}
 	})
 	sinkBytes = dst
+}
+
+// foldHeavy is a body of small objects whose names all differ only in
+// case from nothing but need folding ("Aa", "Ab", ...): FoldConflict's
+// worst shape, which must stay a small multiple of validation.
+func foldHeavy(keysPer, size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"m","x":[`)
+	for first := true; b.Len() < size; first = false {
+		if !first {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		for k := 0; k < keysPer; k++ {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"A` + string(rune('a'+k%26)) + string(rune('a'+k/26%26)) + `":1`)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func BenchmarkValidNames(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{
+		{"2KB-plain", []byte(chatRequest)},
+		{"2KB-camel", []byte(strings.ReplaceAll(chatRequest, `"content"`, `"Content"`))},
+		{"1MB-32-names-per-object", foldHeavy(32, 1<<20)},
+		{"1MB-2-names-per-object", foldHeavy(2, 1<<20)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.data)))
+			for b.Loop() {
+				if ok, f := rawjson.ValidNames(bc.data); !ok || f != nil {
+					b.Fatalf("ValidNames: %v %s", ok, f)
+				}
+			}
+		})
+	}
 }

@@ -23,33 +23,31 @@ func Valid(data []byte) bool {
 // members, most other parsers only the exact spelling, so gw could not know
 // which value its upstream reads: such a body is refused. Names without an
 // upper-case letter, non-ASCII byte or escape (most bodies' every name) cost
-// one look while validating.
+// an OR per word while validating; only the objects that hold another kind
+// are looked at again.
 func ValidNames(data []byte) (valid bool, folded []byte) {
-	var odd bool
-	if !validWith(data, &odd) {
+	var spots nameSpots
+	if !validWith(data, &spots) {
 		return false, nil
 	}
-	if !odd {
-		return true, nil
-	}
-	return true, FoldConflict(data)
+	return true, spots.conflict(data)
 }
 
-// validWith is Valid, setting *odd (when odd is not nil) if some name is
-// odd (oddName).
-func validWith(data []byte, odd *bool) bool {
+// validWith is Valid, noting in spots (when not nil) the objects that hold
+// an odd name (oddName).
+func validWith(data []byte, spots *nameSpots) bool {
 	// Fast path - a one-word container stack covers 64 levels, which is all
 	// real payloads use; deeper documents are validated again with the full
 	// stack rather than paying to zero it on every call.
 	var small [1]uint64
-	switch valid(data, small[:], odd) {
+	switch valid(data, small[:], spots) {
 	case validYes:
 		return true
 	case validNo:
 		return false
 	}
 	var big [(MaxDepth + 63) / 64]uint64
-	return valid(data, big[:], odd) == validYes
+	return valid(data, big[:], spots) == validYes
 }
 
 const (
@@ -60,8 +58,8 @@ const (
 
 // valid validates data with a container-kind bit stack (bit set: object) of
 // len(stack)*64 levels, capped at MaxDepth.
-func valid(data []byte, stack []uint64, odd *bool) int {
-	end, r := validValue(data, 0, stack, MaxDepth, odd)
+func valid(data []byte, stack []uint64, spots *nameSpots) int {
+	end, r := validValue(data, 0, stack, MaxDepth, spots)
 	if r == validYes && skipWS(data, end) != len(data) {
 		return validNo
 	}
@@ -71,9 +69,9 @@ func valid(data []byte, stack []uint64, odd *bool) int {
 // validValue validates the value at data[i] (after optional whitespace)
 // with a container-kind bit stack (bit set: object) of len(stack)*64
 // levels, nesting at most maxDepth deep, and returns the index just past
-// it. With odd not nil, it sets *odd once a name is odd (oddName) and stops
-// looking.
-func validValue(data []byte, i int, stack []uint64, maxDepth int, odd *bool) (int, int) {
+// it. With spots not nil, it notes there the objects that hold an odd name
+// (oddName).
+func validValue(data []byte, i int, stack []uint64, maxDepth int, spots *nameSpots) (int, int) {
 	limit := min(len(stack)*64, maxDepth)
 	depth := 0
 	for {
@@ -94,6 +92,9 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int, odd *bool) (in
 			w, bit := depth>>6, uint64(1)<<(depth&63)
 			if c == '{' {
 				stack[w] |= bit
+				if spots != nil {
+					spots.open(spots.vstarts[:], depth, i)
+				}
 			} else {
 				stack[w] &^= bit
 			}
@@ -105,7 +106,7 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int, odd *bool) (in
 				break
 			}
 			if c == '{' {
-				if i = validKey(data, i, &odd); i < 0 {
+				if i = validKey(data, i, spots, depth-1); i < 0 {
 					return i, validNo
 				}
 			}
@@ -140,7 +141,7 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int, odd *bool) (in
 			if c == ',' {
 				i++
 				if isObj {
-					if i = validKey(data, skipWS(data, i), &odd); i < 0 {
+					if i = validKey(data, skipWS(data, i), spots, d); i < 0 {
 						return i, validNo
 					}
 				}
@@ -156,20 +157,19 @@ func validValue(data []byte, i int, stack []uint64, maxDepth int, odd *bool) (in
 	}
 }
 
-// validKey validates `"key" ws :` at data[i] and returns the index past the
-// colon, or a negative code. With *odd not nil, it sets **odd and *odd to
-// nil if the name is odd.
-func validKey(data []byte, i int, odd **bool) int {
+// validKey validates `"key" ws :` at data[i], a name of the object at
+// depth d, and returns the index past the colon, or a negative code. With
+// spots not nil, an odd name notes its object there.
+func validKey(data []byte, i int, spots *nameSpots, d int) int {
 	if i >= len(data) || data[i] != '"' {
 		return codeSyntax
 	}
-	if *odd == nil {
+	if spots == nil {
 		i, _ = validString(data, i+1)
 	} else {
-		var o bool
-		if i, _, o = validName(data, i+1); o {
-			**odd = true
-			*odd = nil // known: no more names need looking at
+		var odd bool
+		if i, _, odd = validName(data, i+1); odd {
+			spots.odd(spots.vstarts[:], d)
 		}
 	}
 	if i < 0 {
