@@ -86,15 +86,12 @@ func wideIn(data []byte, i, j int) bool {
 	return false
 }
 
-// oddName reports whether the body of a key (between its quotes) has an
+// oddIn reports whether the name data[i:j] (between its quotes) has an
 // upper-case ASCII letter, a byte >= 0x80 or a backslash: a name that can
 // equal another under folding without being spelled the same. Two names
 // without any are equal under folding only if they are byte for byte.
-func oddName(b []byte) bool { return oddIn(b, 0, len(b)) }
-
-// oddIn is oddName of data[i:j]: names are short, so every word is
-// looked at without an early exit, a last partial one read whole and
-// masked when data extends that far.
+// Names are short, so every word is looked at without an early exit, a
+// last partial one read whole and masked when data extends that far.
 func oddIn(data []byte, i, j int) bool {
 	var acc uint64
 	for ; i+8 <= j; i += 8 {
@@ -193,7 +190,7 @@ func foldEqualNames(a, b []byte) (fold, same bool) {
 
 // nameSpots notes, during a validating walk (ValidNames, or a strict
 // Cursor told to with NoteNames), the objects that hold an odd name: a
-// capital, a non-ASCII byte or an escape (oddName). Only those can hold
+// capital, a non-ASCII byte or an escape (oddIn). Only those can hold
 // two spellings of one name, so conflict looks at them alone. The zero
 // value is ready; one nameSpots serves one document. It is small (a Cursor
 // carries one): objects nested deeper than its stacks, or more of them
@@ -394,14 +391,7 @@ func (w *foldWalk) conflict(keys []nameSpan) bool {
 	}
 	hs := w.hashes[:0]
 	for j, k := range keys {
-		if k.esc || k.wide {
-			w.fold = appendFolded(w.fold[:0], data[k.start:k.end])
-		} else {
-			w.fold = w.fold[:0]
-			for _, c := range data[k.start+1 : k.end-1] {
-				w.fold = append(w.fold, foldByte(c))
-			}
-		}
+		w.fold = appendFolded(w.fold[:0], data[k.start:k.end], k.esc || k.wide)
 		hs = append(hs, nameHash{h: maphash.Bytes(foldSeed, w.fold), i: j})
 	}
 	w.hashes = hs
@@ -467,8 +457,15 @@ type nameHash struct {
 var foldSeed = maphash.MakeSeed()
 
 // appendFolded appends the folded form of a quoted name: every rune
-// decoded and folded.
-func appendFolded(dst, quoted []byte) []byte {
+// decoded and folded; decode is false for an ASCII name without escapes.
+func appendFolded(dst, quoted []byte, decode bool) []byte {
+	if !decode {
+		// ASCII without escapes: byte by byte.
+		for _, c := range quoted[1 : len(quoted)-1] {
+			dst = append(dst, foldByte(c))
+		}
+		return dst
+	}
 	n := nameRunes{raw: quoted[1 : len(quoted)-1]}
 	for r := n.next(); r >= 0; r = n.next() {
 		dst = utf8.AppendRune(dst, foldRune(r))
@@ -505,7 +502,7 @@ func upperMask(w uint64) uint64 {
 
 // scanName is scanString for a member name that also reports, as it scans,
 // whether the name is wide (a byte >= 0x80) and, when wantOdd, odd
-// (oddName): an OR or two per word. A name with an escape is reported odd
+// (oddIn): an OR or two per word. A name with an escape is reported odd
 // and not wide (it is compared decoded anyway).
 func scanName(data []byte, i int, wantOdd bool) (end int, esc, odd, wide bool) {
 	var hi, up uint64
@@ -540,7 +537,7 @@ func scanName(data []byte, i int, wantOdd bool) (end int, esc, odd, wide bool) {
 }
 
 // validName is validString for a member name that also reports whether
-// the name is odd (oddName), as it validates: the common lower-case ASCII
+// the name is odd (oddIn), as it validates: the common lower-case ASCII
 // name costs an OR per word.
 func validName(data []byte, i int) (end int, esc, odd bool) {
 	var up uint64

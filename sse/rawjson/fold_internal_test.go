@@ -32,8 +32,8 @@ func TestOddNameAndWideIn(t *testing.T) {
 				buf[pos] = byte(v)
 				buf[n] = 0xff // past the name: must not count
 				name := buf[:n]
-				if got, want := oddName(name), naiveOdd(name); got != want {
-					t.Fatalf("oddName(%q) = %v; want %v", name, got, want)
+				if got, want := oddIn(name, 0, n), naiveOdd(name); got != want {
+					t.Fatalf("oddIn(%q) = %v; want %v", name, got, want)
 				}
 				for _, b := range []byte{0xff, '\\', 'Q', 0} { // past the name: must not count
 					buf[n] = b

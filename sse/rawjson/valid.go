@@ -34,7 +34,7 @@ func ValidNames(data []byte) (valid bool, folded []byte) {
 }
 
 // validWith is Valid, noting in spots (when not nil) the objects that hold
-// an odd name (oddName).
+// an odd name (oddIn).
 func validWith(data []byte, spots *nameSpots) bool {
 	// Fast path - a one-word container stack covers 64 levels, which is all
 	// real payloads use; deeper documents are validated again with the full
@@ -70,7 +70,7 @@ func valid(data []byte, stack []uint64, spots *nameSpots) int {
 // with a container-kind bit stack (bit set: object) of len(stack)*64
 // levels, nesting at most maxDepth deep, and returns the index just past
 // it. With spots not nil, it notes there the objects that hold an odd name
-// (oddName).
+// (oddIn).
 func validValue(data []byte, i int, stack []uint64, maxDepth int, spots *nameSpots) (int, int) {
 	limit := min(len(stack)*64, maxDepth)
 	depth := 0
