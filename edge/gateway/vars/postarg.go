@@ -92,7 +92,7 @@ func WalkJSON(data []byte, path []seg, fn func(val []byte, k rawjson.Kind) bool)
 	}
 	s := path[0]
 	if !s.isIdx {
-		v, _, ok := rawjson.Get(data, s.key)
+		v, ok := exactMember(data, s.key)
 		if !ok {
 			return false
 		}
@@ -236,4 +236,21 @@ func (v *Var) Each(ctx *fasthttp.RequestCtx, scratch []byte, fn func(val []byte)
 		return !fn(scratch)
 	})
 	return hit, scratch
+}
+
+// exactMember is the raw value of the member named key, spelled exactly so
+// (escapes decoded; the last of duplicates), as APISIX's post_arg reads a
+// body: not rawjson.Get, which matches names without case as the AI
+// surfaces do for Go upstreams.
+func exactMember(data []byte, key string) (val []byte, ok bool) {
+	err := rawjson.ForEachKey(data, func(k, v []byte, _ rawjson.Kind) bool {
+		if rawjson.StringEquals(k, key) {
+			val, ok = v, true
+		}
+		return true
+	})
+	if err != nil {
+		return nil, false
+	}
+	return val, ok
 }

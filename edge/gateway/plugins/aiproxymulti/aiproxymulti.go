@@ -134,10 +134,11 @@ type multi struct {
 }
 
 var (
-	bodyNotJSON = plugin.ErrorBody("request body must be a JSON object")
-	bodyNoModel = plugin.ErrorBody("request body has no model and the instance sets no options.model")
-	body502     = []byte(`{"error_msg":"502 Bad Gateway"}`)
-	body504     = []byte(`{"error_msg":"504 Gateway Timeout"}`)
+	bodyNotJSON     = plugin.ErrorBody("request body must be a JSON object")
+	bodyFoldedNames = plugin.ErrorBody("request body names one member twice, differing only in case")
+	bodyNoModel     = plugin.ErrorBody("request body has no model and the instance sets no options.model")
+	body502         = []byte(`{"error_msg":"502 Bad Gateway"}`)
+	body504         = []byte(`{"error_msg":"504 Gateway Timeout"}`)
 )
 
 func notBuilt(field, what string) error {
@@ -414,8 +415,15 @@ func (p *multi) Phases() plugin.Phase { return plugin.Access }
 // Access answers the request from an instance.
 func (p *multi) Access(c *plugin.Ctx) bool {
 	body := c.R.Request.Body()
-	if rawjson.KindOf(body) != rawjson.Object || !rawjson.Valid(body) {
+	valid, folded := rawjson.ValidNames(body)
+	if rawjson.KindOf(body) != rawjson.Object || !valid {
 		c.Reply(400, bodyNotJSON)
+		return false
+	}
+	if folded != nil {
+		// Two spellings of one name: the instance may read either (the AI
+		// surfaces refuse these too, docs/PROXY.md).
+		c.Reply(400, bodyFoldedNames)
 		return false
 	}
 	callerModel := ""
