@@ -84,6 +84,23 @@ func TestGatewayAIProxyMultiE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("two spellings of one name", func(t *testing.T) {
+		before := len(busy.Requests()) + len(good.Requests())
+		resp, err := http.Post(g.gateway+"/ai/chat/completions", "application/json",
+			strings.NewReader(`{"model":"a","Model":"b","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "differing only in case") {
+			t.Fatalf("got %d %s; want 400", resp.StatusCode, b)
+		}
+		if n := len(busy.Requests()) + len(good.Requests()); n != before {
+			t.Fatal("a body with two spellings of one name reached an instance")
+		}
+	})
+
 	t.Run("stream", func(t *testing.T) {
 		st := client.Chat.Completions.NewStreaming(ctx, params)
 		var sb strings.Builder

@@ -38,6 +38,9 @@ func TestPostArgJSON(t *testing.T) {
 		{"post_arg.messages[*].content[*].type", `["text","image_url"]`, true},
 		{"post_arg.messages[*].nope", "", false},
 		{"post_arg.nope", "", false},
+		// Names match exactly, as APISIX reads them.
+		{"post_arg.MODEL", "", false},
+		{"post_arg.model.Version", "", false},
 	} {
 		v, known := Compile(tc.name)
 		if !known {
