@@ -20,6 +20,7 @@ func FuzzEdgeEndpointRequest(f *testing.F) {
 		`{"model":"e","input":[[1,2],[3]]}`, `{"model":"e","input":[1,"a"]}`, `{"model":"c","prompt":"p","stream":true,"stream_options":{"include_usage":true}}`,
 		`{"model":"r","query":"q","documents":["a",{"text":"b"}],"top_n":1,"return_documents":true}`,
 		`{"model":"a\u0062","input":"x"}`, `{"model":"a","model":"b","input":"x"}`, `[]`, `{`, `{"model":null}`,
+		`{"Model":"e","INPUT":"x","Stream":true}`, `{"model":"e","Model":"f","input":"x"}`,
 	} {
 		for _, p := range []byte{0, 1, 2, 3, 4, 5} {
 			f.Add(p, []byte(s))
@@ -31,16 +32,21 @@ func FuzzEdgeEndpointRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var members map[string]json.RawMessage
+		// Names match as encoding/json fills a struct (without case); a
+		// body with two spellings of one name was refused above.
+		var members struct {
+			Model  json.RawMessage `json:"model"`
+			Stream json.RawMessage `json:"stream"`
+		}
 		if json.Unmarshal(body, &members) != nil {
 			t.Fatalf("accepted a body encoding/json rejects: %q", body)
 		}
 		var model string
-		if json.Unmarshal(members["model"], &model) != nil || model != info.Model {
-			t.Fatalf("model %q; encoding/json reads %s", info.Model, members["model"])
+		if json.Unmarshal(members.Model, &model) != nil || model != info.Model {
+			t.Fatalf("model %q; encoding/json reads %s", info.Model, members.Model)
 		}
 		var stream bool
-		if s, ok := members["stream"]; ok && string(s) != "null" && json.Unmarshal(s, &stream) != nil {
+		if s := members.Stream; s != nil && string(s) != "null" && json.Unmarshal(s, &stream) != nil {
 			t.Fatalf("accepted stream %s", s)
 		}
 		if stream != info.Stream {

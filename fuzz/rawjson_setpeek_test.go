@@ -66,12 +66,22 @@ func FuzzOpenAIBufferedAnswer(f *testing.F) {
 		}
 		// Both share the usage walk: on valid JSON, check it against
 		// encoding/json (plain non-negative integer counts only).
-		var top map[string]json.RawMessage
+		// Names match as encoding/json fills a struct: without case, the
+		// last of them winning.
+		var top struct {
+			Usage json.RawMessage `json:"usage"`
+		}
 		if !json.Valid(data) || json.Unmarshal(data, &top) != nil {
 			return
 		}
-		var usage map[string]json.RawMessage
-		if json.Unmarshal(top["usage"], &usage) != nil || usage == nil {
+		var usage struct {
+			Prompt            json.RawMessage `json:"prompt_tokens"`
+			Completion        json.RawMessage `json:"completion_tokens"`
+			Total             json.RawMessage `json:"total_tokens"`
+			PromptDetails     json.RawMessage `json:"prompt_tokens_details"`
+			CompletionDetails json.RawMessage `json:"completion_tokens_details"`
+		}
+		if !isObject(top.Usage) || json.Unmarshal(top.Usage, &usage) != nil {
 			if ok {
 				t.Fatalf("usage read from %q, which has no usage object", data)
 			}
@@ -80,8 +90,8 @@ func FuzzOpenAIBufferedAnswer(f *testing.F) {
 		if !ok {
 			t.Fatalf("no usage read from %q", data)
 		}
-		count := func(m map[string]json.RawMessage, k string, got int64) {
-			raw := string(m[k])
+		count := func(k string, rawMsg json.RawMessage, got int64) {
+			raw := string(rawMsg)
 			if raw == "" || strings.Trim(raw, "0123456789") != "" || len(raw) > 15 {
 				return
 			}
@@ -89,16 +99,26 @@ func FuzzOpenAIBufferedAnswer(f *testing.F) {
 				t.Fatalf("%s = %d in %q; encoding/json reads %s", k, got, data, raw)
 			}
 		}
-		count(usage, "prompt_tokens", u.Prompt)
-		count(usage, "completion_tokens", u.Completion)
-		count(usage, "total_tokens", u.Total)
-		var details map[string]json.RawMessage
-		if json.Unmarshal(usage["prompt_tokens_details"], &details) == nil {
-			count(details, "cached_tokens", u.Cached)
+		count("prompt_tokens", usage.Prompt, u.Prompt)
+		count("completion_tokens", usage.Completion, u.Completion)
+		count("total_tokens", usage.Total, u.Total)
+		var pd struct {
+			Cached json.RawMessage `json:"cached_tokens"`
 		}
-		details = nil
-		if json.Unmarshal(usage["completion_tokens_details"], &details) == nil {
-			count(details, "reasoning_tokens", u.Reasoning)
+		if isObject(usage.PromptDetails) && json.Unmarshal(usage.PromptDetails, &pd) == nil {
+			count("cached_tokens", pd.Cached, u.Cached)
+		}
+		var cd struct {
+			Reasoning json.RawMessage `json:"reasoning_tokens"`
+		}
+		if isObject(usage.CompletionDetails) && json.Unmarshal(usage.CompletionDetails, &cd) == nil {
+			count("reasoning_tokens", cd.Reasoning, u.Reasoning)
 		}
 	})
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
 }
