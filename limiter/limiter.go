@@ -178,12 +178,11 @@ func New(cfg Config) *Limiter {
 	tick := l.sweepEvery
 	if cfg.Redis != nil && (cfg.Redis.Addr != "" || len(cfg.Redis.ClusterNodes) > 0 || cfg.dial != nil) {
 		rc := cfg.Redis.withDefaults()
-		s := &shared{cfg: rc, log: log, dial: cfg.dial}
-		if s.dial == nil {
-			s.dial = func() (backend, error) { return dialRedis(&s.cfg) }
+		dial := cfg.dial
+		if dial == nil {
+			dial = func() (backend, error) { return dialRedis(&rc) }
 		}
-		s.start(l.now())
-		l.shared = s
+		l.shared = newShared(&rc, log, dial, l.now())
 		tick = min(tick, rc.ProbeInterval)
 	}
 	go l.run(min(max(tick/4, 10*time.Millisecond), time.Second))
@@ -197,9 +196,7 @@ func (l *Limiter) Close() {
 		close(l.stop)
 		<-l.done
 		if l.shared != nil {
-			l.shared.close()
-			l.shared.state.Store(int32(StateCircuitOpen))
-			l.shared.openedAt.Store(1<<63 - 1) // never probe again
+			l.shared.Close() // leaves the circuit open: no probe dials again
 		}
 	})
 }
@@ -209,7 +206,7 @@ func (l *Limiter) State() State {
 	if l.shared == nil {
 		return StateLocal
 	}
-	return State(l.shared.state.Load())
+	return State(l.shared.State()) + StateConnected
 }
 
 func (l *Limiter) now() int64 {
@@ -242,7 +239,7 @@ func (l *Limiter) poll() {
 	}
 	now := l.now()
 	if l.shared != nil {
-		l.shared.poll(now)
+		l.shared.Poll(now)
 	}
 	if now-l.lastSweep >= int64(l.sweepEvery) {
 		l.lastSweep = now
@@ -282,18 +279,18 @@ func (l *Limiter) Reserve(r *Reservation, tokens int64) (d Decision) {
 		if be := s.usable(); be != nil {
 			ok, err := be.reserve(r, nowNs)
 			if err == nil {
-				s.success()
+				s.Success()
 				r.shared = true
 				r.finish(&d, nowNs, ok)
 				return d
 			}
 			nowNs = l.now()
 			if err != errCrossSlot {
-				s.failure(nowNs, err)
+				s.Failure(nowNs, err)
 			}
 			r.prepare(tokens)
 		}
-		if s.cfg.NoLocalFallback {
+		if s.noLocalFallback {
 			r.state = resDone
 			d.Unavailable = true
 			return d
@@ -334,9 +331,9 @@ func (l *Limiter) Settle(r *Reservation, actual int64) {
 		s := l.shared
 		if be := s.usable(); be != nil {
 			if err := be.settle(r, delta, nowNs); err != nil && err != errCrossSlot {
-				s.failure(nowNs, err)
+				s.Failure(nowNs, err)
 			} else {
-				s.success()
+				s.Success()
 			}
 		}
 		return

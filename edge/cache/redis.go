@@ -3,12 +3,10 @@ package cache
 // The shared store on Redis (rueidis), for replicas that should answer
 // from one cache. Its failure mode is the spec's degraded state: a lookup
 // that cannot reach Redis is an Error (served as a miss; the request goes
-// upstream and never fails for it), FailureThreshold consecutive failures
-// open the circuit so lookups stop waiting on a dead server, a background
-// probe every ProbeInterval reattaches when Redis answers, and a warning is
-// repeated every WarnInterval while it does not. There is no permanent
-// switch. This is the limiter's circuit (limiter/shared.go) for a cache:
-// the cache has no local fallback to count into, so it just misses.
+// upstream and never fails for it), and the limiter's circuit
+// (limiter/circuit) stops lookups from waiting on a dead server and
+// reattaches when Redis answers again. The cache has no local fallback to
+// count into, so it just misses meanwhile.
 //
 // Writes leave the request path: Set queues the entry (bounded; a full
 // queue drops it) and writer goroutines send it.
@@ -26,6 +24,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"gw/limiter/circuit"
 )
 
 // RedisConfig configures the shared store.
@@ -76,24 +76,16 @@ func durationOr(d, def time.Duration) time.Duration {
 
 // Redis states, for metrics and logs.
 const (
-	RedisConnected   int32 = iota // lookups go to Redis
-	RedisDegraded                 // the last call failed; the next ones still try
-	RedisCircuitOpen              // Redis is skipped until a probe succeeds
+	RedisConnected   = int32(circuit.Connected) // lookups go to Redis
+	RedisDegraded    = int32(circuit.Degraded)  // the last call failed; the next ones still try
+	RedisCircuitOpen = int32(circuit.Open)      // Redis is skipped until a probe succeeds
 )
-
-type clientRef struct{ rueidis.Client }
 
 // Redis is the shared store. Close it when done.
 type Redis struct {
-	cfg RedisConfig
-	log *slog.Logger
-
-	client   atomic.Pointer[clientRef] // nil until a dial succeeds
-	state    atomic.Int32
-	fails    atomic.Int32
-	openedAt atomic.Int64
-	lastWarn atomic.Int64
-	dropped  atomic.Int64
+	cfg     RedisConfig
+	circuit *circuit.Circuit[rueidis.Client]
+	dropped atomic.Int64
 
 	writes chan write
 	stop   chan struct{}
@@ -116,18 +108,21 @@ func NewRedis(cfg RedisConfig, log *slog.Logger) *Redis {
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Redis{cfg: cfg.withDefaults(), log: log, stop: make(chan struct{})}
+	r := &Redis{cfg: cfg.withDefaults(), stop: make(chan struct{})}
 	r.writes = make(chan write, r.cfg.QueueSize)
-	now := time.Now().UnixNano()
-	if c, err := r.dial(); err == nil {
-		r.client.Store(&clientRef{c})
-	} else {
-		r.state.Store(RedisCircuitOpen)
-		r.openedAt.Store(now)
-		r.lastWarn.Store(now)
-		r.log.Warn("cache: shared store unreachable at startup; redis cache policies miss until it answers",
-			"addr", r.cfg.Addr, "error", err.Error(), "retry_in", r.cfg.ProbeInterval.String())
-	}
+	r.circuit = circuit.New(circuit.Config{
+		FailureThreshold: r.cfg.FailureThreshold,
+		ProbeInterval:    r.cfg.ProbeInterval,
+		WarnInterval:     r.cfg.WarnInterval,
+		Component:        "cache",
+		Where:            r.cfg.Addr,
+		Meanwhile:        "redis cache policies miss until it answers",
+		Reattached:       "redis cache policies answer again",
+	}, log, circuit.Store[rueidis.Client]{
+		Dial:  r.dial,
+		Ping:  r.ping,
+		Close: func(c rueidis.Client) { c.Close() },
+	}, time.Now().UnixNano())
 	r.wg.Add(3)
 	go r.loop()
 	go r.writer()
@@ -150,20 +145,22 @@ func (r *Redis) dial() (rueidis.Client, error) {
 	})
 }
 
+// ping is the probe's test of a fresh client.
+func (r *Redis) ping(c rueidis.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	defer cancel()
+	return c.Do(ctx, c.B().Ping().Build()).Error()
+}
+
 // State returns RedisConnected, RedisDegraded or RedisCircuitOpen.
-func (r *Redis) State() int32 { return r.state.Load() }
+func (r *Redis) State() int32 { return int32(r.circuit.State()) }
 
 // Dropped returns how many writes a full queue dropped.
 func (r *Redis) Dropped() int64 { return r.dropped.Load() }
 
 func (r *Redis) usable() rueidis.Client {
-	if r.state.Load() == RedisCircuitOpen {
-		return nil
-	}
-	if ref := r.client.Load(); ref != nil {
-		return ref.Client
-	}
-	return nil
+	c, _ := r.circuit.Usable()
+	return c
 }
 
 func (r *Redis) key(k *Key) string {
@@ -246,30 +243,9 @@ func (r *Redis) writer() {
 	}
 }
 
-func (r *Redis) success() {
-	if r.fails.Load() != 0 {
-		r.fails.Store(0)
-	}
-	if r.state.Load() == RedisDegraded {
-		r.state.CompareAndSwap(RedisDegraded, RedisConnected)
-	}
-}
+func (r *Redis) success() { r.circuit.Success() }
 
-func (r *Redis) failure(err error) {
-	n := r.fails.Add(1)
-	r.state.CompareAndSwap(RedisConnected, RedisDegraded)
-	if n < int32(r.cfg.FailureThreshold) {
-		return
-	}
-	if r.state.Swap(RedisCircuitOpen) == RedisCircuitOpen {
-		return
-	}
-	now := time.Now().UnixNano()
-	r.openedAt.Store(now)
-	r.lastWarn.Store(now)
-	r.log.Warn("cache: shared store unreachable; circuit open, redis cache policies miss until it answers",
-		"addr", r.cfg.Addr, "error", err.Error(), "consecutive_failures", n, "retry_in", r.cfg.ProbeInterval.String())
-}
+func (r *Redis) failure(err error) { r.circuit.Failure(time.Now().UnixNano(), err) }
 
 func (r *Redis) loop() {
 	defer r.wg.Done()
@@ -280,51 +256,9 @@ func (r *Redis) loop() {
 		case <-r.stop:
 			return
 		case now := <-tick.C:
-			r.poll(now.UnixNano())
+			r.circuit.Poll(now.UnixNano())
 		}
 	}
-}
-
-// poll probes when the circuit has been open for ProbeInterval and repeats
-// the warning while not connected.
-func (r *Redis) poll(now int64) {
-	if r.state.Load() == RedisCircuitOpen && now-r.openedAt.Load() >= int64(r.cfg.ProbeInterval) {
-		if err := r.probe(); err != nil {
-			r.openedAt.Store(now)
-		} else {
-			r.fails.Store(0)
-			r.state.Store(RedisConnected)
-			r.log.Info("cache: shared store reattached; redis cache policies answer again", "addr", r.cfg.Addr)
-			return
-		}
-	}
-	if r.state.Load() != RedisConnected && now-r.lastWarn.Load() >= int64(r.cfg.WarnInterval) {
-		r.lastWarn.Store(now)
-		r.log.Warn("cache: shared store not connected; redis cache policies miss", "addr", r.cfg.Addr)
-	}
-}
-
-// probe dials a fresh client and PINGs it; on success it replaces the old
-// one. A PING on the old client would test one of its pipelined
-// connections: the others, broken by the outage but idle, would fail a
-// lookup each after reattaching (or fail the PING, and the reattachment
-// would wait another interval). With the circuit open nothing uses the old
-// client but a call that loaded it just before, which fails as a miss.
-func (r *Redis) probe() error {
-	c, err := r.dial()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
-	defer cancel()
-	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
-		c.Close()
-		return err
-	}
-	if old := r.client.Swap(&clientRef{c}); old != nil {
-		old.Close()
-	}
-	return nil
 }
 
 // Close stops the background goroutines and the client; queued writes are
@@ -333,9 +267,7 @@ func (r *Redis) Close() {
 	r.once.Do(func() {
 		close(r.stop)
 		r.wg.Wait()
-		if ref := r.client.Load(); ref != nil {
-			ref.Close()
-		}
+		r.circuit.Close()
 	})
 }
 
