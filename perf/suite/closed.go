@@ -391,28 +391,29 @@ func kernelWindow(ctx context.Context, warmup, duration time.Duration) func() (s
 
 // startFloor runs perf/cmd/floorproxy relaying to the mock at mockAddr.
 func startFloor(bin, mockAddr string) (*Proc, error) {
-	addr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "-listen", addr, "-upstream", mockAddr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start the floor relay: %w", err)
-	}
-	p := &Proc{Cmd: cmd, Addr: addr}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return p, nil
+	p, _, err := Launch("the floor relay", 1, func(a []string) *exec.Cmd {
+		cmd := exec.Command(bin, "-listen", a[0], "-upstream", mockAddr)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}, func(p *Proc, _ []string) error {
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+			if err == nil {
+				c.Close()
+				return nil
+			}
+			select {
+			case <-p.done:
+				return errExited
+			default:
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("not listening on %s: %w", p.Addr, err)
+			}
+			time.Sleep(25 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			p.Stop()
-			return nil, fmt.Errorf("floor relay not listening on %s: %w", addr, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	})
+	return p, err
 }
 
 // ColdStart runs gw on file and returns the time from exec to the first 200
@@ -452,15 +453,13 @@ func startMockAt(gwBin string, core int, addr string) (*Proc, error) {
 	if addr == "" {
 		return StartMock(gwBin, core)
 	}
-	cmd := pinned(core, gwBin, "mock", "-addr", addr, "-record=false", "-model-suffix", "-2024-08-06")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	p, err := Start(mockCmd(gwBin, core, addr), addr)
+	if err != nil {
 		return nil, fmt.Errorf("cannot start the mock: %w", err)
 	}
-	p := &Proc{Cmd: cmd, Addr: addr}
-	if err := waitHTTP("http://"+addr+"/_mock/stats", 10*time.Second); err != nil {
+	if err := readyMock(p, nil); err != nil {
 		p.Stop()
-		return nil, err
+		return nil, fmt.Errorf("the mock on %s: %w", addr, err)
 	}
 	return p, nil
 }

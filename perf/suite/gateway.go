@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,31 +20,20 @@ const perfAdminKey = "perf-admin-key"
 // gateway on (no resource file), routes /v1/* to upstream through the
 // admin API and returns the process with Addr set to the data plane.
 func StartGateway(gwBin string, core int, dataDir, upstream string) (*Proc, error) {
-	addr, err := FreeAddr()
+	// addrs: gw's data plane (the Proc's Addr), the AI listener, the admin API.
+	p, addrs, err := Launch("gw", 3, func(a []string) *exec.Cmd {
+		cmd := pinned(core, gwBin, "serve", "--listen", a[1], "--admin-listen", a[2], "--gateway-listen", a[0],
+			"--data-dir", dataDir, "--debug-listen", "", "--access-log=false")
+		cmd.Env = append(os.Environ(), "GW_ADMIN_KEY="+perfAdminKey)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}, func(p *Proc, a []string) error {
+		return p.WaitHTTP("http://"+a[2]+"/gw/admin/routes?api_key="+perfAdminKey, 30*time.Second)
+	})
 	if err != nil {
 		return nil, err
 	}
-	adminAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	gwAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	cmd := pinned(core, gwBin, "serve", "--listen", addr, "--admin-listen", adminAddr, "--gateway-listen", gwAddr,
-		"--data-dir", dataDir, "--debug-listen", "", "--access-log=false")
-	cmd.Env = append(os.Environ(), "GW_ADMIN_KEY="+perfAdminKey)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start gw: %w", err)
-	}
-	p := &Proc{Cmd: cmd, Addr: gwAddr}
-	admin := "http://" + adminAddr + "/gw/admin"
-	if err := waitHTTP(admin+"/routes?api_key="+perfAdminKey, 30*time.Second); err != nil {
-		p.Stop()
-		return nil, err
-	}
+	admin := "http://" + addrs[2] + "/gw/admin"
 	route := `{"uri":"/v1/*","upstream":{"type":"roundrobin","nodes":{"` + strings.TrimPrefix(upstream, "http://") + `":1}}}`
 	req, _ := http.NewRequest("PUT", admin+"/routes/perf", strings.NewReader(route))
 	req.Header.Set("X-API-KEY", perfAdminKey)
@@ -60,7 +50,7 @@ func StartGateway(gwBin string, core int, dataDir, upstream string) (*Proc, erro
 	// The route is served once the data plane answers something but 404.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r, err := http.Get("http://" + gwAddr + "/v1/models")
+		r, err := http.Get("http://" + p.Addr + "/v1/models")
 		if err == nil {
 			r.Body.Close()
 			if r.StatusCode != 404 {
@@ -69,7 +59,7 @@ func StartGateway(gwBin string, core int, dataDir, upstream string) (*Proc, erro
 		}
 		if time.Now().After(deadline) {
 			p.Stop()
-			return nil, fmt.Errorf("the perf route is not served on %s", gwAddr)
+			return nil, fmt.Errorf("the perf route is not served on %s", p.Addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

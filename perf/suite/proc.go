@@ -22,6 +22,58 @@ import (
 type Proc struct {
 	Cmd  *exec.Cmd
 	Addr string
+
+	done chan struct{} // closed when the process has exited (see Start)
+}
+
+// Start starts cmd and watches for its exit (a Proc made without Start
+// is waited for by Stop).
+func Start(cmd *exec.Cmd, addr string) (*Proc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Proc{Cmd: cmd, Addr: addr, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// errExited: the child ended before it was ready.
+var errExited = errors.New("exited before it was ready")
+
+// launchAttempts bounds Launch's retries.
+const launchAttempts = 3
+
+// Launch starts a child on ports free loopback addresses and waits for
+// ready. FreeAddr's port is free when it returns, not when the child binds
+// it: another process may take it in between, and the child then exits.
+// Such a child is started again on new addresses, up to launchAttempts
+// times; any other failure is returned at once. addrs[0] is the Proc's
+// Addr.
+func Launch(what string, ports int, cmdFor func(addrs []string) *exec.Cmd, ready func(p *Proc, addrs []string) error) (*Proc, []string, error) {
+	var last error
+	for range launchAttempts {
+		addrs := make([]string, ports)
+		for i := range addrs {
+			a, err := FreeAddr()
+			if err != nil {
+				return nil, nil, err
+			}
+			addrs[i] = a
+		}
+		p, err := Start(cmdFor(addrs), addrs[0])
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot start %s: %w", what, err)
+		}
+		if err = ready(p, addrs); err == nil {
+			return p, addrs, nil
+		}
+		p.Stop()
+		if !errors.Is(err, errExited) {
+			return nil, nil, fmt.Errorf("%s: %w", what, err)
+		}
+		last = err
+	}
+	return nil, nil, fmt.Errorf("%s %w %d times (a port taken by another process?)", what, last, launchAttempts)
 }
 
 // pinned wraps argv in `taskset -c core` when taskset exists and core >= 0.
@@ -46,37 +98,40 @@ func FreeAddr() (string, error) {
 
 // StartMock starts `gw mock` without request recording on a free port.
 func StartMock(gwBin string, core int) (*Proc, error) {
-	addr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	return startMockAt(gwBin, core, addr)
+	p, _, err := Launch("the mock", 1, func(a []string) *exec.Cmd { return mockCmd(gwBin, core, a[0]) }, readyMock)
+	return p, err
+}
+
+func mockCmd(gwBin string, core int, addr string) *exec.Cmd {
+	cmd := pinned(core, gwBin, "mock", "-addr", addr, "-record=false", "-model-suffix", "-2024-08-06")
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func readyMock(p *Proc, _ []string) error {
+	return p.WaitHTTP("http://"+p.Addr+"/_mock/stats", 10*time.Second)
 }
 
 // StartGW starts `gw serve` on resources with the access log and the debug
 // listener off (a perf run measures the proxy, not stderr).
 func StartGW(gwBin string, core int, resources string, env []string) (*Proc, error) {
-	addr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	cmd := pinned(core, gwBin, "serve", "--resources-file", resources, "--listen", addr, "--debug-listen", "", "--access-log=false")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start gw: %w", err)
-	}
-	p := &Proc{Cmd: cmd, Addr: addr}
-	if err := waitHTTP("http://"+addr+"/readyz", 30*time.Second); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
+	p, _, err := Launch("gw", 1, func(a []string) *exec.Cmd {
+		cmd := pinned(core, gwBin, "serve", "--resources-file", resources, "--listen", a[0], "--debug-listen", "", "--access-log=false")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}, readyGW)
+	return p, err
 }
 
-func waitHTTP(url string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+func readyGW(p *Proc, _ []string) error {
+	return p.WaitHTTP("http://"+p.Addr+"/readyz", 30*time.Second)
+}
+
+// WaitHTTP polls url until it answers 200, the process exits (errExited)
+// or d passes.
+func (p *Proc) WaitHTTP(url string, d time.Duration) error {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
 		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
@@ -84,7 +139,11 @@ func waitHTTP(url string, d time.Duration) error {
 				return nil
 			}
 		}
-		time.Sleep(25 * time.Millisecond)
+		select {
+		case <-p.done:
+			return errExited
+		case <-time.After(25 * time.Millisecond):
+		}
 	}
 	return errors.New("not ready: " + url)
 }
@@ -95,8 +154,11 @@ func (p *Proc) Stop() {
 		return
 	}
 	p.Cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.Cmd.Wait(); close(done) }()
+	done := p.done
+	if done == nil {
+		done = make(chan struct{})
+		go func() { p.Cmd.Wait(); close(done) }()
+	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

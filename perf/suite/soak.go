@@ -114,26 +114,17 @@ func soakScenario(ctx context.Context, o Options, rep *Report, bud *Budgets, dir
 // startGWLogged is StartGW with gw's stderr going to stderr (the soak counts its panic
 // lines) and gw allowed on cpus, a taskset list ("" runs it with the suite's own affinity).
 func startGWLogged(gwBin, cpus string, resources string, env []string, stderr io.Writer) (*Proc, error) {
-	addr, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	argv := []string{gwBin, "serve", "--resources-file", resources, "--listen", addr, "--debug-listen", "", "--access-log=false"}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if ts, err := exec.LookPath("taskset"); err == nil && cpus != "" {
-		cmd = exec.Command(ts, append([]string{"-c", cpus}, argv...)...)
-	}
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start gw: %w", err)
-	}
-	p := &Proc{Cmd: cmd, Addr: addr}
-	if err := waitHTTP("http://"+addr+"/readyz", 30*time.Second); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
+	p, _, err := Launch("gw", 1, func(a []string) *exec.Cmd {
+		argv := []string{gwBin, "serve", "--resources-file", resources, "--listen", a[0], "--debug-listen", "", "--access-log=false"}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		if ts, err := exec.LookPath("taskset"); err == nil && cpus != "" {
+			cmd = exec.Command(ts, append([]string{"-c", cpus}, argv...)...)
+		}
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stderr = stderr
+		return cmd
+	}, readyGW)
+	return p, err
 }
 
 // onlineCPUs is the machine's CPU list ("0-1"), whatever the suite's own affinity (make

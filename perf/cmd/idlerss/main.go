@@ -22,7 +22,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,41 +162,17 @@ func run(gwBin, mockBin string, runs, core int, settle time.Duration, top, pkgs 
 
 // startWithDebug is suite.StartGW with the pprof listener on.
 func startWithDebug(gwBin string, core int, cfg string, env []string, debugListen string) (*suite.Proc, error) {
-	addr, err := suite.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	argv := []string{gwBin, "serve", "--resources-file", cfg, "--listen", addr, "--debug-listen", debugListen, "--access-log=false"}
-	if core >= 0 {
-		argv = append([]string{"taskset", "-c", strconv.Itoa(core)}, argv...)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start gw: %w", err)
-	}
-	p := &suite.Proc{Cmd: cmd, Addr: addr}
-	if _, err := waitLive("http://"+addr+"/readyz", time.Now()); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
-}
-
-func waitLive(url string, start time.Time) (time.Duration, error) {
-	client := &http.Client{Timeout: time.Second}
-	for time.Since(start) < 30*time.Second {
-		resp, err := client.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return time.Since(start), nil
-			}
+	p, _, err := suite.Launch("gw", 1, func(a []string) *exec.Cmd {
+		argv := []string{gwBin, "serve", "--resources-file", cfg, "--listen", a[0], "--debug-listen", debugListen, "--access-log=false"}
+		if core >= 0 {
+			argv = append([]string{"taskset", "-c", strconv.Itoa(core)}, argv...)
 		}
-		time.Sleep(500 * time.Microsecond)
-	}
-	return 0, errors.New("gw did not answer " + url + " within 30 s")
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}, func(p *suite.Proc, _ []string) error { return p.WaitHTTP("http://"+p.Addr+"/readyz", 30*time.Second) })
+	return p, err
 }
 
 // status reads the kB fields of /proc/PID/status in MiB.
