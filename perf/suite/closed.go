@@ -349,6 +349,15 @@ func closedLoop(ctx context.Context, o Options, rep *Report, bud *Budgets, tmp s
 				}
 				rep.add(f)
 			}
+			if g := samples[kind+"/gw"]; t.name == "floor" && g != nil && len(s.cpuUS) > 0 && len(g.cpuUS) == len(s.cpuUS) {
+				d := make([]float64, len(g.cpuUS))
+				for i := range d {
+					d[i] = g.cpuUS[i] - s.cpuUS[i]
+				}
+				rep.add(Figure{Scenario: sc, Name: "gw CPU above the floor's", Value: median(d), Unit: "µs",
+					Note: "gw's own work per request beyond a bare relay's on the same hop: median of the rounds' differences " + joinF(d, 1) +
+						"; the floor's CPU is the hop's system calls and wake-ups, which this host prices (docs/PERFORMANCE.md, Session 20)"})
+			}
 		}
 		if err := exporterTurnsFigures(o, rep, bud, sc, sink, func(name string, t closedTarget) (closedRun, error) {
 			return measure("s8-"+kind+"-"+name, t, kind, o.Duration/8, o.Warmup/4, false)
