@@ -109,9 +109,16 @@ func (l *AccessLog) line(c *call, method, path []byte, status, reqBytes int, str
 	d = append(d, `{"ts":"`...)
 	d = c.start.UTC().AppendFormat(d, time.RFC3339Nano)
 	d = append(d, `","msg":"access","method":`...)
-	d = rawjson.AppendQuote(d, string(method))
+	d = rawjson.AppendQuoteBytes(d, method)
 	d = append(d, `,"path":`...)
-	d = rawjson.AppendQuote(d, truncate(string(path), 256))
+	// Bytes, not string(path): a conversion whose string may be returned
+	// (truncate) is a heap allocation per request.
+	if len(path) > 256 {
+		d = rawjson.AppendQuoteBytes(d, path[:256])
+		d = append(d[:len(d)-1], `..."`...)
+	} else {
+		d = rawjson.AppendQuoteBytes(d, path)
+	}
 	d = append(d, `,"status":`...)
 	d = strconv.AppendInt(d, int64(status), 10)
 	if c.caller != nil {

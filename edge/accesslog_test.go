@@ -2,7 +2,9 @@ package edge
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,5 +64,32 @@ func TestAccessLogBatches(t *testing.T) {
 	}
 	if len(w.writes) >= n/2 {
 		t.Fatalf("%d writes for %d queued lines; want them batched", len(w.writes), n)
+	}
+}
+
+// TestAccessLogLinePath: the method and path are quoted as JSON, a path
+// over 256 bytes is cut there with "...", and the line is one JSON object.
+func TestAccessLogLinePath(t *testing.T) {
+	long := "/v1/" + strings.Repeat("a", 300)
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/chat/completions", "/v1/chat/completions"},
+		{`/v1/x"y\z`, `/v1/x"y\z`},
+		{long, long[:256] + "..."},
+	} {
+		w := &writeRecorder{}
+		l := NewAccessLog(w)
+		c := &call{start: time.Now()}
+		l.line(c, []byte("POST"), []byte(tc.path), 200, 12, false)
+		l.Close()
+		if len(w.writes) != 1 {
+			t.Fatalf("%d writes; want 1", len(w.writes))
+		}
+		var got struct{ Method, Path string }
+		if err := json.Unmarshal(w.writes[0], &got); err != nil {
+			t.Fatalf("%s: not one JSON object: %v\n%s", tc.path, err, w.writes[0])
+		}
+		if got.Method != "POST" || got.Path != tc.want {
+			t.Fatalf("method %q path %q; want POST %q", got.Method, got.Path, tc.want)
+		}
 	}
 }
