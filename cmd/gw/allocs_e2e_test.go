@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"net/http"
 	"os"
 	"strconv"
@@ -15,9 +16,9 @@ import (
 )
 
 // TestProxyAllocsPerRequestRealServer counts the heap allocations of the
-// shipped binary per buffered chat request, through fasthttp's server loop
-// and gw's raw sockets: what the in-process allocation guards (gw's
-// handler alone) cannot see. The one allocation per request expected is
+// shipped binary per buffered chat request and per relayed stream event,
+// through fasthttp's server loop and gw's raw sockets: what the in-process
+// allocation guards (gw's handler alone) cannot see. The one allocation per request expected is
 // fasthttp's (v1.78.0): after every request with a streamed body the server
 // discards the rest with io.CopyN, whose LimitReader escapes
 // (docs/PERFORMANCE.md, Session 20). A second one per request anywhere in
@@ -31,17 +32,21 @@ func TestProxyAllocsPerRequestRealServer(t *testing.T) {
 	file := writeTemp(t, "allocs.yaml", `_format_version: "1"
 provider_keys:
   - {display_name: mock, api_key: sk-mock, api_base: "${E2E_MOCK_BASE}/v1"}
+  - {display_name: short, api_key: sk-mock, api_base: "${E2E_MOCK_BASE}/knobs/chunks=20/v1"}
+  - {display_name: long, api_key: sk-mock, api_base: "${E2E_MOCK_BASE}/knobs/chunks=200/v1"}
 api_keys:
   - {display_name: dev, key_env: E2E_CALLER_KEY, allowed_models: ["*"]}
 models:
   - {display_name: gpt, provider: openai, model_name: gpt-4o, provider_key: mock}
+  - {display_name: short, provider: openai, model_name: gpt-4o, provider_key: short}
+  - {display_name: long, provider: openai, model_name: gpt-4o, provider_key: long}
 `)
 	debug := freeAddr(t)
 	g := startGW(t, file, "--debug-listen", debug) // the access log on, as shipped
 
 	body := []byte(`{"model":"gpt","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello in five words."}],"temperature":0.2}`)
 	c := &fasthttp.HostClient{Addr: g.addr, MaxConns: 4}
-	send := func(n int) {
+	send := func(n int, body []byte, events int) {
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Add(1)
@@ -58,6 +63,12 @@ models:
 					req.SetBody(body)
 					if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
 						t.Errorf("status %d, err %v: %s", resp.StatusCode(), err, resp.Body())
+						return
+					}
+					// A stream's events: the role, the content chunks and the
+					// finish, each a data line, then [DONE].
+					if got := bytes.Count(resp.Body(), []byte("\ndata: ")) + 1; events > 0 && got != events+3 {
+						t.Errorf("%d data lines; want %d", got, events+3)
 						return
 					}
 				}
@@ -89,17 +100,30 @@ models:
 		return 0
 	}
 
-	send(2000) // warm: pools, connections, the first GC
-	const n = 20000
-	m0 := mallocs()
-	send(n)
-	m1 := mallocs()
-	// The second heap page's own allocations before its MemStats read and
-	// gw's background work (metrics, status) land in the window too: a few
-	// hundred, under 0.05 per request at this count.
-	per := float64(m1-m0) / n
-	t.Logf("%.3f allocations per buffered request (%d over %d requests)", per, m1-m0, n)
+	count := func(n int, body []byte, events int) float64 {
+		send(n/10, body, events) // warm: pools, connections, the first GC
+		m0 := mallocs()
+		send(n, body, events)
+		// The second heap page's own allocations before its MemStats read
+		// and gw's background work (metrics, status) land in the window
+		// too: a few hundred.
+		return float64(mallocs()-m0) / float64(n)
+	}
+
+	per := count(20000, body, 0)
+	t.Logf("%.3f allocations per buffered request", per)
 	if per > 1.5 {
-		t.Fatalf("%.2f heap allocations per buffered request in the shipped binary; want 1 (fasthttp's discard of the streamed body)", per)
+		t.Errorf("%.2f heap allocations per buffered request in the shipped binary; want 1 (fasthttp's discard of the streamed body)", per)
+	}
+
+	// Streams: what a stream allocates must not grow with its events.
+	stream := func(model string) []byte {
+		return bytes.Replace(body, []byte(`"model":"gpt"`), []byte(`"model":"`+model+`","stream":true`), 1)
+	}
+	short, long := count(2000, stream("short"), 20), count(2000, stream("long"), 200)
+	perEvent := (long - short) / 180
+	t.Logf("%.2f allocations per stream of 20 content events, %.2f of 200: %.4f per event", short, long, perEvent)
+	if perEvent > 0.01 {
+		t.Errorf("%.3f heap allocations per relayed event in the shipped binary; want 0", perEvent)
 	}
 }
