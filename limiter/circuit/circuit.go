@@ -65,7 +65,9 @@ type Config struct {
 	Reattached string
 }
 
-// Store is how the circuit makes, tests and drops clients.
+// Store is how the circuit makes, tests and drops clients. A probe closes
+// the client it replaces unless Dial returned that same client again, so C
+// is compared: an interface type must hold comparable values (pointers).
 type Store[C comparable] struct {
 	Dial  func() (C, error)
 	Ping  func(C) error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -405,22 +404,8 @@ func startFloor(bin, mockAddr string) (*Proc, error) {
 		cmd.Stderr = os.Stderr
 		return cmd
 	}, func(p *Proc, _ []string) error {
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			c, err := net.DialTimeout("tcp", p.Addr, time.Second)
-			if err == nil {
-				c.Close()
-				return nil
-			}
-			select {
-			case <-p.done:
-				return errExited
-			default:
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("not listening on %s: %w", p.Addr, err)
-			}
-			time.Sleep(25 * time.Millisecond)
-		}
+		// Ready when it relays: the mock's stats page through it.
+		return p.WaitHTTP("http://"+p.Addr+"/_mock/stats", 10*time.Second)
 	})
 	return p, err
 }
