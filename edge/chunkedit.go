@@ -12,8 +12,8 @@ import (
 // in one walk over the members instead of the three of the slow path
 // (IsUsageOnlyChunk, Delete, RewriteModel). ok is false, with dst
 // unchanged, whenever the slow path must decide: a usage-only chunk, a
-// chunk without `model` or with `usage` first, duplicate keys, or input
-// that is not an object.
+// chunk without `model` or with `usage` first, duplicate keys, one of
+// its names in capitals or escaped, or input that is not an object.
 func editChunk(dst, data, alias []byte, dropUsage bool) (out []byte, ok bool) {
 	var e chunkEdit
 	e.modelVS, e.usageFrom = -1, -1
@@ -29,16 +29,25 @@ func editChunk(dst, data, alias []byte, dropUsage bool) (out []byte, ok bool) {
 			e.bad = true
 			return false
 		}
+		if !rawjson.PlainName(key) {
+			// The slow path's edits read names under folding ("usAge" is
+			// usage) and write the name they set in lower case: a name in
+			// capitals or escaped that is one of ours is left to them.
+			if rawjson.NameIs(key, "model") || rawjson.NameIs(key, "usage") || rawjson.NameIs(key, "choices") {
+				e.bad = true
+				return false
+			}
+		}
 		switch {
-		case rawjson.StringEquals(key, "model"):
+		case string(key) == `"model"`:
 			e.bad = e.bad || e.modelVS >= 0
 			e.modelVS, e.modelVE = vs, ve
-		case rawjson.StringEquals(key, "usage"):
+		case string(key) == `"usage"`:
 			// Delete drops a member with the separator before it; the first
 			// member's removal also moves the next one's: left to the slow path.
 			e.bad = e.bad || e.usageFrom >= 0 || e.members == 0
 			e.usageFrom, e.usageTo, e.usageKind = cursor, ve, kind
-		case rawjson.StringEquals(key, "choices"):
+		case string(key) == `"choices"`:
 			e.bad = e.bad || e.haveChoices
 			e.haveChoices, e.choices, e.choicesKind = true, val, kind
 		}

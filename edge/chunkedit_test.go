@@ -37,6 +37,9 @@ var chunkEditCases = []string{
 	`{"id":"c","m\u006fdel":"gpt-4o","usage":null}`,                                   // escaped key
 	`{"id":"say \"model\": x","model":"gpt-4o","choices":[{"delta":{"content":"\"usage\":null"}}],"usage":null}`,
 	`{"id":"c","model":"gpt-4o","usage":null,"choices":[],"x":{"usage":1}}`,
+	`{"id":"c","MODEL":"gpt-4o","usAge":null,"Choices":[{"index":0}]}`, // names read under folding
+	`{"id":"c","model":"gpt-4o","usAge":null,"0" : [0] }`,              // fuzz find: usage in capitals
+	`{"id":"c","model":"gpt-4o","Model":"x"}`,                          // one name twice: slow path
 	`[1,2]`,
 	`{"id":"c","model":`,
 	``,
