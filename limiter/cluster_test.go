@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"gw/limiter"
+	"gw/limiter/circuit"
 	"gw/limiter/redistest"
 )
 
@@ -22,12 +23,10 @@ func newClusterLimiter(t testing.TB, c limiter.Clock, nodes []string, noFallback
 		Clock:  c,
 		Logger: &testLogger{},
 		Redis: &limiter.RedisConfig{
-			ClusterNodes:     nodes,
-			KeyPrefix:        "test:",
-			Timeout:          time.Second,
-			DialTimeout:      2 * time.Second,
-			FailureThreshold: 3,
-			NoLocalFallback:  noFallback,
+			ClusterNodes:    nodes,
+			KeyPrefix:       "test:",
+			Timing:          circuit.Timing{Timeout: time.Second, DialTimeout: 2 * time.Second, FailureThreshold: 3},
+			NoLocalFallback: noFallback,
 		},
 	})
 	t.Cleanup(l.Close)
@@ -156,7 +155,7 @@ func TestRedisNoLocalFallback(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClock(t0)
 	l := limiter.New(limiter.Config{Clock: c, Logger: &testLogger{}, Redis: &limiter.RedisConfig{
-		Addr: srv.Addr(), Timeout: 500 * time.Millisecond, FailureThreshold: 2, NoLocalFallback: true,
+		Addr: srv.Addr(), Timing: circuit.Timing{Timeout: 500 * time.Millisecond, FailureThreshold: 2}, NoLocalFallback: true,
 	}})
 	defer l.Close()
 	w := 2 * time.Second
@@ -211,7 +210,7 @@ func TestRedisTLS(t *testing.T) {
 	c := newClock(t0)
 	mk := func(tc *tls.Config) *limiter.Limiter {
 		l := limiter.New(limiter.Config{Clock: c, Logger: &testLogger{}, Redis: &limiter.RedisConfig{
-			Addr: srv.Addr(), TLS: tc, KeyPrefix: "tls:", DialTimeout: 2 * time.Second,
+			Addr: srv.Addr(), TLS: tc, KeyPrefix: "tls:", Timing: circuit.Timing{DialTimeout: 2 * time.Second},
 		}})
 		t.Cleanup(l.Close)
 		return l

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gw/limiter/circuit"
 )
 
 // Clock tells the time. Windows are numbered from Now (unix time), so
@@ -100,36 +102,16 @@ type RedisConfig struct {
 
 	// KeyPrefix is put before every counter key. Default "gw:rl:".
 	KeyPrefix string
-	// Timeout bounds each call on the request path (and each probe); a
-	// call that times out counts as a failure. Default 250 ms.
-	Timeout time.Duration
-	// DialTimeout bounds a connection attempt. Default 2 s.
-	DialTimeout time.Duration
-	// FailureThreshold consecutive failures open the circuit. Default 5.
-	// Calls failing together count one each: a stall longer than Timeout
-	// under concurrent load opens the circuit at once, which keeps the
-	// request path from waiting Timeout on every call.
-	FailureThreshold int
-	// ProbeInterval is how long the circuit stays open before a probe
-	// decides recovery (also the redial period when the store was
-	// unreachable at startup). Default 30 s.
-	ProbeInterval time.Duration
-	// WarnInterval repeats the warning while the store is not connected.
-	// Default 5 minutes.
-	WarnInterval time.Duration
+
+	// Timing bounds each call and sets the circuit (limiter/circuit).
+	circuit.Timing
 }
 
 func (c RedisConfig) withDefaults() RedisConfig {
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = "gw:rl:"
 	}
-	c.Timeout = durationOr(c.Timeout, 250*time.Millisecond)
-	c.DialTimeout = durationOr(c.DialTimeout, 2*time.Second)
-	if c.FailureThreshold <= 0 {
-		c.FailureThreshold = 5
-	}
-	c.ProbeInterval = durationOr(c.ProbeInterval, 30*time.Second)
-	c.WarnInterval = durationOr(c.WarnInterval, 5*time.Minute)
+	c.Timing = c.Timing.WithDefaults()
 	return c
 }
 

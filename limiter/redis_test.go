@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gw/limiter"
+	"gw/limiter/circuit"
 	"gw/limiter/redistest"
 )
 
@@ -19,11 +20,9 @@ func newRedisLimiter(t testing.TB, c limiter.Clock, addr string) (*limiter.Limit
 		Clock:  c,
 		Logger: log,
 		Redis: &limiter.RedisConfig{
-			Addr:             addr,
-			KeyPrefix:        "test:",
-			Timeout:          500 * time.Millisecond,
-			DialTimeout:      time.Second,
-			FailureThreshold: 3,
+			Addr:      addr,
+			KeyPrefix: "test:",
+			Timing:    circuit.Timing{Timeout: 500 * time.Millisecond, DialTimeout: time.Second, FailureThreshold: 3},
 		},
 	})
 	t.Cleanup(l.Close)
@@ -247,7 +246,7 @@ func TestRedisUnreachableAtStartup(t *testing.T) {
 	l := limiter.New(limiter.Config{
 		Clock:  c,
 		Logger: log,
-		Redis:  &limiter.RedisConfig{Addr: addr, DialTimeout: 500 * time.Millisecond},
+		Redis:  &limiter.RedisConfig{Addr: addr, Timing: circuit.Timing{DialTimeout: 500 * time.Millisecond}},
 	})
 	defer l.Close()
 	if l.State() != limiter.StateCircuitOpen {
@@ -274,9 +273,8 @@ func TestRedisBackgroundReattach(t *testing.T) {
 	l := limiter.New(limiter.Config{
 		Logger: &testLogger{},
 		Redis: &limiter.RedisConfig{
-			Addr:             srv.Addr(),
-			FailureThreshold: 1,
-			ProbeInterval:    100 * time.Millisecond,
+			Addr:   srv.Addr(),
+			Timing: circuit.Timing{FailureThreshold: 1, ProbeInterval: 100 * time.Millisecond},
 		},
 	})
 	defer l.Close()
@@ -309,10 +307,8 @@ func TestRedisReattachUsesNoBrokenConnection(t *testing.T) {
 		Clock:  c,
 		Logger: log,
 		Redis: &limiter.RedisConfig{
-			Addr:             srv.Addr(),
-			Timeout:          500 * time.Millisecond,
-			DialTimeout:      time.Second,
-			FailureThreshold: 1,
+			Addr:   srv.Addr(),
+			Timing: circuit.Timing{Timeout: 500 * time.Millisecond, DialTimeout: time.Second, FailureThreshold: 1},
 		},
 	})
 	defer l.Close()

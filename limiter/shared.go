@@ -55,13 +55,11 @@ func newShared(cfg *RedisConfig, log Logger, dial func() (backend, error), nowNs
 		meanwhile = "requests are reported uncounted until it answers"
 	}
 	c := circuit.New(circuit.Config{
-		FailureThreshold: cfg.FailureThreshold,
-		ProbeInterval:    cfg.ProbeInterval,
-		WarnInterval:     cfg.WarnInterval,
-		Component:        "limiter",
-		Where:            cfg.where(),
-		Meanwhile:        meanwhile,
-		Reattached:       "counters are shared again",
+		Timing:     cfg.Timing,
+		Component:  "limiter",
+		Where:      cfg.where(),
+		Meanwhile:  meanwhile,
+		Reattached: "counters are shared again",
 	}, log, circuit.Store[backend]{
 		Dial:  dial,
 		Ping:  func(b backend) error { return b.ping() },

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gw/limiter"
+	"gw/limiter/circuit"
 )
 
 func newShared(t *testing.T, c *fakeClock, fb *limiter.FakeBackend, dialDown *atomic.Bool) (*limiter.Limiter, *testLogger) {
@@ -14,7 +15,7 @@ func newShared(t *testing.T, c *fakeClock, fb *limiter.FakeBackend, dialDown *at
 	cfg := limiter.WithFake(limiter.Config{
 		Clock:  c,
 		Logger: log,
-		Redis:  &limiter.RedisConfig{Addr: "fake", FailureThreshold: 3},
+		Redis:  &limiter.RedisConfig{Addr: "fake", Timing: circuit.Timing{FailureThreshold: 3}},
 	}, fb, dialDown)
 	l := limiter.New(cfg)
 	t.Cleanup(l.Close)

@@ -38,6 +38,7 @@ import (
 	"gw/edge/usage/controlplane"
 	"gw/edge/usage/exporters"
 	"gw/limiter"
+	"gw/limiter/circuit"
 )
 
 // loadStartup builds the startup config: defaults < file < GW_* env < flags.
@@ -276,7 +277,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var cacheRedis *cache.Redis
 	if cfg.RedisAddr != "" {
 		cacheRedis = cache.NewRedis(cache.RedisConfig{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: int(cfg.RedisDB),
-			ProbeInterval: cfg.CacheRedisProbeInterval}, log)
+			Timing: circuit.Timing{ProbeInterval: cfg.CacheRedisProbeInterval}}, log)
 		defer cacheRedis.Close()
 		metrics.NewGauge(`gw_cache_store_state`, func() float64 { return float64(cacheRedis.State()) })
 	}

@@ -35,17 +35,9 @@ type RedisConfig struct {
 	DB                 int
 	// KeyPrefix is put before every key. Default "gw:cache:".
 	KeyPrefix string
-	// Timeout bounds each lookup and write. Default 250 ms.
-	Timeout time.Duration
-	// DialTimeout bounds a connection attempt. Default 2 s.
-	DialTimeout time.Duration
-	// FailureThreshold consecutive failures open the circuit. Default 5.
-	FailureThreshold int
-	// ProbeInterval: how long the circuit stays open before a probe
-	// decides recovery. Default 30 s.
-	ProbeInterval time.Duration
-	// WarnInterval repeats the warning while not connected. Default 5 min.
-	WarnInterval time.Duration
+	// Timing bounds each lookup and write and sets the circuit
+	// (limiter/circuit).
+	circuit.Timing
 	// QueueSize bounds the writes waiting to be sent. Default 1024.
 	QueueSize int
 }
@@ -54,24 +46,11 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = "gw:cache:"
 	}
-	c.Timeout = durationOr(c.Timeout, 250*time.Millisecond)
-	c.DialTimeout = durationOr(c.DialTimeout, 2*time.Second)
-	if c.FailureThreshold <= 0 {
-		c.FailureThreshold = 5
-	}
-	c.ProbeInterval = durationOr(c.ProbeInterval, 30*time.Second)
-	c.WarnInterval = durationOr(c.WarnInterval, 5*time.Minute)
+	c.Timing = c.Timing.WithDefaults()
 	if c.QueueSize <= 0 {
 		c.QueueSize = 1024
 	}
 	return c
-}
-
-func durationOr(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // Redis states, for metrics and logs.
@@ -111,13 +90,11 @@ func NewRedis(cfg RedisConfig, log *slog.Logger) *Redis {
 	r := &Redis{cfg: cfg.withDefaults(), stop: make(chan struct{})}
 	r.writes = make(chan write, r.cfg.QueueSize)
 	r.circuit = circuit.New(circuit.Config{
-		FailureThreshold: r.cfg.FailureThreshold,
-		ProbeInterval:    r.cfg.ProbeInterval,
-		WarnInterval:     r.cfg.WarnInterval,
-		Component:        "cache",
-		Where:            r.cfg.Addr,
-		Meanwhile:        "redis cache policies miss until it answers",
-		Reattached:       "redis cache policies answer again",
+		Timing:     r.cfg.Timing,
+		Component:  "cache",
+		Where:      r.cfg.Addr,
+		Meanwhile:  "redis cache policies miss until it answers",
+		Reattached: "redis cache policies answer again",
 	}, log, circuit.Store[rueidis.Client]{
 		Dial:  r.dial,
 		Ping:  r.ping,

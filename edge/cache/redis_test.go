@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"gw/limiter/circuit"
 	"gw/limiter/redistest"
 )
 
@@ -58,7 +59,7 @@ func TestRedisStore(t *testing.T) {
 // server is back.
 func TestRedisOutage(t *testing.T) {
 	rs := redistest.Start(t)
-	r := NewRedis(RedisConfig{Addr: rs.Addr(), Timeout: 100 * time.Millisecond, ProbeInterval: 200 * time.Millisecond, FailureThreshold: 2}, nil)
+	r := NewRedis(RedisConfig{Addr: rs.Addr(), Timing: circuit.Timing{Timeout: 100 * time.Millisecond, ProbeInterval: 200 * time.Millisecond, FailureThreshold: 2}}, nil)
 	defer r.Close()
 	k := key("q")
 	if _, st := r.Get(k); st != Miss {
@@ -100,7 +101,7 @@ func TestRedisOutage(t *testing.T) {
 func TestRedisUnreachableAtStart(t *testing.T) {
 	rs := redistest.Start(t)
 	rs.Kill()
-	r := NewRedis(RedisConfig{Addr: rs.Addr(), ProbeInterval: 200 * time.Millisecond, DialTimeout: 200 * time.Millisecond}, nil)
+	r := NewRedis(RedisConfig{Addr: rs.Addr(), Timing: circuit.Timing{ProbeInterval: 200 * time.Millisecond, DialTimeout: 200 * time.Millisecond}}, nil)
 	defer r.Close()
 	if _, st := r.Get(key("q")); st != Error {
 		t.Fatalf("unreachable: %v", st)

@@ -44,14 +44,55 @@ type Logger interface {
 	Info(msg string, args ...any)
 }
 
+// Timing is a store's timing: its client's bounds and its circuit's
+// thresholds. The stores behind a circuit (the limiter's counters, the
+// response cache) embed it in their configurations, so they share its
+// fields and their defaults. Zero fields take the defaults (WithDefaults).
+type Timing struct {
+	// Timeout bounds each call on the request path (and each probe); a
+	// call that times out counts as a failure. Default 250 ms.
+	Timeout time.Duration
+	// DialTimeout bounds a connection attempt. Default 2 s.
+	DialTimeout time.Duration
+	// FailureThreshold consecutive failures open the circuit. Default 5.
+	// Calls failing together count one each: a stall longer than Timeout
+	// under concurrent load opens the circuit at once, which keeps the
+	// request path from waiting Timeout on every call.
+	FailureThreshold int
+	// ProbeInterval is how long the circuit stays open before a probe
+	// decides recovery (also the redial period when the store was
+	// unreachable at startup). Default 30 s.
+	ProbeInterval time.Duration
+	// WarnInterval repeats the warning while the store is not connected.
+	// Default 5 minutes.
+	WarnInterval time.Duration
+}
+
+// WithDefaults returns t with its zero (or negative) fields set to the
+// defaults.
+func (t Timing) WithDefaults() Timing {
+	t.Timeout = durationOr(t.Timeout, 250*time.Millisecond)
+	t.DialTimeout = durationOr(t.DialTimeout, 2*time.Second)
+	if t.FailureThreshold <= 0 {
+		t.FailureThreshold = 5
+	}
+	t.ProbeInterval = durationOr(t.ProbeInterval, 30*time.Second)
+	t.WarnInterval = durationOr(t.WarnInterval, 5*time.Minute)
+	return t
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
 // Config sets the circuit's thresholds and what its log lines say.
 type Config struct {
-	// FailureThreshold consecutive failures open the circuit (> 0).
-	FailureThreshold int
-	// ProbeInterval: how long the circuit stays open before a probe.
-	ProbeInterval time.Duration
-	// WarnInterval repeats the warning while not connected.
-	WarnInterval time.Duration
+	// Timing's FailureThreshold, ProbeInterval and WarnInterval are the
+	// circuit's (New applies the defaults).
+	Timing
 
 	// Component starts every log line ("limiter", "cache").
 	Component string
@@ -94,6 +135,7 @@ type Circuit[C comparable] struct {
 // New dials once; an unreachable store is not an error: the circuit starts
 // open and a probe reattaches it later (Poll).
 func New[C comparable](cfg Config, log Logger, store Store[C], nowNs int64) *Circuit[C] {
+	cfg.Timing = cfg.Timing.WithDefaults()
 	c := &Circuit[C]{cfg: cfg, log: log, store: store}
 	cl, err := store.Dial()
 	if err != nil {

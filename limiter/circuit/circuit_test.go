@@ -56,7 +56,7 @@ func (l *testLog) add(level, msg string) {
 }
 
 var cfg = Config{
-	FailureThreshold: 3, ProbeInterval: 30 * time.Second, WarnInterval: 5 * time.Minute,
+	Timing:    Timing{FailureThreshold: 3, ProbeInterval: 30 * time.Second, WarnInterval: 5 * time.Minute},
 	Component: "test", Where: "127.0.0.1:6379", Meanwhile: "missing meanwhile", Reattached: "back",
 }
 
@@ -197,5 +197,44 @@ func TestStateString(t *testing.T) {
 		if got := fmt.Sprint(s); got != want {
 			t.Fatalf("%d: %q; want %q", s, got, want)
 		}
+	}
+}
+
+// TestTimingDefaults: zero and negative fields take the documented
+// defaults; set ones are kept. Both stores (limiter, cache) rely on it.
+func TestTimingDefaults(t *testing.T) {
+	def := Timing{Timeout: 250 * time.Millisecond, DialTimeout: 2 * time.Second, FailureThreshold: 5,
+		ProbeInterval: 30 * time.Second, WarnInterval: 5 * time.Minute}
+	set := Timing{Timeout: time.Second, DialTimeout: time.Second, FailureThreshold: 2,
+		ProbeInterval: time.Second, WarnInterval: time.Minute}
+	for _, tc := range []struct {
+		name    string
+		in, out Timing
+	}{
+		{"zero", Timing{}, def},
+		{"negative", Timing{Timeout: -1, DialTimeout: -1, FailureThreshold: -1, ProbeInterval: -1, WarnInterval: -1}, def},
+		{"set", set, set},
+	} {
+		if got := tc.in.WithDefaults(); got != tc.out {
+			t.Errorf("%s: WithDefaults() = %+v; want %+v", tc.name, got, tc.out)
+		}
+	}
+}
+
+// TestNewAppliesDefaults: a circuit configured without a threshold opens
+// after the default five consecutive failures, not on the first.
+func TestNewAppliesDefaults(t *testing.T) {
+	fs := &fakeStore{}
+	c := New(Config{Component: "test"}, &testLog{}, fs.store(), 0)
+	err := errors.New("i/o timeout")
+	for i := int64(1); i <= 4; i++ {
+		c.Failure(i, err)
+	}
+	if c.State() != Degraded {
+		t.Fatalf("state %s after 4 failures; want degraded", c.State())
+	}
+	c.Failure(5, err)
+	if c.State() != Open {
+		t.Fatalf("state %s after 5 failures; want open", c.State())
 	}
 }

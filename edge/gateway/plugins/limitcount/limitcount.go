@@ -21,6 +21,7 @@ import (
 	"gw/edge/gateway/plugin"
 	"gw/edge/gateway/vars"
 	"gw/limiter"
+	"gw/limiter/circuit"
 )
 
 // Name and Priority are APISIX's.
@@ -230,9 +231,12 @@ func New(raw json.RawMessage, env *plugin.Env, owner string) (plugin.Plugin, err
 func redisConfig(c *conf) limiter.RedisConfig {
 	rc := limiter.RedisConfig{
 		Username: c.RedisUsername, Password: c.RedisPassword,
-		KeyPrefix: "gw:lc:", Timeout: time.Duration(c.RedisTimeout) * time.Millisecond,
-		DialTimeout: time.Duration(c.RedisTimeout) * time.Millisecond, ProbeInterval: time.Second,
-		NoLocalFallback: true,
+		KeyPrefix: "gw:lc:", NoLocalFallback: true,
+		Timing: circuit.Timing{
+			Timeout:       time.Duration(c.RedisTimeout) * time.Millisecond,
+			DialTimeout:   time.Duration(c.RedisTimeout) * time.Millisecond,
+			ProbeInterval: time.Second,
+		},
 	}
 	ssl, verify := c.RedisSSL, c.RedisSSLVerify
 	if c.Policy == "redis-cluster" {
