@@ -97,6 +97,9 @@ func TestHasContent(t *testing.T) {
 	}
 	f(`{"choices":[{"delta":{"role":"assistant","content":""}}]}`, false)
 	f(`{"choices":[{"delta":{"content":"hi"}}]}`, true)
+	f(`{"Choices":[{"Delta":{"Content":"hi"}}]}`, true) // names as a Go client reads them
+	f(`{"choices":[{"delta":{"\u0072efusal":"no"}}]}`, true)
+	f(`{"choices":[{"delta":{"contents":"hi"}}]}`, false)
 	f(`{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}`, true)
 	f(`{"choices":[{"delta":{},"finish_reason":"stop"}]}`, true)
 	f(`{"choices":[{"delta":{"reasoning_content":"think"}}]}`, true)

@@ -449,12 +449,12 @@ func hasContent(data []byte) bool {
 		}
 		_ = rawjson.ForEachKey(delta, func(key, val []byte, vk rawjson.Kind) bool {
 			switch {
-			case vk == rawjson.String && len(val) > 2 && (rawjson.StringEquals(key, "content") || rawjson.StringEquals(key, "refusal") ||
-				rawjson.StringEquals(key, "reasoning_content") || rawjson.StringEquals(key, "reasoning")):
+			case vk == rawjson.String && len(val) > 2 && (rawjson.NameIs(key, "content") || rawjson.NameIs(key, "refusal") ||
+				rawjson.NameIs(key, "reasoning_content") || rawjson.NameIs(key, "reasoning")):
 				found = true
-			case vk == rawjson.Array && rawjson.StringEquals(key, "tool_calls"):
+			case vk == rawjson.Array && rawjson.NameIs(key, "tool_calls"):
 				found = true
-			case vk == rawjson.Object && rawjson.StringEquals(key, "function_call"):
+			case vk == rawjson.Object && rawjson.NameIs(key, "function_call"):
 				found = true
 			}
 			return !found

@@ -525,3 +525,34 @@ func refFoldConflicts(t *testing.T, data []byte) map[string]bool {
 		}
 	}
 }
+
+// FuzzRawJSONNameIs: NameIs, which compares a name spelled in as many
+// bytes as the wanted one letter by letter and decodes only longer
+// spellings, agrees with decoding the name and comparing under folding
+// (strings.EqualFold, as encoding/json matches a field).
+func FuzzRawJSONNameIs(f *testing.F) {
+	for _, s := range [][2]string{
+		{`"model"`, "model"}, {`"Model"`, "model"}, {`"MODEL"`, "model"}, {`"mod\u0065l"`, "model"},
+		{`"\u017ftream"`, "stream"}, {`"ſtream"`, "stream"}, {`"max_to\u212aens"`, "max_tokens"},
+		{`"max_toKens"`, "max_tokens"}, {`"mode"`, "model"}, {`"model "`, "model"}, {`"mode\\"`, "model"},
+		{`"m@del"`, "m`del"}, {`"ключ"`, "КЛЮЧ"}, {`""`, ""}, {`"a"`, "ab"},
+	} {
+		f.Add([]byte(s[0]), s[1])
+	}
+	f.Fuzz(func(t *testing.T, quoted []byte, name string) {
+		if !utf8.ValidString(name) || rawjson.KindOf(quoted) != rawjson.String || !rawjson.Valid(quoted) ||
+			quoted[len(quoted)-1] != '"' {
+			return // a raw quoted name, as ForEachKey and Cursor.Key give it
+		}
+		var dec string
+		if err := json.Unmarshal(quoted, &dec); err != nil {
+			return
+		}
+		if !utf8.Valid(quoted) || strings.ContainsRune(dec, utf8.RuneError) {
+			return // invalid UTF-8 and lone surrogates decode to U+FFFD
+		}
+		if got, want := rawjson.NameIs(quoted, name), strings.EqualFold(dec, name); got != want {
+			t.Fatalf("NameIs(%s, %q) = %v; decoded %q, EqualFold says %v", quoted, name, got, dec, want)
+		}
+	})
+}

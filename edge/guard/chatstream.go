@@ -263,18 +263,18 @@ func (s *ChatStream) scan(data []byte) (lead, rest bool) {
 	var choices []byte
 	_ = rawjson.ForEachKey(data, func(key, val []byte, k rawjson.Kind) bool {
 		switch {
-		case rawjson.StringEquals(key, "choices"):
+		case rawjson.NameIs(key, "choices"):
 			if k == rawjson.Array {
 				choices = val
 			}
-		case rawjson.StringEquals(key, "id"):
+		case rawjson.NameIs(key, "id"):
 			s.id = append(s.id[:0], val...)
-		case rawjson.StringEquals(key, "created"):
+		case rawjson.NameIs(key, "created"):
 			s.created = append(s.created[:0], val...)
-		case rawjson.StringEquals(key, "model"):
+		case rawjson.NameIs(key, "model"):
 			s.mdl = append(s.mdl[:0], val...)
-		case rawjson.StringEquals(key, "object"), rawjson.StringEquals(key, "system_fingerprint"),
-			rawjson.StringEquals(key, "service_tier"), rawjson.StringEquals(key, "obfuscation"):
+		case rawjson.NameIs(key, "object"), rawjson.NameIs(key, "system_fingerprint"),
+			rawjson.NameIs(key, "service_tier"), rawjson.NameIs(key, "obfuscation"):
 			// Carried by every chunk: not a boundary (obfuscation is padding).
 		default:
 			if k != rawjson.Null {
@@ -300,12 +300,12 @@ func (s *ChatStream) scan(data []byte) (lead, rest bool) {
 		}
 		_ = rawjson.ForEachKey(ch, func(key, val []byte, vk rawjson.Kind) bool {
 			switch {
-			case rawjson.StringEquals(key, "index"):
-			case rawjson.StringEquals(key, "logprobs"):
+			case rawjson.NameIs(key, "index"):
+			case rawjson.NameIs(key, "logprobs"):
 				// Log probabilities repeat the text token by token: they
 				// are dropped with the chunk (gw's own text chunks carry
 				// none), never released ahead of the judged text.
-			case rawjson.StringEquals(key, "delta"):
+			case rawjson.NameIs(key, "delta"):
 				if vk == rawjson.Object {
 					l, r := s.scanDelta(data, idx, val)
 					lead, rest = lead || l, rest || r
@@ -329,15 +329,15 @@ func (s *ChatStream) scanDelta(data []byte, choice int, delta []byte) (lead, res
 	_ = rawjson.ForEachKey(delta, func(key, val []byte, k rawjson.Kind) bool {
 		switch {
 		case k == rawjson.Null:
-		case rawjson.StringEquals(key, "content") && k == rawjson.String:
+		case rawjson.NameIs(key, "content") && k == rawjson.String:
 			s.text(data, choice, chanContent, 0, "", val)
-		case rawjson.StringEquals(key, "refusal") && k == rawjson.String:
+		case rawjson.NameIs(key, "refusal") && k == rawjson.String:
 			s.text(data, choice, chanRefusal, 0, "", val)
-		case rawjson.StringEquals(key, "reasoning_content") && k == rawjson.String:
+		case rawjson.NameIs(key, "reasoning_content") && k == rawjson.String:
 			s.text(data, choice, chanReasoning, 0, "reasoning_content", val)
-		case rawjson.StringEquals(key, "reasoning") && k == rawjson.String:
+		case rawjson.NameIs(key, "reasoning") && k == rawjson.String:
 			s.text(data, choice, chanReasoning, 0, "reasoning", val)
-		case rawjson.StringEquals(key, "tool_calls") && k == rawjson.Array:
+		case rawjson.NameIs(key, "tool_calls") && k == rawjson.Array:
 			_ = rawjson.ForEachElem(val, func(i int, tc []byte, tk rawjson.Kind) bool {
 				if tk != rawjson.Object {
 					rest = true
@@ -346,13 +346,13 @@ func (s *ChatStream) scanDelta(data []byte, choice int, delta []byte) (lead, res
 				ti := i
 				_ = rawjson.ForEachKey(tc, func(tkey, tval []byte, vk rawjson.Kind) bool {
 					switch {
-					case rawjson.StringEquals(tkey, "index"):
+					case rawjson.NameIs(tkey, "index"):
 						if n, ok := rawjson.ParseInt(tval); ok {
 							ti = int(n)
 						}
-					case rawjson.StringEquals(tkey, "function") && vk == rawjson.Object:
+					case rawjson.NameIs(tkey, "function") && vk == rawjson.Object:
 						_ = rawjson.ForEachKey(tval, func(fk, fv []byte, fvk rawjson.Kind) bool {
-							if rawjson.StringEquals(fk, "arguments") && fvk == rawjson.String {
+							if rawjson.NameIs(fk, "arguments") && fvk == rawjson.String {
 								s.text(data, choice, chanTool, ti, "", fv)
 							} else if fvk != rawjson.Null {
 								lead, rest = true, true // the function's name
@@ -366,7 +366,7 @@ func (s *ChatStream) scanDelta(data []byte, choice int, delta []byte) (lead, res
 				})
 				return true
 			})
-		case rawjson.StringEquals(key, "role"):
+		case rawjson.NameIs(key, "role"):
 			lead, rest = true, true
 		default:
 			rest = true

@@ -255,3 +255,30 @@ func TestChatStreamRawCap(t *testing.T) {
 		}
 	}
 }
+
+// TestChatStreamNamesInAnotherCase: a chunk's names are read as a Go
+// client reads them, as a request's are: "Content" and "\u0063ontent" are
+// the content, judged and masked like it.
+func TestChatStreamNamesInAnotherCase(t *testing.T) {
+	block := stage("kw", &wordChecker{word: "forbidden"}, nil)
+	_, d, _ := runChat(t, []*Stage{block}, []string{
+		`{"ID":"c1","Model":"up","CHOICES":[{"Index":0,"Delta":{"Role":"assistant","Content":"this is forbidden"}}]}`,
+	})
+	if d != Blocked {
+		t.Fatalf("decision %d; a capitalised content went unjudged", d)
+	}
+	mask := stage("pii", &wordChecker{word: "secret", mask: true}, nil)
+	out, d, _ := runChat(t, []*Stage{mask}, []string{
+		chunk(`{"role":"assistant","CONTENT":"a sec"}`, ""),
+		chunk(`{"\u0063ontent":"ret b"}`, ""),
+		chunk(`{"Tool_Calls":[{"Index":0,"ID":"call_1","Function":{"Name":"f","Arguments":"{\"q\":\"secret\"}"}}]}`, ""),
+		chunk(`{}`, "stop"),
+	})
+	if d >= Blocked {
+		t.Fatalf("decision %d", d)
+	}
+	content, args, _ := collect(t, out)
+	if content != "a [X] b" || args != `{"q":"[X]"}` {
+		t.Fatalf("content %q args %q; released %v", content, args, out)
+	}
+}

@@ -664,17 +664,19 @@ func (x *Extractor) chatAnswer() error {
 			return true
 		}
 		x.set(RoleAssistant, PartContent, false, msgAnswer)
+		// Names are read as in requests (chatKeyOf): a Go client reads
+		// "Content" as the content, so the guardrails judge it too.
 		_ = rawjson.ForEachKey(m, func(key, val []byte, vk rawjson.Kind) bool {
-			switch {
-			case rawjson.StringEquals(key, "content"), rawjson.StringEquals(key, "refusal"):
+			switch ck := chatKeyOf(key, !rawjson.PlainName(key)); {
+			case ck == ckContent, ck == ckRefusal:
 				x.part = PartContent
 				x.content(val, vk)
-			case (rawjson.StringEquals(key, "reasoning_content") || rawjson.StringEquals(key, "reasoning")) && vk == rawjson.String:
+			case ck == ckReasoning && vk == rawjson.String:
 				x.part = PartReasoning
 				x.str(val)
-			case rawjson.StringEquals(key, "tool_calls") && vk == rawjson.Array:
+			case ck == ckToolCalls && vk == rawjson.Array:
 				x.toolCalls(val)
-			case rawjson.StringEquals(key, "function_call") && vk == rawjson.Object:
+			case ck == ckFunctionCall && vk == rawjson.Object:
 				if a, ak, ok := rawjson.Get(val, "arguments"); ok && ak == rawjson.String {
 					x.nestedPayload(a, PartToolArguments)
 				}

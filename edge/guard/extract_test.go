@@ -91,6 +91,10 @@ func TestExtract(t *testing.T) {
 		"assistant/content=c\nassistant/reasoning=r\nuser/content/L=q\n")
 	f("chat answer", ChatAnswer, `{"choices":[{"index":0,"message":{"role":"assistant","content":"answer","reasoning_content":"why","tool_calls":[{"function":{"name":"f","arguments":"{\"x\":\"y\"}"}}]}}]}`,
 		"assistant/content/L=answer\nassistant/reasoning/L=why\nassistant/key/L=x\nassistant/args/L=y\n")
+	// An answer's names are read as a Go client reads them, like a
+	// request's: "Content" is the content.
+	f("chat answer names in another case", ChatAnswer, `{"CHOICES":[{"Message":{"Content":"upper","REASONING_CONTENT":"why","Tool_Calls":[{"Function":{"Arguments":"{\"x\":\"y\"}"}}]}},{"message":{"\u0063ontent":"escaped"}}]}`,
+		"assistant/content/L=upper\nassistant/reasoning/L=why\nassistant/key/L=x\nassistant/args/L=y\nassistant/content/L=escaped\n")
 	f("messages answer", MessagesAnswer, `{"content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"a"}]}`,
 		"assistant/reasoning/L/F=t\nassistant/content/L=a\n")
 	f("responses answer", ResponsesAnswer, `{"output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"s"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"o"}]},{"type":"function_call","arguments":"{}"}]}`,

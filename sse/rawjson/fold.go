@@ -568,6 +568,24 @@ func validName(data []byte, i int) (end int, esc, odd bool) {
 // Cursor.Key return it) decodes to name under folding: the way to compare
 // a name, as StringEquals is the way to compare a string value.
 func NameIs(quoted []byte, name string) bool {
+	if len(quoted) < 2 {
+		return false
+	}
+	raw := quoted[1 : len(quoted)-1]
+	// An escape or a multi-byte rune takes more bytes than the ASCII
+	// letter it may stand for: a name spelled in as many bytes as an ASCII
+	// name is equal to it only letter for letter, up to ASCII case; a
+	// shorter one never is. Of the longer spellings, one whose plain first
+	// byte differs is not (most names compared against another differ
+	// there); only the others are decoded.
+	if Plain(name) {
+		if len(raw) <= len(name) {
+			return len(raw) == len(name) && (string(raw) == name || foldFirst(raw, name) && equalFoldASCII(raw, name))
+		}
+		if c := raw[0]; c < 0x80 && c != '\\' && len(name) > 0 && foldByte(c) != foldByte(name[0]) {
+			return false
+		}
+	}
 	return foldEqualQuoted(quoted, name)
 }
 
