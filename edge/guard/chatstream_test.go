@@ -282,3 +282,23 @@ func TestChatStreamNamesInAnotherCase(t *testing.T) {
 		t.Fatalf("content %q args %q; released %v", content, args, out)
 	}
 }
+
+// TestChatStreamTwoSpellings: a chunk spelling one name twice ("content"
+// and "Content") reads one way to a Go client and another to the others,
+// so no single reading can be judged: it is unreadable, and the chain's
+// fail-open rules decide (closed: Unavailable; open: a recorded bypass).
+func TestChatStreamTwoSpellings(t *testing.T) {
+	twice := chunk(`{"content":"fine","Content":"forbidden"}`, "")
+	for _, failOpen := range []bool{false, true} {
+		var e Exec
+		var s ChatStream
+		s.Reset(context.Background(), &e, "m", []*Stage{stage("kw", &wordChecker{word: "forbidden"}, func(g *resources.Guardrail) { g.OutputFailOpen = failOpen })})
+		d := s.Push([]byte(twice))
+		switch {
+		case !failOpen && (d != Unavailable || !e.Outcome.BlockedFailClosed):
+			t.Fatalf("fail closed: decision %d, outcome %+v", d, e.Outcome)
+		case failOpen && (d != Pass || e.Outcome.BypassedReason != BypassUnreadable):
+			t.Fatalf("fail open: decision %d, outcome %+v", d, e.Outcome)
+		}
+	}
+}

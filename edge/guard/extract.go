@@ -27,6 +27,12 @@ const maxDepth = 64
 // ErrBody is returned for a body the extractor cannot walk.
 var ErrBody = errors.New("guard: the body is not a JSON object")
 
+// ErrFoldedNames is returned for an answer whose object holds two
+// spellings of one name ("content" and "Content"): a Go client reads the
+// last, others the exact one, so no single reading can be judged. (The
+// read stage refuses such requests before any guardrail runs.)
+var ErrFoldedNames = errors.New("guard: the answer spells one member name twice in different cases")
+
 // span locates one extracted value so a mask can rewrite it in place.
 type span struct {
 	start, end int  // the raw value in body, or in the nested document nest
@@ -87,6 +93,9 @@ func (x *Extractor) Extract(e *Exec, f Format, body []byte) error {
 	e.clearTexts()
 	if rawjson.KindOf(body) != rawjson.Object {
 		return ErrBody
+	}
+	if f >= ChatAnswer && f <= ResponsesAnswer && rawjson.FoldConflict(body) != nil {
+		return ErrFoldedNames
 	}
 	var err error
 	switch f {

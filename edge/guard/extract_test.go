@@ -101,6 +101,31 @@ func TestExtract(t *testing.T) {
 		"assistant/reasoning/L=s\nassistant/content/L=o\n")
 }
 
+// TestExtractAnswerTwoSpellings: an answer spelling one name twice in one
+// object cannot be judged (ErrFoldedNames; the caller applies the chain's
+// fail-open rules); the same names in requests never get here (the read
+// stage refuses them), and exact duplicates are read as JSON reads them.
+func TestExtractAnswerTwoSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		f    Format
+		body string
+		want error
+	}{
+		{ChatAnswer, `{"choices":[{"message":{"content":"fine","Content":"bad"}}]}`, ErrFoldedNames},
+		{ChatAnswer, `{"choices":[{"message":{"content":"fine"}}],"Choices":[]}`, ErrFoldedNames},
+		{MessagesAnswer, `{"content":[{"type":"text","text":"a","TEXT":"b"}]}`, ErrFoldedNames},
+		{ResponsesAnswer, `{"output":[],"OUTPUT":[]}`, ErrFoldedNames},
+		{ChatAnswer, `{"choices":[{"message":{"content":"a","content":"b"}}]}`, nil},
+		{ChatAnswer, `{"Choices":[{"Message":{"Content":"one spelling"}}]}`, nil},
+	} {
+		var e Exec
+		var x Extractor
+		if err := x.Extract(&e, tc.f, []byte(tc.body)); err != tc.want {
+			t.Errorf("Extract(%s) = %v; want %v", tc.body, err, tc.want)
+		}
+	}
+}
+
 // TestRewrite: masks are written back as escaped JSON strings, inside
 // nested tool arguments too, and the body stays valid JSON.
 func TestRewrite(t *testing.T) {

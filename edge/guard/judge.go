@@ -455,10 +455,17 @@ func (e *Exec) Unreadable(p Phase, stages []*Stage) Decision {
 	return Pass
 }
 
-// unreadable reports a stream event whose data is not JSON. Empty data
-// (an SSE keep-alive) carries nothing and is not unreadable.
+// unreadable reports a stream event whose data is not JSON, or holds two
+// spellings of one name in an object ("content" and "Content": a Go client
+// reads the last, others the exact one, so no single reading can be
+// judged). Empty data (an SSE keep-alive) carries nothing and is not
+// unreadable.
 func unreadable(data []byte) bool {
-	return len(bytes.TrimSpace(data)) > 0 && !rawjson.Valid(data)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return false
+	}
+	valid, folded := rawjson.ValidNames(data)
+	return !valid || folded != nil
 }
 
 // check runs one checker, with the stage's own deadline when it has one.
