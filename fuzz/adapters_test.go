@@ -58,6 +58,29 @@ func adFold(m map[string]any, names []string) {
 	}
 }
 
+// adFoldBody folds the names an adapter acts on in a decoded chat body:
+// the top level, each message, each content part, stream_options.
+func adFoldBody(body map[string]any) {
+	adFold(body, adTopNames)
+	if msgs, ok := body["messages"].([]any); ok {
+		for _, e := range msgs {
+			if msg, ok := e.(map[string]any); ok {
+				adFold(msg, []string{"role", "content", "thinking_blocks"})
+				if parts, ok := msg["content"].([]any); ok {
+					for _, p := range parts {
+						if part, ok := p.(map[string]any); ok {
+							adFold(part, []string{"type", "text"})
+						}
+					}
+				}
+			}
+		}
+	}
+	if so, ok := body["stream_options"].(map[string]any); ok {
+		adFold(so, []string{"include_usage", "include_obfuscation"})
+	}
+}
+
 func adAdapter(t *testing.T, flags uint8) adapters.Adapter {
 	if a, ok := adCache.Load(flags); ok {
 		return a.(adapters.Adapter)
@@ -278,24 +301,14 @@ func adCheckBuildChat(t *testing.T, body []byte, flags uint8, model string) {
 		if _, folded := rawjson.ValidNames(body); folded != nil {
 			return
 		}
-		adFold(want, adTopNames)
-		if msgs, ok := want["messages"].([]any); ok {
-			for _, e := range msgs {
-				if msg, ok := e.(map[string]any); ok {
-					adFold(msg, []string{"role", "content", "thinking_blocks"})
-					if parts, ok := msg["content"].([]any); ok {
-						for _, p := range parts {
-							if part, ok := p.(map[string]any); ok {
-								adFold(part, []string{"type", "text"})
-							}
-						}
-					}
-				}
-			}
+		// Both sides are compared with the names the adapter acts on
+		// folded to their spelling: a name it leaves alone keeps the
+		// caller's ("mAX_tokens"), one it rewrites gets its own.
+		if _, folded := rawjson.ValidNames(out); folded != nil {
+			t.Fatalf("output spells %s twice\nin:  %s\nout: %s", folded, body, out)
 		}
-		if so, ok := want["stream_options"].(map[string]any); ok {
-			adFold(so, []string{"include_usage", "include_obfuscation"})
-		}
+		adFoldBody(want)
+		adFoldBody(got)
 		want = adReference(want, flags, model)
 		if g, w := adNormalize(got), adNormalize(want); !reflect.DeepEqual(g, w) {
 			wj, _ := json.Marshal(w)
