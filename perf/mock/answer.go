@@ -142,11 +142,21 @@ func (b *answerBase) appendToolName(dst []byte, c int) []byte {
 
 // readNamedTools reads a tools array whose elements name themselves with a top-level
 // "name" (Anthropic Messages, OpenAI Responses). It reports whether the array has an
-// element and keeps the first non-empty string names, escapes kept.
+// element and keeps the first non-empty string names, escapes kept. The name is matched
+// exactly (the last of repeated ones), as the request's other members (memberIndex): the
+// providers' own parsers read exact names, where rawjson.Get reads them as Go does.
 func readNamedTools(tools []byte, names *[maxToolNames][]byte) (has bool, n int) {
 	_ = rawjson.ForEachElem(tools, func(_ int, tool []byte, _ rawjson.Kind) bool {
 		has = true
-		if name, kind, _ := rawjson.Get(tool, "name"); kind == rawjson.String && len(name) > 2 {
+		var name []byte
+		var kind rawjson.Kind
+		_ = rawjson.ForEachKey(tool, func(k, v []byte, vk rawjson.Kind) bool {
+			if memberIndex(k, toolNameMember) == 0 {
+				name, kind = v, vk
+			}
+			return true
+		})
+		if kind == rawjson.String && len(name) > 2 {
 			names[n] = name[1 : len(name)-1]
 			n++
 		}
@@ -154,6 +164,8 @@ func readNamedTools(tools []byte, names *[maxToolNames][]byte) (has bool, n int)
 	})
 	return has, n
 }
+
+var toolNameMember = []string{"name"}
 
 // countElems returns the number of elements of the array val, or false if it is not one.
 func countElems(val []byte) (int, bool) {
