@@ -29,7 +29,7 @@ export BEDROCK_CREDENTIALS ?= {"access_key_id":"AKIAMOCKBEDROCK00001","secret_ac
 # A service account generated for tests only; its token_uri is the mock's (127.0.0.1:9999).
 export VERTEX_SA ?= $(shell cat perf/mock/testdata/vertex_service_account.json)
 
-.PHONY: all build run test unit fuzz bench perf lint deps clean image deploy-test schema
+.PHONY: all build run run-smoke test unit fuzz bench perf lint deps clean image deploy-test schema
 
 all: build
 
@@ -45,11 +45,18 @@ image:
 	cd deploy && $(GO) run ./cmd/gwimage -repo .. -version $(VERSION) -out ../bin/gw-image.tar
 
 # Start the mock upstream and gw on the example config. Ctrl-C stops both.
+# gw starts once the mock accepts connections: the example's semantic router
+# embeds its route examples through the mock while the config loads.
 run: build
 	@echo "mock upstream on $(MOCK_LISTEN); gw on $(LISTEN); caller key: $$DEMO_CALLER_KEY"
 	@echo "admin API on http://$(ADMIN_LISTEN)/gw/admin (X-API-KEY: $$GW_ADMIN_KEY; store in ./data)"
 	@set -m; ./$(BIN) mock -addr $(MOCK_LISTEN) -model-suffix -2024-08-06 & mock=$$!; \
 	trap 'kill $$mock 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 100); do \
+		(exec 3<>/dev/tcp/$(firstword $(subst :, ,$(MOCK_LISTEN)))/$(lastword $(subst :, ,$(MOCK_LISTEN)))) 2>/dev/null && break; \
+		kill -0 $$mock 2>/dev/null || { echo "the mock upstream did not start on $(MOCK_LISTEN)"; exit 1; }; \
+		sleep 0.1; \
+	done; \
 	./$(BIN) serve --resources-file examples/gw.yaml --listen $(LISTEN) --admin-listen $(ADMIN_LISTEN)
 
 # Tests start real Redis processes (limiter) and etcd processes (admin/store);
@@ -91,7 +98,11 @@ deps:
 		echo "installing openai + ws (npm) into $(OPENAI_NPM_DIR)"; \
 		mkdir -p $(OPENAI_NPM_DIR) && npm install --prefix $(OPENAI_NPM_DIR) --no-audit --no-fund --silent openai@7.55.0 ws@8.23.0 >/dev/null; }
 
-test: deps lint unit deploy-test fuzz-short
+test: deps lint unit deploy-test run-smoke fuzz-short
+
+# The front door: make run on the example config answers a chat call.
+run-smoke:
+	@bash .ci/run-smoke
 
 # cmd/gw's end-to-end tests take minutes under -race on 2 cores (the usage
 # outage test alone runs two); go test's default 10-minute limit is too tight.
